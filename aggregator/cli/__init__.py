@@ -1,0 +1,30 @@
+"""The ``deniable-aggregator`` command: analyst, simulation and planning tools."""
+
+from __future__ import annotations
+
+import click
+
+from aggregator.cli._plan import plan_command
+from aggregator.cli._simulate import simulate_command
+
+__all__ = ["cli", "main"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="deniable")
+def cli() -> None:
+    """Aggregate randomized survey answers into honest estimates.
+
+    Every option can also be set in the environment as DENIABLE_<COMMAND>_<OPTION>, for
+    example DENIABLE_PLAN_EPSILON=1. Exit codes: 0 success, 1 runtime error, 2 invalid
+    usage or input.
+    """
+
+
+cli.add_command(plan_command)
+cli.add_command(simulate_command)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(auto_envvar_prefix="DENIABLE")
