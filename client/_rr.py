@@ -22,6 +22,8 @@ def _as_bits(bits: ArrayLike, name: str) -> NDArray[np.bool_]:
     array = np.asarray(bits)
     if array.dtype == np.bool_:
         return array
+    if array.size == 0:
+        return np.zeros(array.shape, dtype=bool)
     if array.dtype.kind not in "iu":
         raise TypeError(f"{name} must be booleans or 0/1 integers, got dtype {array.dtype}")
     bad = np.flatnonzero((array != 0) & (array != 1))

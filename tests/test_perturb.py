@@ -1,0 +1,202 @@
+"""Perturbation: exact Bernoulli probabilities, CSPRNG by default, statistics, validation."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from client import RandomizedResponse
+from client._bernoulli import bernoulli, generator_source
+
+# Statistical tests fail only when a binomial p-value is below this (DESIGN §7).
+P_FLOOR = 1e-6
+
+
+class ScriptedSource:
+    """A byte source that returns prepared chunks in order and records every request."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks: Iterator[bytes] = iter(chunks)
+        self.requests: list[int] = []
+
+    def __call__(self, size: int) -> bytes:
+        self.requests.append(size)
+        chunk = next(self._chunks)
+        assert len(chunk) == size
+        return chunk
+
+
+def test_single_digit_probability_is_exact_over_all_bytes() -> None:
+    # (1 + 1/2)/2 = 0.75 = 0xC0/256: exactly 192 of the 256 byte values keep the truth.
+    p = RandomizedResponse(0.5).p_truth_exact
+    source = ScriptedSource([bytes(range(256))])
+    result = bernoulli(p, 256, source)
+    assert int(result.sum()) == 192
+    assert result[:192].all()
+    assert not result[192:].any()
+    assert source.requests == [256]  # byte 0xC0 ties, but p has no further digits
+
+
+@pytest.mark.parametrize(
+    "p",
+    [Fraction(0x8001, 1 << 16), Fraction(0x00FF, 1 << 16), Fraction(0xFE01, 1 << 16)],
+)
+def test_two_digit_probability_is_exact_over_all_byte_pairs(p: Fraction) -> None:
+    # Enumerate every (first, second) byte pair once: the count of successes must be
+    # exactly p * 65536, so the sampler's probability is p with no rounding at all.
+    first = bytes(i // 256 for i in range(65536))
+    digit = (p.numerator >> 8) & 0xFF
+    ties = first.count(digit)
+    source = ScriptedSource([first, bytes(range(256)) * (ties // 256)])
+    result = bernoulli(p, 65536, source)
+    assert int(result.sum()) == p * 65536
+    assert source.requests == [65536, ties]
+
+
+def test_alpha_point_one_has_many_digits_and_resolves_ties() -> None:
+    p = RandomizedResponse(0.1).p_truth_exact
+    assert p == Fraction(11, 20) + (Fraction(0.1) - Fraction(1, 10)) / 2
+    # A run of bytes equal to every digit of p, then nothing: U = p exactly is not < p.
+    exponent = p.denominator.bit_length() - 1
+    places = -(-exponent // 8)
+    scaled = p.numerator << (8 * places - exponent)
+    digits = [(scaled >> (8 * (places - 1 - i))) & 0xFF for i in range(places)]
+    source = ScriptedSource([bytes([d]) for d in digits])
+    assert not bernoulli(p, 1, source)[0]
+    assert len(source.requests) == places
+    below = digits[:-1] + [digits[-1] - 1]  # last digit smaller: U < p
+    assert bernoulli(p, 1, ScriptedSource([bytes([d]) for d in below]))[0]
+
+
+def test_certain_and_impossible_events_use_no_randomness() -> None:
+    def refuse(size: int) -> bytes:
+        raise AssertionError("no randomness should be drawn")
+
+    assert bernoulli(Fraction(1), 5, refuse).all()
+    assert not bernoulli(Fraction(0), 5, refuse).any()
+    truth = np.array([True, False, True])
+    assert (RandomizedResponse(1.0).perturb_many(truth) == truth).all()
+
+
+def test_bernoulli_rejects_non_dyadic_and_out_of_range() -> None:
+    with pytest.raises(ValueError, match="not a dyadic rational"):
+        bernoulli(Fraction(1, 3), 1, os.urandom)
+    with pytest.raises(ValueError, match="probability must be in"):
+        bernoulli(Fraction(3, 2), 1, os.urandom)
+
+
+def test_default_randomness_is_the_os_csprng(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    fill = {"byte": b"\x00"}
+
+    def fake_urandom(size: int) -> bytes:
+        calls.append(size)
+        return fill["byte"] * size
+
+    monkeypatch.setattr(os, "urandom", fake_urandom)
+    rr = RandomizedResponse(0.5)
+    truth = np.array([True, False, True, False, False])
+    # Byte 0x00 < 0xC0: every report keeps the truth.
+    assert (rr.perturb_many(truth) == truth).all()
+    assert calls == [5]
+    # Byte 0xFF > 0xC0: every report is the opposite; the output follows the OS bytes.
+    fill["byte"] = b"\xff"
+    assert (rr.perturb_many(truth) == ~truth).all()
+    assert rr.perturb(True) is False
+    assert calls == [5, 5, 1]
+
+
+def test_seeded_generator_is_used_only_when_passed(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_urandom(size: int) -> bytes:
+        raise AssertionError("a seeded run must not read the OS source")
+
+    monkeypatch.setattr(os, "urandom", no_urandom)
+    rr = RandomizedResponse(0.5)
+    truth = np.ones(1000, dtype=bool)
+    first = rr.perturb_many(truth, rng=np.random.default_rng(7))
+    again = rr.perturb_many(truth, rng=np.random.default_rng(7))
+    assert (first == again).all()
+    with pytest.raises(TypeError, match=r"rng must be a numpy.random.Generator, got int"):
+        rr.perturb_many(truth, rng=7)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="numpy.random.Generator"):
+        generator_source(np.random.RandomState(1))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("alpha", [0.1, 0.5, 0.9])
+@pytest.mark.parametrize("truth", [True, False])
+@pytest.mark.parametrize("source", ["os", "seeded"])
+def test_reports_keep_the_truth_with_probability_one_plus_alpha_over_two(
+    alpha: float, truth: bool, source: str
+) -> None:
+    n = 400_000
+    rr = RandomizedResponse(alpha)
+    rng = np.random.default_rng(20261121) if source == "seeded" else None
+    reports = rr.perturb_many(np.full(n, truth), rng=rng)
+    kept = int(np.count_nonzero(reports == truth))
+    assert stats.binomtest(kept, n, rr.p_truth).pvalue > P_FLOOR
+
+
+def test_reports_are_independent_of_position_and_of_each_other() -> None:
+    # Alternating truths: the keep rate is the same for even and odd positions, and the
+    # keep decisions of neighbours are uncorrelated (2x2 table, Fisher's exact test).
+    rr = RandomizedResponse(0.5)
+    truth = np.arange(200_000) % 2 == 0
+    kept = rr.perturb_many(truth) == truth
+    for part in (kept[0::2], kept[1::2]):
+        assert stats.binomtest(int(part.sum()), part.size, rr.p_truth).pvalue > P_FLOOR
+    pairs = kept[:-1:2].astype(int) * 2 + kept[1::2].astype(int)
+    table = np.bincount(pairs, minlength=4).reshape(2, 2)
+    assert stats.fisher_exact(table).pvalue > P_FLOOR
+
+
+def test_shape_is_preserved_and_integers_are_accepted() -> None:
+    rr = RandomizedResponse(0.5)
+    out = rr.perturb_many(np.ones((3, 4), dtype=np.int8))
+    assert out.shape == (3, 4)
+    assert out.dtype == np.bool_
+    assert rr.perturb_many([]).shape == (0,)
+    assert isinstance(rr.perturb(1), bool)
+    assert isinstance(rr.perturb(np.bool_(False)), bool)
+
+
+@pytest.mark.parametrize(
+    ("bits", "error", "message"),
+    [
+        ([0, 2], ValueError, r"bits must be 0 or 1, got 2 at index \(1,\)"),
+        ([[0, 1], [-1, 0]], ValueError, r"bits must be 0 or 1, got -1 at index \(1, 0\)"),
+        ([0.5], TypeError, "bits must be booleans or 0/1 integers, got dtype float64"),
+        (["yes"], TypeError, "bits must be booleans or 0/1 integers, got dtype <U3"),
+    ],
+)
+def test_invalid_bits_are_rejected_naming_the_value(
+    bits: object, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        RandomizedResponse(0.5).perturb_many(bits)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("bit", "error", "message"),
+    [
+        (2, ValueError, "bit must be 0 or 1, got 2"),
+        (0.0, TypeError, "bit must be booleans or 0/1 integers, got dtype float64"),
+        ([1, 0], ValueError, r"bit must be a single answer, got shape \(2,\)"),
+    ],
+)
+def test_invalid_single_bit_is_rejected(bit: object, error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        RandomizedResponse(0.5).perturb(bit)  # type: ignore[arg-type]
+
+
+def test_client_mechanism_shares_the_spec_validation_and_epsilon() -> None:
+    rr = RandomizedResponse.from_epsilon(1.0)
+    assert isinstance(rr, RandomizedResponse)
+    assert rr.epsilon == 1.0
+    assert rr.epsilon_approx == 2 * rr.alpha
+    with pytest.raises(ValueError, match="alpha must be in"):
+        RandomizedResponse(alpha=1.2)
