@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -49,7 +50,9 @@ class RandomizedResponse(RandomizedResponseSpec):
         True
     """
 
-    def perturb(self, bit: bool | int, rng: np.random.Generator | None = None) -> bool:
+    def perturb(
+        self, bit: bool | int | np.bool_ | np.integer[Any], rng: np.random.Generator | None = None
+    ) -> bool:
         """Return the randomized report for one true answer."""
         truth = _as_bits(bit, "bit")
         if truth.ndim != 0:

@@ -16,7 +16,9 @@ __all__ = ["cli", "main"]
 def cli() -> None:
     """Answer sensitive questions with plausible deniability.
 
-    Options can also be set as DENIABLE_<COMMAND>_<OPTION> environment variables.
+    \b
+    Environment: every option can also be set as DENIABLE_<COMMAND>_<OPTION>,
+    for example DENIABLE_EXPLAIN_EPSILON=1.
     Exit codes: 0 success, 1 runtime error, 2 invalid usage or input.
     """
 

@@ -15,9 +15,10 @@ __all__ = ["cli", "main"]
 def cli() -> None:
     """Aggregate randomized survey answers into honest estimates.
 
-    Every option can also be set in the environment as DENIABLE_<COMMAND>_<OPTION>, for
-    example DENIABLE_PLAN_EPSILON=1. Exit codes: 0 success, 1 runtime error, 2 invalid
-    usage or input.
+    \b
+    Environment: every option can also be set as DENIABLE_<COMMAND>_<OPTION>,
+    for example DENIABLE_PLAN_EPSILON=1.
+    Exit codes: 0 success, 1 runtime error, 2 invalid usage or input.
     """
 
 
