@@ -100,4 +100,7 @@ def _print_result(result: SimulationResult, spec: RandomizedResponseSpec) -> Non
             f"  raw estimate: mean {result.mean_estimate_raw:.4f} (truth {result.p:g}), "
             f"std {result.std_estimate_raw:.4f} (theory {result.std_theory:.4f})"
         )
-    click.echo(f"Throughput: {result.reports_per_second:,.0f} reports/s (in-process)")
+        click.echo(
+            f"  throughput: {result.reports_per_second:,.0f} reports/s in-process "
+            "(drawing answers, perturbing, estimating)"
+        )
