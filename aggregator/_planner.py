@@ -8,7 +8,7 @@ from typing import Any
 
 from aggregator._intervals import normal_quantile
 from shared import RandomizedResponseSpec
-from shared._validate import as_count, as_real, check_open_unit
+from shared._validate import as_count, as_real, check_open_unit, check_unit_interval
 
 __all__ = ["Plan", "margin_achieved", "participants_needed", "plan"]
 
@@ -38,13 +38,6 @@ def _unit_variance(spec: RandomizedResponseSpec, p: float) -> float:
     return spec.estimator_variance(p, 1, "population")
 
 
-def _check_share(p: object) -> float:
-    share = as_real("p", p)
-    if not (0.0 <= share <= 1.0):
-        raise ValueError(f"p must be in [0, 1], got {share!r}")
-    return share
-
-
 def participants_needed(
     margin: float, spec: RandomizedResponseSpec, confidence: float = 0.95, p: float = 0.5
 ) -> int:
@@ -53,7 +46,7 @@ def participants_needed(
     if not (0.0 < m <= 1.0):  # also rejects NaN
         raise ValueError(f"margin must be in (0, 1], got {m!r}")
     z = normal_quantile(check_open_unit("confidence", confidence))
-    variance = _unit_variance(spec, _check_share(p))
+    variance = _unit_variance(spec, check_unit_interval("p", p))
     n = max(1, math.ceil(z * z * variance / (m * m)))
     # Guard against float rounding on either side of the exact ceiling.
     while n > 1 and z * math.sqrt(variance / (n - 1)) <= m:
@@ -69,7 +62,7 @@ def margin_achieved(
     """Half-width z·sqrt(V/n) of the normal-approximation interval from n participants."""
     n = as_count("participants", participants, minimum=1)
     z = normal_quantile(check_open_unit("confidence", confidence))
-    return z * math.sqrt(_unit_variance(spec, _check_share(p)) / n)
+    return z * math.sqrt(_unit_variance(spec, check_unit_interval("p", p)) / n)
 
 
 def plan(
@@ -85,16 +78,13 @@ def plan(
         raise ValueError("give exactly one of margin or participants")
     if margin is not None:
         n = participants_needed(margin, spec, confidence, p)
-        achieved = margin_achieved(n, spec, confidence, p)
     else:
-        assert participants is not None
         n = as_count("participants", participants, minimum=1)
-        achieved = margin_achieved(n, spec, confidence, p)
     return Plan(
         participants=n,
-        margin=achieved,
-        confidence=confidence,
-        p=p,
+        margin=margin_achieved(n, spec, confidence, p),
+        confidence=float(confidence),
+        p=float(p),
         alpha=spec.alpha,
         epsilon=spec.epsilon,
         epsilon_approx=spec.epsilon_approx,

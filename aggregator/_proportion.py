@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from aggregator._intervals import binomial_interval, check_method
-from shared import ESTIMANDS, Estimand, RandomizedResponseSpec
+from shared import Estimand, RandomizedResponseSpec, check_estimand
 from shared._validate import as_count, check_open_unit
 
 __all__ = ["ProportionEstimate", "estimate_proportion", "proportion_arrays"]
@@ -124,8 +124,7 @@ def estimate_proportion(
     spec = RandomizedResponseSpec(alpha)
     level = check_open_unit("confidence", confidence)
     check_method(method)
-    if estimand not in ESTIMANDS:
-        raise ValueError(f"unknown estimand {estimand!r}; expected one of: {', '.join(ESTIMANDS)}")
+    check_estimand(estimand)
     arrays = proportion_arrays(np.array([yes]), count, spec, level, method, estimand)
     return ProportionEstimate(
         n=count,

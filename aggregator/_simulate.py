@@ -15,7 +15,7 @@ from aggregator._intervals import check_method
 from aggregator._proportion import ProportionEstimate, estimate_proportion, proportion_arrays
 from client import RandomizedResponse
 from shared import RandomizedResponseSpec
-from shared._validate import as_count, as_real, check_open_unit
+from shared._validate import as_count, check_open_unit, check_unit_interval
 
 __all__ = ["SimulationResult", "simulate_binary"]
 
@@ -85,9 +85,7 @@ def simulate_binary(
     """
     n = as_count("participants", participants, minimum=1)
     runs = as_count("repeats", repeats, minimum=1)
-    share = as_real("p", p)
-    if not (0.0 <= share <= 1.0):
-        raise ValueError(f"p must be in [0, 1], got {share!r}")
+    share = check_unit_interval("p", p)
     level = check_open_unit("confidence", confidence)
     check_method(method)
     rr = RandomizedResponse(spec.alpha)

@@ -11,15 +11,23 @@ import numpy as np
 from numpy.typing import NDArray
 
 from shared._exact import exp_at_least, tightest_epsilon
-from shared._validate import as_count, as_real, check_finite
+from shared._validate import as_count, as_real, check_finite, check_unit_interval
 
-__all__ = ["ESTIMANDS", "Estimand", "RandomizedResponseSpec"]
+__all__ = ["ESTIMANDS", "Estimand", "RandomizedResponseSpec", "check_estimand"]
 
 Estimand = Literal["population", "respondents"]
 ESTIMANDS: dict[str, str] = {
     "population": "population share (participants drawn i.i.d. from a population)",
     "respondents": "share among exactly these n respondents (their answers fixed)",
 }
+
+
+def check_estimand(estimand: object) -> Estimand:
+    """Return ``estimand`` if it is a known estimand, else raise naming it."""
+    if estimand == "population" or estimand == "respondents":
+        return estimand
+    raise ValueError(f"unknown estimand {estimand!r}; expected one of: {', '.join(ESTIMANDS)}")
+
 
 _Spec = TypeVar("_Spec", bound="RandomizedResponseSpec")
 
@@ -139,16 +147,12 @@ class RandomizedResponseSpec:
         ``population``: λ(1−λ)/(α²n); ``respondents``: (1−α²)/(4α²n). They differ by p(1−p)/n.
         """
         count = as_count("n", n, minimum=1)
-        share = as_real("p", p)
-        if not (0.0 <= share <= 1.0):
-            raise ValueError(f"p must be in [0, 1], got {share!r}")
+        share = check_unit_interval("p", p)
         a2 = self.alpha * self.alpha
-        if estimand == "population":
+        if check_estimand(estimand) == "population":
             lam = self.report_probability(share)
             return lam * (1.0 - lam) / (a2 * count)
-        if estimand == "respondents":
-            return (1.0 - a2) / (4.0 * a2 * count)
-        raise ValueError(f"unknown estimand {estimand!r}; expected one of: {', '.join(ESTIMANDS)}")
+        return (1.0 - a2) / (4.0 * a2 * count)
 
     def explain(self) -> str:
         """One plain-language sentence for participants about what their report reveals."""

@@ -6,7 +6,7 @@ import math
 import numbers
 import operator
 
-__all__ = ["as_count", "as_real", "check_finite", "check_open_unit"]
+__all__ = ["as_count", "as_real", "check_finite", "check_open_unit", "check_unit_interval"]
 
 
 def as_real(name: str, value: object) -> float:
@@ -36,6 +36,14 @@ def check_open_unit(name: str, value: object) -> float:
     number = as_real(name, value)
     if not (0.0 < number < 1.0):  # also rejects NaN
         raise ValueError(f"{name} must be strictly between 0 and 1, got {number!r}")
+    return number
+
+
+def check_unit_interval(name: str, value: object) -> float:
+    """Return ``value`` as a float in [0, 1] (a true share)."""
+    number = as_real(name, value)
+    if not (0.0 <= number <= 1.0):  # also rejects NaN
+        raise ValueError(f"{name} must be in [0, 1], got {number!r}")
     return number
 
 
