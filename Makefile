@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench proto clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,12 @@ lint: $(VENV)/.installed-dev
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/perturb_throughput.py
+
+# Regenerate the committed wire code (tests/test_proto_drift.py fails when it is stale).
+proto: $(VENV)/.installed-dev
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m grpc_tools.protoc -Ishared=proto \
+		--python_out=. --grpc_python_out=. --mypy_out=. --mypy_grpc_out=. \
+		proto/deniable/v1/*.proto
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,1 @@
+"""Generated wire code for proto package deniable (do not edit; run `make proto`)."""

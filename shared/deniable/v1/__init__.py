@@ -1,0 +1,1 @@
+"""Generated wire code for deniable.v1 (do not edit; run `make proto`)."""
