@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from aggregator._server import RunningServer, start_server
+from aggregator.storage import open_storage
+from client._remote import AggregatorClient
+from shared.deniable.v1 import aggregator_pb2 as pb
 
 BIN = Path(sys.executable).parent
 
@@ -36,3 +45,102 @@ def run_cli() -> RunCli:
         )
 
     return run
+
+
+# --- gRPC: a real in-process server on 127.0.0.1:0, and a real daemon subprocess ---------
+
+ADMIN_TOKEN = "test-admin-token"
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[RunningServer]:
+    """A real aggregator on 127.0.0.1 with an OS-chosen port and a fresh SQLite file."""
+    running = start_server(
+        open_storage(f"sqlite:///{tmp_path / 'aggregator.db'}"), ADMIN_TOKEN, "127.0.0.1:0"
+    )
+    yield running
+    running.stop(grace=1.0)
+
+
+@pytest.fixture
+def admin(server: RunningServer) -> Iterator[AggregatorClient]:
+    """A client that sends the admin token."""
+    with AggregatorClient(server.address, admin_token=ADMIN_TOKEN, attempts=1) as client:
+        yield client
+
+
+@pytest.fixture
+def anonymous(server: RunningServer) -> Iterator[AggregatorClient]:
+    """A client without a token (a participant)."""
+    with AggregatorClient(server.address, attempts=1) as client:
+        yield client
+
+
+def binary_question(qid: str = "cheated", alpha: float = 0.5) -> pb.Question:
+    """A yes/no question with randomized response at ``alpha``."""
+    return pb.Question(
+        id=qid,
+        text=f"Question {qid}?",
+        binary=pb.BinaryQuestion(),
+        mechanism=pb.Mechanism(randomized_response=pb.RandomizedResponse(alpha=alpha)),
+    )
+
+
+@dataclass
+class Daemon:
+    """A ``deniable-aggregator serve`` subprocess."""
+
+    process: subprocess.Popen[str]
+    address: str
+    token_file: Path
+    db_url: str
+    env: dict[str, str]
+    stderr_path: Path
+
+    def stop(self) -> int:
+        """SIGTERM and wait; returns the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+def start_daemon(tmp_path: Path, db_url: str | None = None) -> Daemon:
+    """Start ``deniable-aggregator serve`` on 127.0.0.1:0 and wait for its 'listening' log."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
+    env["XDG_DATA_HOME"] = str(tmp_path / "data")
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
+    token_file = tmp_path / "admin-token"
+    token_file.write_text(ADMIN_TOKEN + "\n")
+    db_url = db_url or f"sqlite:///{tmp_path / 'daemon.db'}"
+    stderr_path = tmp_path / f"daemon-{time.monotonic_ns()}.log"
+    process = subprocess.Popen(
+        [str(BIN / "deniable-aggregator"), "serve", "--listen", "127.0.0.1:0",
+         "--db", db_url, "--admin-token-file", str(token_file), "--grace", "5"],
+        stdout=subprocess.DEVNULL, stderr=stderr_path.open("w"), text=True, env=env,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for line in stderr_path.read_text().splitlines():
+            record = json.loads(line)
+            if record.get("event") == "listening":
+                return Daemon(
+                    process, f"127.0.0.1:{record['port']}", token_file, db_url, env, stderr_path
+                )
+        if process.poll() is not None:
+            raise RuntimeError(f"daemon exited early: {stderr_path.read_text()}")
+        time.sleep(0.05)
+    process.kill()
+    raise RuntimeError("daemon did not start listening within 30 s")
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[Daemon]:
+    """A real daemon subprocess, stopped with SIGTERM at the end of the test."""
+    running = start_daemon(tmp_path)
+    yield running
+    running.stop()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from aggregator.cli._plan import plan_command
+from aggregator.cli._serve import serve_command
 from aggregator.cli._simulate import simulate_command
 
 __all__ = ["cli", "main"]
@@ -23,6 +24,7 @@ def cli() -> None:
 
 
 cli.add_command(plan_command)
+cli.add_command(serve_command)
 cli.add_command(simulate_command)
 
 

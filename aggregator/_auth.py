@@ -1,0 +1,70 @@
+"""Admin bearer-token authentication: a server interceptor and the token file."""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+__all__ = ["ADMIN_METHODS", "AdminTokenInterceptor", "load_or_create_token"]
+
+ADMIN_METHODS = frozenset(
+    {"/deniable.v1.Aggregator/CreateSurvey", "/deniable.v1.Aggregator/CloseSurvey"}
+)
+
+
+def _deny(request: Any, context: grpc.ServicerContext) -> Any:
+    context.abort(
+        grpc.StatusCode.UNAUTHENTICATED,
+        "admin call needs metadata 'authorization: Bearer <token>' with the aggregator's token",
+    )
+
+
+class AdminTokenInterceptor(grpc.ServerInterceptor):
+    """Reject admin RPCs whose ``authorization`` metadata is not ``Bearer <token>``."""
+
+    def __init__(self, token: str) -> None:
+        if not token:
+            raise ValueError("the admin token must not be empty")
+        self._expected = f"Bearer {token}".encode()
+        self._denied: grpc.RpcMethodHandler[Any, Any] = grpc.unary_unary_rpc_method_handler(_deny)
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler[Any, Any] | None],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        """Pass everything through except admin calls without the right token."""
+        if details.method in ADMIN_METHODS:
+            metadata = dict(details.invocation_metadata or ())
+            provided = metadata.get("authorization", "")
+            if isinstance(provided, str):
+                provided = provided.encode()
+            if not hmac.compare_digest(provided, self._expected):
+                return self._denied
+        return continuation(details)
+
+
+def load_or_create_token(token_file: Path | None, data_dir: Path) -> tuple[str, Path, bool]:
+    """Read the admin token from ``token_file``, or from (or into) ``data_dir/admin-token``.
+
+    A generated token is 32 random bytes, URL-safe, written with mode 0600. Returns the
+    token, its path and whether it was created now.
+    """
+    path = token_file or data_dir / "admin-token"
+    if token_file is not None or path.exists():
+        token = path.read_text().strip()
+        if not token:
+            raise ValueError(f"admin token file {path} is empty")
+        return token, path, False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    token = secrets.token_urlsafe(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(token + "\n")
+    return token, path, True

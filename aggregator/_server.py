@@ -1,0 +1,86 @@
+"""Building, starting and gracefully stopping the aggregator's gRPC server."""
+
+from __future__ import annotations
+
+import logging
+from concurrent import futures
+from dataclasses import dataclass
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from aggregator._auth import AdminTokenInterceptor
+from aggregator._service import AggregatorService
+from aggregator._servicer import AggregatorServicer
+from aggregator.storage import Storage
+from shared.deniable.v1 import aggregator_pb2 as pb
+from shared.deniable.v1 import aggregator_pb2_grpc as pb_grpc
+
+__all__ = ["DEFAULT_LISTEN", "MAX_MESSAGE_BYTES", "RunningServer", "start_server"]
+
+log = logging.getLogger("deniable.aggregator")
+
+DEFAULT_LISTEN = "127.0.0.1:50051"
+# A full batch of 10,000 yes/no reports is about 1 MB on the wire; allow headroom.
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Aggregator"].full_name
+
+
+@dataclass
+class RunningServer:
+    """A started server and what it owns."""
+
+    server: grpc.Server
+    port: int
+    health: health.HealthServicer
+    service: AggregatorService
+    storage: Storage
+
+    @property
+    def address(self) -> str:
+        """``127.0.0.1:PORT``-style address for clients on this machine."""
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self, grace: float = 10.0) -> None:
+        """Report NOT_SERVING, let in-flight calls finish, then close the database."""
+        self.health.enter_graceful_shutdown()
+        self.server.stop(grace).wait()
+        self.storage.close()
+        log.info("stopped", extra={"port": self.port})
+
+
+def start_server(
+    storage: Storage,
+    admin_token: str,
+    listen: str = DEFAULT_LISTEN,
+    *,
+    max_workers: int = 16,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
+) -> RunningServer:
+    """Start serving ``storage`` on ``listen`` (port 0 picks a free port)."""
+    service = AggregatorService(storage)
+    options = [
+        ("grpc.max_receive_message_length", max_message_bytes),
+        ("grpc.max_send_message_length", max_message_bytes),
+        ("grpc.so_reuseport", 0),
+    ]
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="rpc"),
+        interceptors=[AdminTokenInterceptor(admin_token)],
+        options=options,
+        maximum_concurrent_rpcs=max_workers * 8,
+    )
+    pb_grpc.add_AggregatorServicer_to_server(AggregatorServicer(service), server)
+    health_servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+    )
+    port = server.add_insecure_port(listen)
+    if port == 0:
+        raise OSError(f"cannot listen on {listen}")
+    server.start()
+    for name in ("", SERVICE_NAME):
+        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    return RunningServer(server, port, health_servicer, service, storage)

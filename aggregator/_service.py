@@ -1,0 +1,222 @@
+"""The aggregator's service layer: validation and rules, independent of the transport."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from collections.abc import Sequence
+
+from aggregator._errors import FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted
+from aggregator._intervals import METHODS
+from aggregator._proportion import estimate_proportion
+from aggregator.storage import Storage, StoredReport
+from shared import RandomizedResponseSpec
+from shared.deniable.v1 import aggregator_pb2 as pb
+
+__all__ = ["MAX_BATCH", "MAX_QUESTIONS", "AggregatorService"]
+
+MAX_BATCH = 10_000
+MAX_QUESTIONS = 100
+MAX_TITLE = 200
+MAX_TEXT = 2000
+_QUESTION_ID = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+_REPORT_ID = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+_SURVEY_ID = re.compile(r"[a-z0-9]{1,64}")
+
+
+def _mechanism_spec(mechanism: pb.Mechanism, where: str) -> RandomizedResponseSpec:
+    kind = mechanism.WhichOneof("kind")
+    if kind != "randomized_response":
+        raise InvalidArgument(f"{where}: missing or unsupported mechanism {kind!r}")
+    try:
+        spec = RandomizedResponseSpec(mechanism.randomized_response.alpha)
+    except ValueError as error:
+        raise InvalidArgument(f"{where}.randomized_response.alpha: {error}") from None
+    if not spec.is_private:
+        raise InvalidArgument(
+            f"{where}.randomized_response.alpha: 1.0 gives no privacy (epsilon = inf)"
+        )
+    return spec
+
+
+class AggregatorService:
+    """Surveys, report ingestion and estimates over a :class:`Storage` backend."""
+
+    def __init__(self, storage: Storage, *, max_batch: int = MAX_BATCH) -> None:
+        self.storage = storage
+        self.max_batch = max_batch
+
+    def create_survey(self, request: pb.CreateSurveyRequest) -> pb.Survey:
+        """Validate a survey spec, fill in each question's privacy figures, store it."""
+        title = request.title.strip()
+        if not title or len(title) > MAX_TITLE:
+            raise InvalidArgument(f"title: must be 1..{MAX_TITLE} characters, got {len(title)}")
+        if not 1 <= len(request.questions) <= MAX_QUESTIONS:
+            raise InvalidArgument(
+                f"questions: need 1..{MAX_QUESTIONS} questions, got {len(request.questions)}"
+            )
+        survey = pb.Survey(
+            id=secrets.token_hex(8),
+            title=title,
+            state=pb.SURVEY_STATE_OPEN,
+            created_unix_ms=time.time_ns() // 1_000_000,
+        )
+        seen: set[str] = set()
+        for index, question in enumerate(request.questions):
+            where = f"questions[{index}]"
+            if not _QUESTION_ID.fullmatch(question.id):
+                raise InvalidArgument(
+                    f"{where}.id: {question.id!r} must match [A-Za-z0-9_.-]{{1,64}}"
+                )
+            if question.id in seen:
+                raise InvalidArgument(f"{where}.id: duplicate question id {question.id!r}")
+            seen.add(question.id)
+            if not question.text.strip() or len(question.text) > MAX_TEXT:
+                raise InvalidArgument(f"{where}.text: must be 1..{MAX_TEXT} characters")
+            if question.WhichOneof("kind") != "binary":
+                raise InvalidArgument(f"{where}: question type must be binary (yes/no)")
+            spec = _mechanism_spec(question.mechanism, f"{where}.mechanism")
+            stored = survey.questions.add()
+            stored.CopyFrom(question)
+            stored.privacy.CopyFrom(
+                pb.Privacy(
+                    epsilon=spec.epsilon,
+                    epsilon_approx=spec.epsilon_approx,
+                    explanation=spec.explain(),
+                )
+            )
+        self.storage.create_survey(survey)
+        return self.get_survey(survey.id)
+
+    def get_survey(self, survey_id: str) -> pb.Survey:
+        """The survey, or NotFound."""
+        survey = self.storage.get_survey(survey_id) if _SURVEY_ID.fullmatch(survey_id) else None
+        if survey is None:
+            raise NotFound(f"survey_id: unknown survey {survey_id!r}")
+        return survey
+
+    def list_surveys(self, request: pb.ListSurveysRequest) -> pb.ListSurveysResponse:
+        """Open surveys, or all with ``include_closed``."""
+        return pb.ListSurveysResponse(surveys=self.storage.list_surveys(request.include_closed))
+
+    def close_survey(self, survey_id: str) -> pb.Survey:
+        """Close a survey; closing a closed survey is a no-op."""
+        self.get_survey(survey_id)
+        closed = self.storage.close_survey(survey_id)
+        assert closed is not None
+        return closed
+
+    def submit_reports(self, request: pb.SubmitReportsRequest) -> pb.SubmitReportsResponse:
+        """Validate every report, then store the batch in one transaction."""
+        reports = request.reports
+        if not reports:
+            raise InvalidArgument("reports: a batch needs at least one report")
+        if len(reports) > self.max_batch:
+            raise ResourceExhausted(
+                f"reports: batch of {len(reports)} exceeds the limit of {self.max_batch}"
+            )
+        outcome = self.storage.submit(self._validate_reports(reports))
+        return pb.SubmitReportsResponse(
+            stored=outcome.stored, already_stored=outcome.already_stored
+        )
+
+    def _validate_reports(self, reports: Sequence[pb.Report]) -> list[StoredReport]:
+        # Structure first (INVALID_ARGUMENT), so a malformed batch never reaches a lookup.
+        batch_ids: dict[str, int] = {}
+        for index, report in enumerate(reports):
+            where = f"reports[{index}]"
+            if not _REPORT_ID.fullmatch(report.report_id):
+                raise InvalidArgument(
+                    f"{where}.report_id: {report.report_id[:40]!r} must match "
+                    "[A-Za-z0-9_.-]{1,128}"
+                )
+            if not report.survey_id:
+                raise InvalidArgument(f"{where}.survey_id: missing")
+            if not report.question_id:
+                raise InvalidArgument(f"{where}.question_id: missing")
+            if report.WhichOneof("value") != "bit":
+                raise InvalidArgument(f"{where}.bit: missing (yes/no questions take a bit)")
+            if not report.HasField("mechanism"):
+                raise InvalidArgument(f"{where}.mechanism: missing")
+            first = batch_ids.setdefault(report.report_id, index)
+            if first != index and reports[first] != report:
+                raise InvalidArgument(
+                    f"{where}.report_id: {report.report_id!r} repeats reports[{first}] "
+                    "with different content"
+                )
+        # Then the rules (NOT_FOUND, FAILED_PRECONDITION), with one lookup per survey.
+        questions: dict[tuple[str, str], pb.Mechanism] = {}
+        surveys: dict[str, pb.Survey] = {}
+        stored: list[StoredReport] = []
+        for index, report in enumerate(reports):
+            where = f"reports[{index}]"
+            key = (report.survey_id, report.question_id)
+            mechanism = questions.get(key)
+            if mechanism is None:
+                survey = surveys.get(report.survey_id)
+                if survey is None:
+                    try:
+                        survey = self.get_survey(report.survey_id)
+                    except NotFound:
+                        raise NotFound(
+                            f"{where}.survey_id: unknown survey {report.survey_id!r}"
+                        ) from None
+                    if survey.state != pb.SURVEY_STATE_OPEN:
+                        raise FailedPrecondition(f"{where}: survey {survey.id!r} is closed")
+                    surveys[survey.id] = survey
+                match = [q for q in survey.questions if q.id == report.question_id]
+                if not match:
+                    raise NotFound(
+                        f"{where}.question_id: survey {survey.id!r} has no question "
+                        f"{report.question_id!r}"
+                    )
+                mechanism = questions[key] = match[0].mechanism
+            if report.mechanism != mechanism:
+                raise FailedPrecondition(
+                    f"{where}.mechanism: alpha {report.mechanism.randomized_response.alpha!r} "
+                    f"differs from the survey's {mechanism.randomized_response.alpha!r}"
+                )
+            stored.append(
+                StoredReport(
+                    report_id=report.report_id,
+                    survey_id=report.survey_id,
+                    question_id=report.question_id,
+                    bit=int(report.bit),
+                    payload=report.SerializeToString(deterministic=True),
+                )
+            )
+        return stored
+
+    def get_estimate(self, request: pb.GetEstimateRequest) -> pb.Estimate:
+        """O(1) estimate from the question's running tally."""
+        survey = self.get_survey(request.survey_id)
+        match = [q for q in survey.questions if q.id == request.question_id]
+        if not match:
+            raise NotFound(
+                f"question_id: survey {survey.id!r} has no question {request.question_id!r}"
+            )
+        confidence = request.confidence or 0.95
+        if not 0.0 < confidence < 1.0:
+            raise InvalidArgument(
+                f"confidence: must be strictly between 0 and 1, got {confidence!r}"
+            )
+        method = request.method or "clopper-pearson"
+        if method not in METHODS:
+            raise InvalidArgument(
+                f"method: unknown method {method!r}; expected one of: {', '.join(METHODS)}"
+            )
+        tally = self.storage.tally(survey.id, request.question_id)
+        assert tally is not None
+        if tally.n == 0:
+            raise FailedPrecondition(
+                f"question_id: no reports yet for question {request.question_id!r}"
+            )
+        result = estimate_proportion(
+            tally.ones,
+            tally.n,
+            match[0].mechanism.randomized_response.alpha,
+            confidence,
+            method,
+        )
+        return pb.Estimate(survey_id=survey.id, question_id=request.question_id, **result.to_dict())

@@ -1,0 +1,15 @@
+"""Durable storage for surveys, reports and running tallies, behind one interface."""
+
+from __future__ import annotations
+
+from aggregator.storage._base import Storage, StoredReport, SubmitOutcome, Tally
+from aggregator.storage._url import default_database_url, open_storage
+
+__all__ = [
+    "Storage",
+    "StoredReport",
+    "SubmitOutcome",
+    "Tally",
+    "default_database_url",
+    "open_storage",
+]

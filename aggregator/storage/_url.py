@@ -1,0 +1,31 @@
+"""Choosing a storage backend by URL, and the default database location."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from aggregator.storage._base import Storage
+
+__all__ = ["data_dir", "default_database_url", "open_storage"]
+
+
+def data_dir() -> Path:
+    """``$XDG_DATA_HOME/deniable`` (``~/.local/share/deniable`` by default)."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "deniable"
+
+
+def default_database_url() -> str:
+    """The embedded SQLite database in the XDG data directory."""
+    return f"sqlite:///{data_dir() / 'aggregator.db'}"
+
+
+def open_storage(url: str) -> Storage:
+    """Open the backend a URL names: ``sqlite:///absolute/path`` or ``sqlite:///:memory:``."""
+    if url.startswith("sqlite:///"):
+        from aggregator.storage._sqlite import SqliteStorage
+
+        return SqliteStorage(url.removeprefix("sqlite:///"))
+    scheme = url.split(":", 1)[0] if ":" in url else url
+    raise ValueError(f"unsupported database URL {url!r} (scheme {scheme!r}); use sqlite:///PATH")

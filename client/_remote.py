@@ -1,0 +1,136 @@
+"""A gRPC client for the aggregator, with bounded retries for idempotent calls."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+import grpc
+
+from shared.deniable.v1 import aggregator_pb2 as pb
+from shared.deniable.v1 import aggregator_pb2_grpc as pb_grpc
+
+__all__ = ["RETRYABLE", "AggregatorClient", "RemoteError"]
+
+RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+Response = TypeVar("Response")
+
+
+class RemoteError(Exception):
+    """The aggregator answered with a non-OK status (or could not be reached)."""
+
+    def __init__(self, code: grpc.StatusCode, details: str, attempts: int = 1) -> None:
+        super().__init__(f"{code.name}: {details}")
+        self.code = code
+        self.details = details
+        self.attempts = attempts
+
+
+class AggregatorClient:
+    """Calls the ``deniable.v1.Aggregator`` service at ``target`` (``HOST:PORT``).
+
+    Idempotent calls (reads, CloseSurvey, SubmitReports, which is idempotent per
+    report_id) are retried on UNAVAILABLE and DEADLINE_EXCEEDED, at most ``attempts``
+    times with exponential backoff; CreateSurvey is never retried.
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        admin_token: str | None = None,
+        timeout: float = 10.0,
+        attempts: int = 4,
+        backoff: float = 0.25,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if attempts < 1:
+            raise ValueError(f"attempts must be >= 1, got {attempts}")
+        self.target = target
+        self._token = admin_token
+        self._timeout = timeout
+        self._attempts = attempts
+        self._backoff = backoff
+        self._sleep = sleep
+        self._channel = grpc.insecure_channel(
+            target,
+            options=[
+                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ],
+        )
+        self.stub = pb_grpc.AggregatorStub(self._channel)
+
+    def __enter__(self) -> AggregatorClient:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the channel."""
+        self._channel.close()
+
+    def _call(
+        self,
+        method: Callable[..., Response],
+        request: Any,
+        *,
+        admin: bool = False,
+        retry: bool = True,
+    ) -> Response:
+        metadata: Sequence[tuple[str, str]] | None = None
+        if admin and self._token:
+            metadata = (("authorization", f"Bearer {self._token}"),)
+        attempts = self._attempts if retry else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return method(request, timeout=self._timeout, metadata=metadata)
+            except grpc.RpcError as error:
+                code: grpc.StatusCode = error.code()
+                if code in RETRYABLE and attempt < attempts:
+                    self._sleep(self._backoff * 2 ** (attempt - 1))
+                    continue
+                details: str = error.details() or code.name
+                raise RemoteError(code, details, attempt) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def create_survey(self, title: str, questions: Sequence[pb.Question]) -> pb.Survey:
+        """Create a survey (admin token needed). Not retried: it is not idempotent."""
+        request = pb.CreateSurveyRequest(title=title, questions=questions)
+        return self._call(self.stub.CreateSurvey, request, admin=True, retry=False)
+
+    def get_survey(self, survey_id: str) -> pb.Survey:
+        """One survey."""
+        return self._call(self.stub.GetSurvey, pb.GetSurveyRequest(survey_id=survey_id))
+
+    def list_surveys(self, include_closed: bool = False) -> list[pb.Survey]:
+        """Open surveys (all with ``include_closed``)."""
+        request = pb.ListSurveysRequest(include_closed=include_closed)
+        return list(self._call(self.stub.ListSurveys, request).surveys)
+
+    def close_survey(self, survey_id: str) -> pb.Survey:
+        """Close a survey (admin token needed)."""
+        request = pb.CloseSurveyRequest(survey_id=survey_id)
+        return self._call(self.stub.CloseSurvey, request, admin=True)
+
+    def submit_reports(self, reports: Sequence[pb.Report]) -> pb.SubmitReportsResponse:
+        """Submit a batch; safe to retry because report_ids make it idempotent."""
+        return self._call(self.stub.SubmitReports, pb.SubmitReportsRequest(reports=reports))
+
+    def get_estimate(
+        self, survey_id: str, question_id: str, confidence: float = 0.95, method: str = ""
+    ) -> pb.Estimate:
+        """The estimate for one question."""
+        request = pb.GetEstimateRequest(
+            survey_id=survey_id, question_id=question_id, confidence=confidence, method=method
+        )
+        return self._call(self.stub.GetEstimate, request)
