@@ -116,12 +116,16 @@ class AggregatorService:
             raise ResourceExhausted(
                 f"reports: batch of {len(reports)} exceeds the limit of {self.max_batch}"
             )
-        outcome = self.storage.submit(self._validate_reports(reports))
+        unique = self._validate_reports(reports)
+        outcome = self.storage.submit(unique)
+        # Identical repeats inside the batch were dropped by validation: counted once.
+        repeats = len(reports) - len(unique)
         return pb.SubmitReportsResponse(
-            stored=outcome.stored, already_stored=outcome.already_stored
+            stored=outcome.stored, already_stored=outcome.already_stored + repeats
         )
 
     def _validate_reports(self, reports: Sequence[pb.Report]) -> list[StoredReport]:
+        """Validate every report; return each distinct report once (identical repeats dropped)."""
         # Structure first (INVALID_ARGUMENT), so a malformed batch never reaches a lookup.
         batch_ids: dict[str, int] = {}
         for index, report in enumerate(reports):
@@ -150,6 +154,8 @@ class AggregatorService:
         surveys: dict[str, pb.Survey] = {}
         stored: list[StoredReport] = []
         for index, report in enumerate(reports):
+            if batch_ids[report.report_id] != index:
+                continue  # an identical repeat of an earlier report in this batch
             where = f"reports[{index}]"
             key = (report.survey_id, report.question_id)
             mechanism = questions.get(key)
