@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 import os
+import re
 import secrets
 from collections.abc import Callable
 from pathlib import Path
@@ -11,11 +12,24 @@ from typing import Any
 
 import grpc
 
-__all__ = ["ADMIN_METHODS", "AdminTokenInterceptor", "load_or_create_token"]
+__all__ = ["ADMIN_METHODS", "AdminTokenInterceptor", "check_token", "load_or_create_token"]
 
 ADMIN_METHODS = frozenset(
     {"/deniable.v1.Aggregator/CreateSurvey", "/deniable.v1.Aggregator/CloseSurvey"}
 )
+
+
+_TOKEN = re.compile(r"[!-~]{16,512}")  # visible ASCII: valid in an HTTP/2 header value
+
+
+def check_token(token: str, source: str) -> str:
+    """Return the token if it is 16..512 visible ASCII characters, else raise naming ``source``."""
+    if not _TOKEN.fullmatch(token):
+        raise ValueError(
+            f"{source} does not hold a valid admin token "
+            "(one line of 16 to 512 visible ASCII characters, no spaces)"
+        )
+    return token
 
 
 def _deny(request: Any, context: grpc.ServicerContext) -> Any:
@@ -29,8 +43,7 @@ class AdminTokenInterceptor(grpc.ServerInterceptor):
     """Reject admin RPCs whose ``authorization`` metadata is not ``Bearer <token>``."""
 
     def __init__(self, token: str) -> None:
-        if not token:
-            raise ValueError("the admin token must not be empty")
+        check_token(token, "the configured token")
         self._expected = f"Bearer {token}".encode()
         self._denied: grpc.RpcMethodHandler[Any, Any] = grpc.unary_unary_rpc_method_handler(_deny)
 
@@ -58,10 +71,7 @@ def load_or_create_token(token_file: Path | None, data_dir: Path) -> tuple[str, 
     """
     path = token_file or data_dir / "admin-token"
     if token_file is not None or path.exists():
-        token = path.read_text().strip()
-        if not token:
-            raise ValueError(f"admin token file {path} is empty")
-        return token, path, False
+        return check_token(path.read_text().strip(), f"admin token file {path}"), path, False
     path.parent.mkdir(parents=True, exist_ok=True)
     token = secrets.token_urlsafe(32)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

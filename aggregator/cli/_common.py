@@ -4,20 +4,28 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
 
 import click
 
 from shared import RandomizedResponseSpec
 
 __all__ = [
+    "EXIT_CODES",
     "emit_json",
+    "fail",
     "jsonable",
     "mechanism_options",
     "privacy_line",
+    "read_token",
+    "remote_errors",
+    "server_option",
     "spec_from_options",
+    "token_option",
     "user_errors",
 ]
 
@@ -82,3 +90,73 @@ def privacy_line(spec: RandomizedResponseSpec) -> str:
         f"Privacy: epsilon = {spec.epsilon:.4f} (exact, ln((1+a)/(1-a))); "
         f"approximation 2*alpha = {spec.epsilon_approx:.4f} understates it"
     )
+
+
+# --- talking to a daemon ---------------------------------------------------------------
+
+EXIT_CODES = {
+    "UNAVAILABLE": 3,
+    "DEADLINE_EXCEEDED": 3,
+    "NOT_FOUND": 4,
+    "FAILED_PRECONDITION": 5,
+    "ALREADY_EXISTS": 5,
+    "UNAUTHENTICATED": 6,
+    "PERMISSION_DENIED": 6,
+    "INVALID_ARGUMENT": 2,
+    "RESOURCE_EXHAUSTED": 2,
+}
+
+
+def fail(message: str, exit_code: int) -> NoReturn:
+    """Print ``Error: message`` on stderr and exit with ``exit_code``."""
+    click.echo(f"Error: {message}", err=True)
+    raise click.exceptions.Exit(exit_code)
+
+
+@contextmanager
+def remote_errors(server: str) -> Iterator[None]:
+    """Turn an aggregator's status into one line on stderr and its exit code."""
+    from client._remote import RemoteError
+
+    try:
+        yield
+    except RemoteError as error:
+        if error.code.name in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
+            message = f"cannot reach the aggregator at {server} ({error.code.name.lower()})"
+        else:
+            message = f"{error.code.name.lower().replace('_', ' ')}: {error.details}"
+        fail(message, EXIT_CODES.get(error.code.name, 1))
+
+
+def server_option(function: F) -> F:
+    """``--server HOST:PORT`` (also ``DENIABLE_SERVER``)."""
+    return click.option(
+        "--server",
+        envvar="DENIABLE_SERVER",
+        default="127.0.0.1:50051",
+        show_default=True,
+        help="Aggregator address HOST:PORT (env DENIABLE_SERVER).",
+    )(function)
+
+
+def token_option(function: F) -> F:
+    """``--admin-token-file F`` (the token itself may come from ``DENIABLE_ADMIN_TOKEN``)."""
+    return click.option(
+        "--admin-token-file",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help="File with the admin token; or set DENIABLE_ADMIN_TOKEN.",
+    )(function)
+
+
+def read_token(token_file: Path | None) -> str:
+    """The admin token from the file, else ``DENIABLE_ADMIN_TOKEN``; a usage error if none."""
+    from aggregator._auth import check_token
+
+    if token_file is not None:
+        token, source = token_file.read_text().strip(), f"admin token file {token_file}"
+    else:
+        token, source = os.environ.get("DENIABLE_ADMIN_TOKEN", "").strip(), "DENIABLE_ADMIN_TOKEN"
+        if not token:
+            raise click.UsageError("admin commands need --admin-token-file or DENIABLE_ADMIN_TOKEN")
+    with user_errors():
+        return check_token(token, source)

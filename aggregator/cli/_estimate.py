@@ -1,0 +1,79 @@
+"""``deniable-aggregator estimate``: debiased estimates from a running aggregator."""
+
+from __future__ import annotations
+
+import click
+
+from aggregator._intervals import METHODS
+from aggregator.cli._common import emit_json, fail, remote_errors, server_option
+from client._remote import AggregatorClient, RemoteError
+from shared import ESTIMANDS
+from shared.deniable.v1 import aggregator_pb2 as pb
+
+FIELDS = (
+    "n", "estimate", "estimate_raw", "ci_low", "ci_high", "std_error", "confidence",
+    "method", "estimand", "epsilon", "epsilon_approx", "alpha",
+)  # fmt: skip
+
+
+def estimate_to_dict(estimate: pb.Estimate) -> dict[str, object]:
+    """The wire contract's field names and values."""
+    data: dict[str, object] = {"question_id": estimate.question_id}
+    data.update({field: getattr(estimate, field) for field in FIELDS})
+    return data
+
+
+@click.command("estimate")
+@server_option
+@click.argument("survey_id")
+@click.option("--question", "question_id", help="Only this question (default: all).")
+@click.option("--confidence", type=float, default=0.95, show_default=True)
+@click.option(
+    "--method", type=click.Choice(list(METHODS)), default="clopper-pearson", show_default=True
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def estimate_command(
+    server: str,
+    survey_id: str,
+    question_id: str | None,
+    confidence: float,
+    method: str,
+    as_json: bool,
+) -> None:
+    """Estimate the true yes-share of each question of SURVEY_ID, with a confidence interval."""
+    if not 0.0 < confidence < 1.0:
+        raise click.UsageError(f"confidence must be strictly between 0 and 1, got {confidence}")
+    results: list[dict[str, object]] = []
+    with remote_errors(server), AggregatorClient(server) as client:
+        survey = client.get_survey(survey_id)
+        ids = [q.id for q in survey.questions]
+        if question_id is not None and question_id not in ids:
+            fail(f"survey {survey_id!r} has no question {question_id!r} (has: {ids})", 4)
+        for qid in [question_id] if question_id else ids:
+            try:
+                estimate = client.get_estimate(survey_id, qid, confidence, method)
+            except RemoteError as error:
+                if question_id is None and error.code.name == "FAILED_PRECONDITION":
+                    results.append({"question_id": qid, "n": 0})  # no reports yet
+                    continue
+                raise
+            results.append(estimate_to_dict(estimate))
+    if as_json:
+        emit_json({"survey_id": survey.id, "title": survey.title, "estimates": results})
+        return
+    click.echo(f"{survey.title} ({survey.id}): {survey.reports:,} reports")
+    header = f"{'question':<16}{'n':>9}  {'estimate':>8}  {'raw':>8}  {'CI':<19}{'std err':>8}  ε"
+    click.echo(header)
+    for row in results:
+        if row["n"] == 0:
+            click.echo(f"{row['question_id']!s:<16}{0:>9}  (no reports yet)")
+            continue
+        click.echo(
+            f"{row['question_id']!s:<16}{row['n']:>9,}  {row['estimate']:>8.4f}  "
+            f"{row['estimate_raw']:>8.4f}  [{row['ci_low']:.4f}, {row['ci_high']:.4f}]  "
+            f"{row['std_error']:>7.4f}  {row['epsilon']:.4f}"
+        )
+    click.echo(
+        f"{confidence:.0%} intervals, {method}; estimand: {ESTIMANDS['population']}; "
+        "ε is exact (the 2α approximation understates it)"
+    )

@@ -1,0 +1,178 @@
+"""``deniable-aggregator survey``: create, list, show and close surveys on a daemon."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+from google.protobuf import json_format
+
+from aggregator.cli._common import (
+    emit_json,
+    fail,
+    read_token,
+    remote_errors,
+    server_option,
+    token_option,
+)
+from client._remote import AggregatorClient
+from shared import RandomizedResponseSpec
+from shared.deniable.v1 import aggregator_pb2 as pb
+
+STATES = {pb.SURVEY_STATE_OPEN: "open", pb.SURVEY_STATE_CLOSED: "closed"}
+_QUESTION_KEYS = {"id", "text", "type", "alpha", "epsilon"}
+
+
+def survey_to_dict(survey: pb.Survey) -> dict[str, Any]:
+    """The survey in the wire contract's JSON field names."""
+    return json_format.MessageToDict(
+        survey, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+    )
+
+
+def questions_from_spec(spec: object) -> tuple[str, list[pb.Question]]:
+    """Parse a survey spec (title, questions with id, text, type, alpha or epsilon)."""
+    if not isinstance(spec, dict):
+        raise click.UsageError("the spec must be a JSON object with 'title' and 'questions'")
+    unknown = set(spec) - {"title", "questions"}
+    if unknown:
+        raise click.UsageError(f"spec: unknown keys {sorted(unknown)}")
+    title, items = spec.get("title"), spec.get("questions")
+    if not isinstance(title, str) or not title.strip():
+        raise click.UsageError("spec.title: a non-empty string is required")
+    if not isinstance(items, list) or not items:
+        raise click.UsageError("spec.questions: a non-empty list is required")
+    questions = []
+    for index, item in enumerate(items):
+        where = f"spec.questions[{index}]"
+        if not isinstance(item, dict):
+            raise click.UsageError(f"{where}: must be an object")
+        extra = set(item) - _QUESTION_KEYS
+        if extra:
+            raise click.UsageError(f"{where}: unknown keys {sorted(extra)}")
+        if item.get("type", "binary") != "binary":
+            raise click.UsageError(
+                f"{where}.type: only 'binary' is supported, got {item['type']!r}"
+            )
+        if ("alpha" in item) == ("epsilon" in item):
+            raise click.UsageError(f"{where}: give exactly one of 'alpha' or 'epsilon'")
+        try:
+            mechanism = (
+                RandomizedResponseSpec(item["alpha"])
+                if "alpha" in item
+                else RandomizedResponseSpec.from_epsilon(item["epsilon"])
+            )
+        except (TypeError, ValueError) as error:
+            raise click.UsageError(f"{where}: {error}") from None
+        questions.append(
+            pb.Question(
+                id=str(item.get("id", "")),
+                text=str(item.get("text", "")),
+                binary=pb.BinaryQuestion(),
+                mechanism=pb.Mechanism(
+                    randomized_response=pb.RandomizedResponse(alpha=mechanism.alpha)
+                ),
+            )
+        )
+    return title, questions
+
+
+def print_survey(survey: pb.Survey) -> None:
+    """A readable summary with each question's exact ε."""
+    click.echo(
+        f"{survey.id}  {survey.title}  ({STATES.get(survey.state, '?')}, "
+        f"{survey.reports:,} reports)"
+    )
+    for question in survey.questions:
+        alpha = question.mechanism.randomized_response.alpha
+        click.echo(
+            f"  {question.id}: {question.text}\n"
+            f"    yes/no, alpha = {alpha:g}, epsilon = {question.privacy.epsilon:.4f} (exact; "
+            f"2*alpha = {question.privacy.epsilon_approx:.4f} approximation)"
+        )
+
+
+@click.group("survey")
+def survey_group() -> None:
+    """Create, list, show and close surveys on a running aggregator."""
+
+
+@survey_group.command("create")
+@server_option
+@token_option
+@click.argument("spec_file", type=click.File("r"))
+@click.option("--json", "as_json", is_flag=True, help="Print the created survey as JSON.")
+def create(server: str, admin_token_file: Path | None, spec_file: Any, as_json: bool) -> None:
+    """Create a survey from SPEC_FILE (JSON; '-' reads stdin) and print its id.
+
+    \b
+    {"title": "Exam honesty",
+     "questions": [{"id": "cheated", "text": "Have you ever cheated in an exam?",
+                    "type": "binary", "epsilon": 1.0}]}
+    Each question takes exactly one of "alpha" or "epsilon".
+    """
+    try:
+        spec = json.load(spec_file)
+    except json.JSONDecodeError as error:
+        fail(f"{spec_file.name}: not valid JSON ({error})", 2)
+    title, questions = questions_from_spec(spec)
+    token = read_token(admin_token_file)
+    with remote_errors(server), AggregatorClient(server, admin_token=token) as client:
+        survey = client.create_survey(title, questions)
+    if as_json:
+        emit_json(survey_to_dict(survey))
+    else:
+        click.echo(survey.id)
+        click.echo(f"created survey {survey.id!r}: {survey.title}", err=True)
+
+
+@survey_group.command("list")
+@server_option
+@click.option("--all", "include_closed", is_flag=True, help="Include closed surveys.")
+@click.option("--json", "as_json", is_flag=True)
+def list_surveys(server: str, include_closed: bool, as_json: bool) -> None:
+    """List the surveys (open ones unless --all)."""
+    with remote_errors(server), AggregatorClient(server) as client:
+        surveys = client.list_surveys(include_closed)
+    if as_json:
+        emit_json({"surveys": [survey_to_dict(s) for s in surveys]})
+        return
+    if not surveys:
+        click.echo("no surveys", err=True)
+    for survey in surveys:
+        click.echo(
+            f"{survey.id}  {STATES.get(survey.state, '?'):6}  {survey.reports:>9,} reports  "
+            f"{len(survey.questions)} question(s)  {survey.title}"
+        )
+
+
+@survey_group.command("show")
+@server_option
+@click.argument("survey_id")
+@click.option("--json", "as_json", is_flag=True)
+def show(server: str, survey_id: str, as_json: bool) -> None:
+    """Show one survey with its questions and their exact ε."""
+    with remote_errors(server), AggregatorClient(server) as client:
+        survey = client.get_survey(survey_id)
+    if as_json:
+        emit_json(survey_to_dict(survey))
+    else:
+        print_survey(survey)
+
+
+@survey_group.command("close")
+@server_option
+@token_option
+@click.argument("survey_id")
+@click.option("--json", "as_json", is_flag=True)
+def close(server: str, admin_token_file: Path | None, survey_id: str, as_json: bool) -> None:
+    """Close a survey: no more reports are accepted."""
+    token = read_token(admin_token_file)
+    with remote_errors(server), AggregatorClient(server, admin_token=token) as client:
+        survey = client.close_survey(survey_id)
+    if as_json:
+        emit_json(survey_to_dict(survey))
+    else:
+        click.echo(f"closed survey {survey.id!r} with {survey.reports:,} reports")
