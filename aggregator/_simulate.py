@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from aggregator._coverage import exact_coverage
 from aggregator._intervals import check_method
@@ -17,7 +18,10 @@ from client import RandomizedResponse
 from shared import RandomizedResponseSpec
 from shared._validate import as_count, check_open_unit, check_unit_interval
 
-__all__ = ["SimulationResult", "simulate_binary"]
+__all__ = ["SimulationResult", "Submit", "simulate_binary"]
+
+Submit = Callable[[NDArray[np.bool_]], ProportionEstimate]
+"""Sends one survey's randomized reports to an aggregator and returns its estimate."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,7 @@ class SimulationResult:
         p: true population share used to draw answers.
         repeats: number of independent simulated surveys.
         randomness: ``os-csprng`` or ``seeded-pcg64`` (perturbation source).
+        transport: ``inprocess`` or ``grpc`` (where the estimates were computed).
         seed: the seed, when one was given.
         sample_share: share of true yes-answers in the first repeat's sample.
         first: the first repeat's estimate.
@@ -46,6 +51,7 @@ class SimulationResult:
     p: float
     repeats: int
     randomness: str
+    transport: str
     seed: int | None
     sample_share: float
     first: ProportionEstimate
@@ -75,6 +81,7 @@ def simulate_binary(
     method: str = "clopper-pearson",
     seed: int | None = None,
     progress: Callable[[int], None] | None = None,
+    submit: Submit | None = None,
 ) -> SimulationResult:
     """Simulate ``repeats`` surveys of ``participants`` people whose true share is ``p``.
 
@@ -82,6 +89,10 @@ def simulate_binary(
     perturbed with :meth:`client.RandomizedResponse.perturb_many` and estimated with the
     aggregator's estimator. Without ``seed`` the perturbation uses the OS CSPRNG, exactly as
     a participant's device does; with ``seed`` everything is reproducible.
+
+    With ``submit`` (see :mod:`aggregator._simulate_grpc`), each repeat's reports also go
+    to an aggregator, whose estimate must equal the one computed here from the same
+    reports: a report lost or counted twice on the way raises RuntimeError.
     """
     n = as_count("participants", participants, minimum=1)
     runs = as_count("repeats", repeats, minimum=1)
@@ -93,12 +104,23 @@ def simulate_binary(
     perturb_rng = rng if seed is not None else None
     ones = np.empty(runs, dtype=np.int64)
     sample_share = math.nan
+    first: ProportionEstimate | None = None
     started = time.perf_counter()
     for run in range(runs):
         truth = rng.random(n) < share
         if run == 0:
             sample_share = float(truth.mean())
-        ones[run] = np.count_nonzero(rr.perturb_many(truth, rng=perturb_rng))
+        reports = rr.perturb_many(truth, rng=perturb_rng)
+        ones[run] = np.count_nonzero(reports)
+        if submit is not None:
+            remote = submit(reports)
+            local = estimate_proportion(int(ones[run]), n, spec.alpha, level, method)
+            if remote != local:
+                raise RuntimeError(
+                    f"the aggregator's estimate disagrees with the {n} reports sent: "
+                    f"n={remote.n}, estimate_raw={remote.estimate_raw} (expected {local})"
+                )
+            first = first or remote
         if progress is not None:
             progress(1)
     arrays = proportion_arrays(ones, n, spec, level, method, "population")
@@ -110,9 +132,10 @@ def simulate_binary(
         p=share,
         repeats=runs,
         randomness="os-csprng" if seed is None else "seeded-pcg64",
+        transport="inprocess" if submit is None else "grpc",
         seed=seed,
         sample_share=sample_share,
-        first=estimate_proportion(int(ones[0]), n, spec.alpha, level, method),
+        first=first or estimate_proportion(int(ones[0]), n, spec.alpha, level, method),
         coverage=coverage,
         coverage_se=(math.sqrt(coverage * (1 - coverage) / runs) if coverage is not None else None),
         coverage_exact=exact_coverage(n, share, spec.alpha, level, method),

@@ -71,3 +71,47 @@ def test_estimate_variance_and_coverage_match_theory(seed: int | None) -> None:
     assert abs(result.mean_estimate_raw - p) <= 4 * sigma / math.sqrt(repeats)
     c = result.coverage_exact
     assert abs(result.coverage - c) <= 4 * math.sqrt(c * (1 - c) / repeats)
+
+
+def test_grpc_simulation_reads_back_exactly_the_in_process_estimate() -> None:
+    from aggregator._simulate_grpc import grpc_submitter
+
+    spec = RandomizedResponseSpec(0.5)
+    local = simulate_binary(3000, 0.3, spec, repeats=2, seed=5)
+    with grpc_submitter(spec, confidence=0.95, method="clopper-pearson", batch_size=700) as submit:
+        remote = simulate_binary(3000, 0.3, spec, repeats=2, seed=5, submit=submit)
+        assert submit.reports_sent == 6000
+        assert len(submit.surveys) == 2
+        survey = submit.client.get_survey(submit.surveys[0])
+        assert survey.reports == 3000
+    assert remote.transport == "grpc"
+    assert local.transport == "inprocess"
+    assert remote.first == local.first  # same seed: same reports, same estimate
+    assert remote.mean_estimate_raw == local.mean_estimate_raw
+
+
+def test_a_report_lost_on_the_way_is_detected() -> None:
+    from aggregator._simulate_grpc import grpc_submitter
+
+    spec = RandomizedResponseSpec(0.5)
+    with (
+        grpc_submitter(spec, confidence=0.95, method="clopper-pearson") as submit,
+        pytest.raises(RuntimeError, match="disagrees with the 500 reports sent: n=499"),
+    ):
+        simulate_binary(500, 0.3, spec, seed=1, submit=lambda reports: submit(reports[1:]))
+
+
+def test_grpc_submitter_validates_its_options() -> None:
+    from aggregator._simulate_grpc import grpc_submitter
+
+    spec = RandomizedResponseSpec(0.5)
+    with (
+        pytest.raises(ValueError, match=r"batch_size must be in 1\.\.10000, got 0"),
+        grpc_submitter(spec, confidence=0.95, method="wald", batch_size=0),
+    ):
+        pass
+    with (
+        pytest.raises(ValueError, match="needs the admin token"),
+        grpc_submitter(spec, confidence=0.95, method="wald", server="127.0.0.1:1"),
+    ):
+        pass

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
 
 import click
 
@@ -12,7 +15,10 @@ from aggregator.cli._common import (
     emit_json,
     mechanism_options,
     privacy_line,
+    read_token,
+    remote_errors,
     spec_from_options,
+    token_option,
     user_errors,
 )
 from shared import ESTIMANDS, RandomizedResponseSpec
@@ -28,6 +34,20 @@ from shared import ESTIMANDS, RandomizedResponseSpec
     "--method", type=click.Choice(list(METHODS)), default="clopper-pearson", show_default=True
 )
 @click.option("--seed", type=int, help="Seed for a reproducible run (seeded PCG64, not CSPRNG).")
+@click.option(
+    "--transport",
+    type=click.Choice(["grpc", "inprocess"]),
+    default="grpc",
+    show_default=True,
+    help="grpc: submit through an aggregator daemon; inprocess: estimate in this process.",
+)
+@click.option(
+    "--server",
+    help="With --transport grpc: an existing daemon HOST:PORT (needs the admin token). "
+    "Default: an embedded daemon on 127.0.0.1 with a temporary SQLite database.",
+)
+@token_option
+@click.option("--batch-size", type=int, default=1000, show_default=True, help="Reports per RPC.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def simulate_command(
     participants: int,
@@ -38,40 +58,66 @@ def simulate_command(
     confidence: float,
     method: str,
     seed: int | None,
+    transport: str,
+    server: str | None,
+    admin_token_file: Path | None,
+    batch_size: int,
     as_json: bool,
 ) -> None:
     """Simulate a yes/no survey of a population with true share --p.
 
     Each simulated participant randomizes their answer with the client library (OS CSPRNG
-    unless --seed is given); the aggregator's estimator turns the reports into an estimate
-    and interval. With --repeats > 1 it reports the interval's empirical coverage and the
-    spread of the estimate beside theory.
+    unless --seed is given). By default the reports go over gRPC to an embedded aggregator
+    daemon (127.0.0.1, OS-chosen port, temporary SQLite database), which stores them and
+    returns the estimate; --transport inprocess skips the network. With --repeats > 1 it
+    reports the interval's empirical coverage and the spread of the estimate beside theory.
     """
     spec = spec_from_options(alpha, epsilon)
-    with user_errors():
-        if repeats > 1:
-            with click.progressbar(length=repeats, label="simulating", file=sys.stderr) as bar:
-                result = simulate_binary(
-                    participants,
-                    share,
-                    spec,
-                    repeats=repeats,
-                    confidence=confidence,
-                    method=method,
-                    seed=seed,
-                    progress=bar.update,
+    if transport == "inprocess" and server is not None:
+        raise click.UsageError("--server needs --transport grpc")
+    token = read_token(admin_token_file) if server is not None else None
+    grpc_info: dict[str, Any] | None = None
+    with ExitStack() as stack:
+        stack.enter_context(user_errors())
+        stack.enter_context(remote_errors(server or "the embedded aggregator"))
+        submitter = None
+        if transport == "grpc":
+            from aggregator._simulate_grpc import grpc_submitter
+
+            submitter = stack.enter_context(
+                grpc_submitter(
+                    spec, confidence=confidence, method=method, server=server,
+                    admin_token=token, batch_size=batch_size,
                 )
-        else:
-            result = simulate_binary(
-                participants, share, spec, confidence=confidence, method=method, seed=seed
+            )  # fmt: skip
+        bar = None
+        if repeats > 1:
+            bar = stack.enter_context(
+                click.progressbar(length=repeats, label="simulating", file=sys.stderr)
             )
+        result = simulate_binary(
+            participants, share, spec, repeats=repeats, confidence=confidence, method=method,
+            seed=seed, progress=bar.update if bar is not None else None, submit=submitter,
+        )  # fmt: skip
+        if submitter is not None:
+            grpc_info = {
+                "address": submitter.address,
+                "embedded": submitter.embedded,
+                "batch_size": submitter.batch_size,
+                "reports_sent": submitter.reports_sent,
+                "reports_per_second": submitter.reports_per_second,
+            }
     if as_json:
-        emit_json(result.to_dict())
+        data = result.to_dict()
+        data["grpc"] = grpc_info
+        emit_json(data)
     else:
-        _print_result(result, spec)
+        _print_result(result, spec, grpc_info)
 
 
-def _print_result(result: SimulationResult, spec: RandomizedResponseSpec) -> None:
+def _print_result(
+    result: SimulationResult, spec: RandomizedResponseSpec, grpc_info: dict[str, Any] | None
+) -> None:
     first = result.first
     click.echo(
         f"Simulated {result.participants:,} participants with true share p = {result.p:g} "
@@ -100,7 +146,16 @@ def _print_result(result: SimulationResult, spec: RandomizedResponseSpec) -> Non
             f"  raw estimate: mean {result.mean_estimate_raw:.4f} (truth {result.p:g}), "
             f"std {result.std_estimate_raw:.4f} (theory {result.std_theory:.4f})"
         )
+        if grpc_info is None:
+            click.echo(
+                f"  throughput: {result.reports_per_second:,.0f} reports/s in-process "
+                "(drawing answers, perturbing, estimating)"
+            )
+    if grpc_info is not None:
+        where = "embedded daemon" if grpc_info["embedded"] else "daemon"
         click.echo(
-            f"  throughput: {result.reports_per_second:,.0f} reports/s in-process "
-            "(drawing answers, perturbing, estimating)"
+            f"Transport: gRPC to the {where} at {grpc_info['address']}, "
+            f"{grpc_info['reports_sent']:,} reports in batches of {grpc_info['batch_size']:,}: "
+            f"{grpc_info['reports_per_second']:,.0f} reports/s through SubmitReports; "
+            "the estimate above was read back with GetEstimate"
         )
