@@ -6,9 +6,21 @@ import json
 
 import click
 
+from client._answer import ExitCode
+from client._participant import answer_command, surveys_command
 from shared import RandomizedResponseSpec
 
-__all__ = ["cli", "main"]
+__all__ = ["EXIT_CODES", "cli", "main"]
+
+EXIT_CODES: dict[ExitCode, str] = {
+    ExitCode.OK: "success",
+    ExitCode.RUNTIME: "unexpected or runtime error",
+    ExitCode.USAGE: "invalid usage or answer",
+    ExitCode.UNREACHABLE: "aggregator unreachable (after retries)",
+    ExitCode.NOT_FOUND: "survey or question not found",
+    ExitCode.REFUSED: "survey closed or mechanism refused",
+}
+"""Every exit code of ``deniable``, as listed in its help text."""
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -18,8 +30,10 @@ def cli() -> None:
 
     \b
     Environment: every option can also be set as DENIABLE_<COMMAND>_<OPTION>,
-    for example DENIABLE_EXPLAIN_EPSILON=1.
-    Exit codes: 0 success, 1 runtime error, 2 invalid usage or input.
+    for example DENIABLE_EXPLAIN_EPSILON=1; --server also as DENIABLE_SERVER.
+    Exit codes: 0 success, 1 unexpected or runtime error,
+    2 invalid usage or answer, 3 aggregator unreachable (after retries),
+    4 survey or question not found, 5 survey closed or mechanism refused.
     """
 
 
@@ -46,6 +60,10 @@ def explain(alpha: float | None, epsilon: float | None, as_json: bool) -> None:
         click.echo(json.dumps(data, indent=2))
     else:
         click.echo(spec.explain())
+
+
+cli.add_command(surveys_command)
+cli.add_command(answer_command)
 
 
 def main() -> None:
