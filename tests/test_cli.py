@@ -92,7 +92,7 @@ def test_simulate_json_has_the_estimate_with_contract_fields(run_cli: RunCli) ->
 def test_simulate_text_shows_truth_estimate_interval_and_exact_epsilon(run_cli: RunCli) -> None:
     done = run_cli(
         "deniable-aggregator", "simulate", "--participants", "10000", "--p", "0.3",
-        "--alpha", "0.5", "--repeats", "50", "--method", "wilson",
+        "--alpha", "0.5", "--repeats", "50", "--method", "wilson", "--transport", "inprocess",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     out = done.stdout
