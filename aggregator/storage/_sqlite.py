@@ -57,6 +57,11 @@ class SqliteStorage(Storage):
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
+        # report_id keys are random, so each batch dirties many index pages: keep the index
+        # in a 64 MiB cache and checkpoint the WAL every ~40 MB instead of every 4 MB.
+        # Durability is unchanged (the WAL is fsynced at every commit).
+        self._db.execute("PRAGMA cache_size=-65536")
+        self._db.execute("PRAGMA wal_autocheckpoint=10000")
         self._db.execute("PRAGMA foreign_keys=ON")
         self._db.execute("PRAGMA busy_timeout=10000")
         with self._lock:
