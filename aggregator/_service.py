@@ -40,6 +40,14 @@ def _mechanism_spec(mechanism: pb.Mechanism, where: str) -> RandomizedResponseSp
     return spec
 
 
+def _find_question(survey: pb.Survey, question_id: str, where: str) -> pb.Question:
+    """The survey's question with this id, or NotFound naming the field ``where``."""
+    for question in survey.questions:
+        if question.id == question_id:
+            return question
+    raise NotFound(f"{where}: survey {survey.id!r} has no question {question_id!r}")
+
+
 class AggregatorService:
     """Surveys, report ingestion and estimates over a :class:`Storage` backend."""
 
@@ -171,13 +179,8 @@ class AggregatorService:
                     if survey.state != pb.SURVEY_STATE_OPEN:
                         raise FailedPrecondition(f"{where}: survey {survey.id!r} is closed")
                     surveys[survey.id] = survey
-                match = [q for q in survey.questions if q.id == report.question_id]
-                if not match:
-                    raise NotFound(
-                        f"{where}.question_id: survey {survey.id!r} has no question "
-                        f"{report.question_id!r}"
-                    )
-                mechanism = questions[key] = match[0].mechanism
+                question = _find_question(survey, report.question_id, f"{where}.question_id")
+                mechanism = questions[key] = question.mechanism
             if report.mechanism != mechanism:
                 raise FailedPrecondition(
                     f"{where}.mechanism: alpha {report.mechanism.randomized_response.alpha!r} "
@@ -197,11 +200,7 @@ class AggregatorService:
     def get_estimate(self, request: pb.GetEstimateRequest) -> pb.Estimate:
         """O(1) estimate from the question's running tally."""
         survey = self.get_survey(request.survey_id)
-        match = [q for q in survey.questions if q.id == request.question_id]
-        if not match:
-            raise NotFound(
-                f"question_id: survey {survey.id!r} has no question {request.question_id!r}"
-            )
+        question = _find_question(survey, request.question_id, "question_id")
         confidence = request.confidence or 0.95
         if not 0.0 < confidence < 1.0:
             raise InvalidArgument(
@@ -221,7 +220,7 @@ class AggregatorService:
         result = estimate_proportion(
             tally.ones,
             tally.n,
-            match[0].mechanism.randomized_response.alpha,
+            question.mechanism.randomized_response.alpha,
             confidence,
             method,
         )

@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 import click
-import grpc
 
-from client._remote import RETRYABLE, RemoteError
+from client._remote import RETRYABLE, RemoteError, exit_code_for
 from client._rr import RandomizedResponse
 from shared.deniable.v1 import aggregator_pb2 as pb
 
@@ -90,11 +89,13 @@ def from_remote(error: RemoteError, target: str) -> ParticipantError:
             f"cannot reach the aggregator at {target} after {error.attempts} attempt(s) "
             f"({error.code.name}: {error.details})"
         )
-    if error.code == grpc.StatusCode.NOT_FOUND:
+    exit_code = exit_code_for(error.code)
+    if exit_code == ExitCode.NOT_FOUND:
         return NotFoundError(error.details)
-    if error.code == grpc.StatusCode.FAILED_PRECONDITION:
+    if exit_code == ExitCode.REFUSED:
         return RefusedError(f"refused by the aggregator: {error.details}")
-    return ParticipantError(f"aggregator error {error.code.name}: {error.details}")
+    message = f"aggregator error {error.code.name}: {error.details}"
+    return InvalidAnswerError(message) if exit_code == ExitCode.USAGE else ParticipantError(message)
 
 
 def check_open(survey: pb.Survey) -> None:

@@ -12,10 +12,22 @@ import grpc
 from shared.deniable.v1 import aggregator_pb2 as pb
 from shared.deniable.v1 import aggregator_pb2_grpc as pb_grpc
 
-__all__ = ["RETRYABLE", "AggregatorClient", "RemoteError"]
+__all__ = ["RETRYABLE", "AggregatorClient", "RemoteError", "exit_code_for"]
 
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+# The exit code both command-line tools use for each aggregator status (1 for the rest).
+_EXIT_CODES = {
+    grpc.StatusCode.INVALID_ARGUMENT: 2,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: 2,
+    grpc.StatusCode.UNAVAILABLE: 3,
+    grpc.StatusCode.DEADLINE_EXCEEDED: 3,
+    grpc.StatusCode.NOT_FOUND: 4,
+    grpc.StatusCode.FAILED_PRECONDITION: 5,
+    grpc.StatusCode.ALREADY_EXISTS: 5,
+    grpc.StatusCode.UNAUTHENTICATED: 6,
+    grpc.StatusCode.PERMISSION_DENIED: 6,
+}
 Response = TypeVar("Response")
 
 
@@ -27,6 +39,11 @@ class RemoteError(Exception):
         self.code = code
         self.details = details
         self.attempts = attempts
+
+
+def exit_code_for(code: grpc.StatusCode) -> int:
+    """The documented CLI exit code for an aggregator status."""
+    return _EXIT_CODES.get(code, 1)
 
 
 class AggregatorClient:

@@ -275,7 +275,8 @@ def test_client_computes_epsilon_itself_not_from_the_server() -> None:
         (grpc.StatusCode.DEADLINE_EXCEEDED, ExitCode.UNREACHABLE),
         (grpc.StatusCode.NOT_FOUND, ExitCode.NOT_FOUND),
         (grpc.StatusCode.FAILED_PRECONDITION, ExitCode.REFUSED),
-        (grpc.StatusCode.INVALID_ARGUMENT, ExitCode.RUNTIME),
+        (grpc.StatusCode.INVALID_ARGUMENT, ExitCode.USAGE),
+        (grpc.StatusCode.ALREADY_EXISTS, ExitCode.REFUSED),
         (grpc.StatusCode.INTERNAL, ExitCode.RUNTIME),
     ],
 )

@@ -15,7 +15,6 @@ import click
 from shared import RandomizedResponseSpec
 
 __all__ = [
-    "EXIT_CODES",
     "emit_json",
     "fail",
     "jsonable",
@@ -94,18 +93,6 @@ def privacy_line(spec: RandomizedResponseSpec) -> str:
 
 # --- talking to a daemon ---------------------------------------------------------------
 
-EXIT_CODES = {
-    "UNAVAILABLE": 3,
-    "DEADLINE_EXCEEDED": 3,
-    "NOT_FOUND": 4,
-    "FAILED_PRECONDITION": 5,
-    "ALREADY_EXISTS": 5,
-    "UNAUTHENTICATED": 6,
-    "PERMISSION_DENIED": 6,
-    "INVALID_ARGUMENT": 2,
-    "RESOURCE_EXHAUSTED": 2,
-}
-
 
 def fail(message: str, exit_code: int) -> NoReturn:
     """Print ``Error: message`` on stderr and exit with ``exit_code``."""
@@ -116,16 +103,16 @@ def fail(message: str, exit_code: int) -> NoReturn:
 @contextmanager
 def remote_errors(server: str) -> Iterator[None]:
     """Turn an aggregator's status into one line on stderr and its exit code."""
-    from client._remote import RemoteError
+    from client._remote import RETRYABLE, RemoteError, exit_code_for
 
     try:
         yield
     except RemoteError as error:
-        if error.code.name in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
+        if error.code in RETRYABLE:
             message = f"cannot reach the aggregator at {server} ({error.code.name.lower()})"
         else:
             message = f"{error.code.name.lower().replace('_', ' ')}: {error.details}"
-        fail(message, EXIT_CODES.get(error.code.name, 1))
+        fail(message, exit_code_for(error.code))
 
 
 def server_option(function: F) -> F:
