@@ -12,10 +12,9 @@ from grpc_reflection.v1alpha import reflection
 
 from aggregator._auth import AdminTokenInterceptor
 from aggregator._service import AggregatorService
-from aggregator._servicer import AggregatorServicer
+from aggregator._servicer import AggregatorServicer, add_to_server
 from aggregator.storage import Storage
 from shared.deniable.v1 import aggregator_pb2 as pb
-from shared.deniable.v1 import aggregator_pb2_grpc as pb_grpc
 
 __all__ = ["DEFAULT_LISTEN", "MAX_MESSAGE_BYTES", "RunningServer", "start_server"]
 
@@ -71,7 +70,7 @@ def start_server(
         options=options,
         maximum_concurrent_rpcs=max_workers * 8,
     )
-    pb_grpc.add_AggregatorServicer_to_server(AggregatorServicer(service), server)
+    add_to_server(AggregatorServicer(service), server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(

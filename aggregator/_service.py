@@ -5,12 +5,14 @@ from __future__ import annotations
 import re
 import secrets
 import time
-from collections.abc import Sequence
 
-from aggregator._errors import FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted
+import numpy as np
+
+from aggregator._batch import Group, decode_batch
+from aggregator._errors import FailedPrecondition, InvalidArgument, NotFound
 from aggregator._intervals import METHODS
 from aggregator._proportion import estimate_proportion
-from aggregator.storage import Storage, StoredReport
+from aggregator.storage import ReportGroup, Storage, Submission
 from shared import RandomizedResponseSpec
 from shared.deniable.v1 import aggregator_pb2 as pb
 
@@ -21,7 +23,6 @@ MAX_QUESTIONS = 100
 MAX_TITLE = 200
 MAX_TEXT = 2000
 _QUESTION_ID = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
-_REPORT_ID = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 _SURVEY_ID = re.compile(r"[a-z0-9]{1,64}")
 
 
@@ -54,6 +55,7 @@ class AggregatorService:
     def __init__(self, storage: Storage, *, max_batch: int = MAX_BATCH) -> None:
         self.storage = storage
         self.max_batch = max_batch
+        self._specs: dict[str, pb.Survey] = {}  # open surveys' specs, read once
 
     def create_survey(self, request: pb.CreateSurveyRequest) -> pb.Survey:
         """Validate a survey spec, fill in each question's privacy figures, store it."""
@@ -115,87 +117,55 @@ class AggregatorService:
         assert closed is not None
         return closed
 
-    def submit_reports(self, request: pb.SubmitReportsRequest) -> pb.SubmitReportsResponse:
-        """Validate every report, then store the batch in one transaction."""
-        reports = request.reports
-        if not reports:
-            raise InvalidArgument("reports: a batch needs at least one report")
-        if len(reports) > self.max_batch:
-            raise ResourceExhausted(
-                f"reports: batch of {len(reports)} exceeds the limit of {self.max_batch}"
-            )
-        unique = self._validate_reports(reports)
-        outcome = self.storage.submit(unique)
-        # Identical repeats inside the batch were dropped by validation: counted once.
-        repeats = len(reports) - len(unique)
+    def submit_reports(self, request: pb.SubmitReportsRequest | bytes) -> pb.SubmitReportsResponse:
+        """Validate every report, then store the batch in one durable transaction.
+
+        ``request`` may be the serialized message as received on the wire: the server
+        hands over raw bytes so that a well-formed batch is validated in bulk.
+        """
+        data = request if isinstance(request, bytes) else request.SerializeToString()
+        batch = decode_batch(data, self.max_batch)
+        groups = [self._check_group(group) for group in batch.groups]
+        outcome = self.storage.submit(
+            Submission(batch.report_ids, batch.payloads, groups, batch.encode, batch.positions)
+        )
+        # Identical repeats inside the batch were dropped when decoding: counted once.
+        repeats = batch.size - len(batch.report_ids)
         return pb.SubmitReportsResponse(
             stored=outcome.stored, already_stored=outcome.already_stored + repeats
         )
 
-    def _validate_reports(self, reports: Sequence[pb.Report]) -> list[StoredReport]:
-        """Validate every report; return each distinct report once (identical repeats dropped)."""
-        # Structure first (INVALID_ARGUMENT), so a malformed batch never reaches a lookup.
-        batch_ids: dict[str, int] = {}
-        for index, report in enumerate(reports):
-            where = f"reports[{index}]"
-            if not _REPORT_ID.fullmatch(report.report_id):
-                raise InvalidArgument(
-                    f"{where}.report_id: {report.report_id[:40]!r} must match "
-                    "[A-Za-z0-9_.-]{1,128}"
-                )
-            if not report.survey_id:
-                raise InvalidArgument(f"{where}.survey_id: missing")
-            if not report.question_id:
-                raise InvalidArgument(f"{where}.question_id: missing")
-            if report.WhichOneof("value") != "bit":
-                raise InvalidArgument(f"{where}.bit: missing (yes/no questions take a bit)")
-            if not report.HasField("mechanism"):
-                raise InvalidArgument(f"{where}.mechanism: missing")
-            first = batch_ids.setdefault(report.report_id, index)
-            if first != index and reports[first] != report:
-                raise InvalidArgument(
-                    f"{where}.report_id: {report.report_id!r} repeats reports[{first}] "
-                    "with different content"
-                )
-        # Then the rules (NOT_FOUND, FAILED_PRECONDITION), with one lookup per survey.
-        questions: dict[tuple[str, str], pb.Mechanism] = {}
-        surveys: dict[str, pb.Survey] = {}
-        stored: list[StoredReport] = []
-        for index, report in enumerate(reports):
-            if batch_ids[report.report_id] != index:
-                continue  # an identical repeat of an earlier report in this batch
-            where = f"reports[{index}]"
-            key = (report.survey_id, report.question_id)
-            mechanism = questions.get(key)
-            if mechanism is None:
-                survey = surveys.get(report.survey_id)
-                if survey is None:
-                    try:
-                        survey = self.get_survey(report.survey_id)
-                    except NotFound:
-                        raise NotFound(
-                            f"{where}.survey_id: unknown survey {report.survey_id!r}"
-                        ) from None
-                    if survey.state != pb.SURVEY_STATE_OPEN:
-                        raise FailedPrecondition(f"{where}: survey {survey.id!r} is closed")
-                    surveys[survey.id] = survey
-                question = _find_question(survey, report.question_id, f"{where}.question_id")
-                mechanism = questions[key] = question.mechanism
-            if report.mechanism != mechanism:
-                raise FailedPrecondition(
-                    f"{where}.mechanism: alpha {report.mechanism.randomized_response.alpha!r} "
-                    f"differs from the survey's {mechanism.randomized_response.alpha!r}"
-                )
-            stored.append(
-                StoredReport(
-                    report_id=report.report_id,
-                    survey_id=report.survey_id,
-                    question_id=report.question_id,
-                    bit=int(report.bit),
-                    payload=report.SerializeToString(deterministic=True),
-                )
+    def _check_group(self, group: Group) -> ReportGroup:
+        """Check a group of reports against its survey and question; its tally contributions.
+
+        A survey's questions never change, so its spec is read once and cached; whether it
+        is still open is checked by the storage inside the batch's transaction.
+        """
+        report = group.template
+        where = f"reports[{group.first}]"
+        survey = self._specs.get(report.survey_id)
+        if survey is None:
+            try:
+                survey = self.get_survey(report.survey_id)
+            except NotFound:
+                raise NotFound(f"{where}.survey_id: unknown survey {report.survey_id!r}") from None
+            if survey.state != pb.SURVEY_STATE_OPEN:
+                raise FailedPrecondition(f"{where}: survey {survey.id!r} is closed")
+            self._specs[survey.id] = survey
+        question = _find_question(survey, report.question_id, f"{where}.question_id")
+        if report.WhichOneof("value") != "bit":
+            raise InvalidArgument(f"{where}.bit: missing (yes/no questions take a bit)")
+        if report.mechanism != question.mechanism:
+            raise FailedPrecondition(
+                f"{where}.mechanism: alpha {report.mechanism.randomized_response.alpha!r} "
+                f"differs from the survey's {question.mechanism.randomized_response.alpha!r}"
             )
-        return stored
+        return ReportGroup(
+            survey_id=survey.id,
+            question_id=question.id,
+            rows=group.rows,
+            contributions=group.values.astype(np.int64).reshape(-1, 1),
+        )
 
     def get_estimate(self, request: pb.GetEstimateRequest) -> pb.Estimate:
         """O(1) estimate from the question's running tally."""

@@ -11,11 +11,13 @@ import grpc
 from aggregator._errors import AggregatorError
 from aggregator._service import AggregatorService
 from shared.deniable.v1 import aggregator_pb2 as pb
-from shared.deniable.v1 import aggregator_pb2_grpc as pb_grpc
 
-__all__ = ["AggregatorServicer"]
+__all__ = ["RAW_REQUESTS", "AggregatorServicer", "add_to_server"]
 
 log = logging.getLogger("deniable.aggregator")
+SERVICE = pb.DESCRIPTOR.services_by_name["Aggregator"]
+# RPCs whose handler receives the request's bytes: the service validates them in bulk.
+RAW_REQUESTS = frozenset({"SubmitReports"})
 Request = TypeVar("Request")
 Response = TypeVar("Response")
 
@@ -40,13 +42,13 @@ def _call(
         _abort(context, error, method)
 
 
-class AggregatorServicer(pb_grpc.AggregatorServicer):
-    """Each RPC calls the service layer; nothing else happens here."""
+class AggregatorServicer:
+    """Each RPC calls the service layer; nothing else happens here (see :func:`add_to_server`)."""
 
     def __init__(self, service: AggregatorService) -> None:
         self.service = service
 
-    def CreateSurvey(  # noqa: N802 - names fixed by the generated base class
+    def CreateSurvey(  # noqa: N802 - the RPC names of the service
         self, request: pb.CreateSurveyRequest, context: grpc.ServicerContext
     ) -> pb.Survey:
         """Create a survey (admin)."""
@@ -77,9 +79,9 @@ class AggregatorServicer(pb_grpc.AggregatorServicer):
         return survey
 
     def SubmitReports(  # noqa: N802
-        self, request: pb.SubmitReportsRequest, context: grpc.ServicerContext
+        self, request: bytes, context: grpc.ServicerContext
     ) -> pb.SubmitReportsResponse:
-        """Store a batch of reports durably."""
+        """Store a batch of reports durably (``request`` is the serialized message)."""
         response = _call(context, "SubmitReports", self.service.submit_reports, request)
         log.debug(
             "reports stored",
@@ -92,3 +94,24 @@ class AggregatorServicer(pb_grpc.AggregatorServicer):
     ) -> pb.Estimate:
         """The estimate for one question."""
         return _call(context, "GetEstimate", self.service.get_estimate, request)
+
+
+def add_to_server(servicer: AggregatorServicer, server: grpc.Server) -> None:
+    """Register the Aggregator service like the generated code, but with raw SubmitReports.
+
+    A batch of reports reaches :meth:`AggregatorService.submit_reports` as the bytes
+    received, so that it is parsed once, in bulk, instead of into a message per report.
+    """
+    handlers = {}
+    for method in SERVICE.methods:
+        request_type = getattr(pb, method.input_type.name)
+        response_type = getattr(pb, method.output_type.name)
+        handlers[method.name] = grpc.unary_unary_rpc_method_handler(
+            getattr(servicer, method.name),
+            request_deserializer=None if method.name in RAW_REQUESTS else request_type.FromString,
+            response_serializer=response_type.SerializeToString,
+        )
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(SERVICE.full_name, handlers),)
+    )
+    server.add_registered_method_handlers(SERVICE.full_name, handlers)

@@ -31,9 +31,10 @@ import google.protobuf
 import grpc
 from google.protobuf.internal import api_implementation
 
+from aggregator._batch import decode_batch
 from aggregator._server import MAX_MESSAGE_BYTES, start_server
 from aggregator._service import AggregatorService
-from aggregator.storage import Storage, StoredReport, open_storage
+from aggregator.storage import Storage, Submission, open_storage
 from client._remote import AggregatorClient
 from shared.deniable.v1 import aggregator_pb2 as pb
 from shared.deniable.v1 import aggregator_pb2_grpc as pb_grpc
@@ -440,10 +441,9 @@ class TimedConnection(sqlite3.Connection):
 _STATEMENTS = (
     ("BEGIN", "BEGIN IMMEDIATE"),
     ("COMMIT", "COMMIT (WAL write + fsync)"),
-    ("SELECT id FROM surveys", "SELECT closed surveys"),
-    ("SELECT report_id", "SELECT known report_ids (dedup)"),
-    ("INSERT INTO reports", "INSERT reports (executemany)"),
-    ("UPDATE tallies", "UPDATE tallies (executemany)"),
+    ("SELECT n, sums FROM tallies", "SELECT tally"),
+    ("UPDATE tallies", "UPDATE tally"),
+    ("INSERT INTO log", "INSERT log row"),
 )
 
 
@@ -487,40 +487,34 @@ def profile_ingest(db_path: Path, survey_id: str, batch: int, count: int, seed: 
             service.submit_reports(request)
 
         end_to_end: list[float] = []
-        for request in build_requests(rng, survey_id, batch, count):
+        encoded = [r.SerializeToString() for r in build_requests(rng, survey_id, batch, count)]
+        for data in encoded:
             t0 = time.perf_counter()
-            service.submit_reports(request)
+            service.submit_reports(data)
             end_to_end.append(time.perf_counter() - t0)
 
         parts: dict[str, list[float]] = defaultdict(list)
         for request in build_requests(rng, survey_id, batch, count):
-            reports = request.reports
             t0 = time.perf_counter()
-            payloads = [r.SerializeToString(deterministic=True) for r in reports]
+            data = request.SerializeToString()
             t1 = time.perf_counter()
-            rows = [
-                StoredReport(
-                    report_id=r.report_id,
-                    survey_id=r.survey_id,
-                    question_id=r.question_id,
-                    bit=int(r.bit),
-                    payload=p,
-                )
-                for r, p in zip(reports, payloads, strict=True)
-            ]
+            db.seconds.clear()
+            decoded = decode_batch(data, service.max_batch)
             t2 = time.perf_counter()
-            del rows
-            db.seconds.clear()
-            stored = service._validate_reports(reports)
+            groups = [service._check_group(group) for group in decoded.groups]
             t3 = time.perf_counter()
-            validation_sql = sum(db.seconds.values())
+            checks_sql = sum(db.seconds.values())
             db.seconds.clear()
-            storage.submit(stored)
+            storage.submit(
+                Submission(
+                    decoded.report_ids, decoded.payloads, groups, decoded.encode, decoded.positions
+                )
+            )
             t4 = time.perf_counter()
             parts["serialize"].append(t1 - t0)
-            parts["stored_report"].append(t2 - t1)
-            parts["validate"].append(t3 - t2)
-            parts["validate_sql"].append(validation_sql)
+            parts["decode"].append(t2 - t1)
+            parts["checks"].append(t3 - t2)
+            parts["checks_sql"].append(checks_sql)
             parts["submit"].append(t4 - t3)
             for label, seconds in db.seconds.items():
                 parts[label].append(seconds)
@@ -529,47 +523,42 @@ def profile_ingest(db_path: Path, survey_id: str, batch: int, count: int, seed: 
         db.execute("PRAGMA synchronous=OFF")  # measurement only: what the fsync costs
         no_fsync: list[float] = []
         for request in build_requests(rng, survey_id, batch, count):
-            stored = service._validate_reports(request.reports)
             db.seconds.clear()
-            storage.submit(stored)
+            service.submit_reports(request.SerializeToString())
             no_fsync.append(db.seconds["COMMIT (WAL write + fsync)"])
         db.execute("PRAGMA synchronous=FULL")
 
     plain = open_storage(f"sqlite:///{db_path}")  # cProfile on the untimed backend
     try:
         service = AggregatorService(plain)
-        profile_requests = build_requests(rng, survey_id, batch, count)
+        profile_requests = [
+            r.SerializeToString() for r in build_requests(rng, survey_id, batch, count)
+        ]
         profiler = cProfile.Profile()
         profiler.enable()
-        for request in profile_requests:
-            service.submit_reports(request)
+        for data in profile_requests:
+            service.submit_reports(data)
         profiler.disable()
         tally = plain.tally(survey_id, QUESTION_ID)
     finally:
         plain.close()
 
     total = _ms(end_to_end)
-    validate = _ms(parts["validate"])
-    serialize = _ms(parts["serialize"])
-    stored_report = _ms(parts["stored_report"])
-    validation_sql = _ms(parts["validate_sql"])
-    checks = validate - serialize - stored_report - validation_sql
     print(
-        f"in process, no gRPC: AggregatorService.submit_reports, batch {batch}, median of "
-        f"{count}: {total:.2f} ms ({batch / total * 1e3:,.0f} reports/s); the benchmark's "
+        f"in process, no gRPC: AggregatorService.submit_reports(bytes), batch {batch}, median "
+        f"of {count}: {total:.2f} ms ({batch / total * 1e3:,.0f} reports/s); the benchmark's "
         f"database, {tally.n if tally else 0:,} reports at the end"
     )
     print("  components (each a median of its own, measured on separate fresh batches):")
-    print(f"  validation (_validate_reports)            {validate:7.2f} ms")
-    print(f"    SerializeToString(deterministic=True)   {serialize:7.2f} ms  (timed alone)")
-    print(f"    StoredReport construction               {stored_report:7.2f} ms  (timed alone)")
-    print(f"    get_survey SQL (spec + SUM(n))          {validation_sql:7.2f} ms")
-    print(f"    checks loop (regex, fields, compare)    {checks:7.2f} ms  (remainder)")
+    print(f"  (client side: SerializeToString          {_ms(parts['serialize']):7.2f} ms)")
+    print(f"  decode_batch (parse + structure)          {_ms(parts['decode']):7.2f} ms")
+    print(f"  group checks (survey, question, mech.)    {_ms(parts['checks']):7.2f} ms")
+    print(f"    of which get_survey SQL                 {_ms(parts['checks_sql']):7.2f} ms")
     print(f"  storage.submit                            {_ms(parts['submit']):7.2f} ms")
     for _, label in _STATEMENTS:
         if parts[label]:
             print(f"    {label:<38}{_ms(parts[label]):7.2f} ms")
-    print(f"    Python in submit (lists, Counters)      {_ms(parts['submit_python']):7.2f} ms")
+    print(f"    Python in submit (id index, sums)       {_ms(parts['submit_python']):7.2f} ms")
     commit = _ms(parts["COMMIT (WAL write + fsync)"])
     print(
         f"  COMMIT with synchronous=OFF (no fsync)    {_ms(no_fsync):7.2f} ms"
@@ -577,8 +566,6 @@ def profile_ingest(db_path: Path, survey_id: str, batch: int, count: int, seed: 
     )
     print()
     print(f"cProfile of submit_reports, {count} batches of {batch}, top 12 by own time")
-    print("(pstats keeps one '<string>:2(__init__)' row for all dataclasses: StoredReport's")
-    print(" cost is the 'StoredReport construction' line above, not that row):")
     out = io.StringIO()
     pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(12)
     lines = out.getvalue().splitlines()

@@ -287,6 +287,26 @@ def test_batch_limits(
     assert anonymous.submit_reports(full).stored == 10_000
 
 
+def test_bytes_that_are_not_a_request_are_invalid_and_store_nothing(
+    server: RunningServer, anonymous: AggregatorClient, survey: pb.Survey
+) -> None:
+    valid = pb.SubmitReportsRequest(reports=make_reports(survey, [True, False])).SerializeToString()
+    with grpc.insecure_channel(server.address) as channel:
+        submit: grpc.UnaryUnaryMultiCallable[bytes, pb.SubmitReportsResponse]
+        submit = channel.unary_unary(
+            "/deniable.v1.Aggregator/SubmitReports",
+            request_serializer=None,
+            response_deserializer=pb.SubmitReportsResponse.FromString,
+        )
+        for garbage in (b"\xff\xff\xff", valid[:-3], b"\x0a\x80"):
+            with pytest.raises(grpc.RpcError) as caught:
+                submit(garbage, timeout=10)
+            assert caught.value.code() == Code.INVALID_ARGUMENT
+            assert "request: not a valid SubmitReportsRequest" in (caught.value.details() or "")
+        assert stored_count(anonymous, survey.id) == 0
+        assert submit(valid, timeout=10).stored == 2  # raw bytes are the wire format
+
+
 # --- estimates -------------------------------------------------------------------------
 
 

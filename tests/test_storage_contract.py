@@ -5,10 +5,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from aggregator._batch import decode_batch
 from aggregator._errors import AlreadyExists, FailedPrecondition
-from aggregator.storage import Storage, StoredReport, Tally, default_database_url, open_storage
+from aggregator.storage import (
+    ReportGroup,
+    Storage,
+    StorageError,
+    Submission,
+    SubmitOutcome,
+    Tally,
+    default_database_url,
+    open_storage,
+)
 from shared.deniable.v1 import aggregator_pb2 as pb
 from tests.conftest import binary_question
 
@@ -37,8 +48,49 @@ def survey(survey_id: str = "s1", questions: tuple[str, ...] = ("q1", "q2")) -> 
     return pb.Survey(id=survey_id, title="T", questions=[binary_question(q) for q in questions])
 
 
-def report(rid: str, bit: int, question: str = "q1", survey_id: str = "s1") -> StoredReport:
-    return StoredReport(rid, survey_id, question, bit, f"{rid}:{question}:{bit}".encode())
+def report(rid: str, bit: int, question: str = "q1", survey_id: str = "s1") -> pb.Report:
+    return pb.Report(
+        report_id=rid,
+        survey_id=survey_id,
+        question_id=question,
+        mechanism=binary_question(question).mechanism,
+        bit=bool(bit),
+    )
+
+
+def submission(reports: list[pb.Report]) -> Submission:
+    """The Submission the service hands to storage for these (valid) reports."""
+    data = pb.SubmitReportsRequest(reports=reports).SerializeToString()
+    batch = decode_batch(data, max_batch=len(reports))
+    groups = [
+        ReportGroup(
+            group.template.survey_id,
+            group.template.question_id,
+            group.rows,
+            group.values.astype(np.int64).reshape(-1, 1),
+        )
+        for group in batch.groups
+    ]
+    return Submission(batch.report_ids, batch.payloads, groups, batch.encode, batch.positions)
+
+
+def submit(storage: Storage, reports: list[pb.Report]) -> SubmitOutcome:
+    return storage.submit(submission(reports))
+
+
+def logged(storage: Storage, survey_id: str = "s1") -> list[pb.Report]:
+    """Every report in the survey's log, in order."""
+    return [
+        report
+        for chunk in storage.log(survey_id)
+        for report in pb.SubmitReportsRequest.FromString(chunk).reports
+    ]
+
+
+def recount(storage: Storage, survey_id: str, question_id: str) -> Tally:
+    """The tally recomputed from the log."""
+    bits = [int(r.bit) for r in logged(storage, survey_id) if r.question_id == question_id]
+    return Tally(n=len(bits), sums=(sum(bits),) if bits else ())
 
 
 def test_survey_lifecycle(opener: Opener) -> None:
@@ -64,28 +116,33 @@ def test_submit_updates_tallies_and_is_idempotent(opener: Opener) -> None:
     storage = opener()
     storage.create_survey(survey())
     batch = [report("a", 1), report("b", 0), report("c", 1, "q2")]
-    outcome = storage.submit(batch)
+    outcome = submit(storage, batch)
     assert (outcome.stored, outcome.already_stored) == (3, 0)
-    assert storage.tally("s1", "q1") == Tally(n=2, ones=1)
-    assert storage.tally("s1", "q2") == Tally(n=1, ones=1)
-    again = storage.submit([*batch, report("d", 1)])
+    assert storage.tally("s1", "q1") == Tally(n=2, sums=(1,))
+    assert storage.tally("s1", "q2") == Tally(n=1, sums=(1,))
+    again = submit(storage, [*batch, report("d", 1)])
     assert (again.stored, again.already_stored) == (1, 3)
-    assert storage.tally("s1", "q1") == Tally(n=3, ones=2)
+    assert storage.tally("s1", "q1") == Tally(n=3, sums=(2,))
     survey_now = storage.get_survey("s1")
     assert survey_now is not None
     assert survey_now.reports == 4
     assert storage.tally("s1", "nope") is None
     assert storage.tally("nope", "q1") is None
+    assert [r.report_id for r in logged(storage)] == ["a", "b", "c", "d"]  # each once
+    assert all(recount(storage, "s1", q) == storage.tally("s1", q) for q in ("q1", "q2"))
 
 
 def test_conflicting_resend_stores_nothing_of_the_batch(opener: Opener) -> None:
     storage = opener()
     storage.create_survey(survey())
-    storage.submit([report("a", 1)])
-    with pytest.raises(AlreadyExists, match=r"reports\[1\].report_id: 'a'"):
-        storage.submit([report("new", 1), report("a", 0)])
-    assert storage.tally("s1", "q1") == Tally(n=1, ones=1)
-    assert storage.submit([report("new", 1)]).stored == 1  # the rollback kept nothing
+    submit(storage, [report("a", 1)])
+    with pytest.raises(
+        AlreadyExists, match=r"reports\[1\].report_id: 'a' is already stored in survey 's1'"
+    ):
+        submit(storage, [report("new", 1), report("a", 0)])
+    assert storage.tally("s1", "q1") == Tally(n=1, sums=(1,))
+    assert submit(storage, [report("new", 1)]).stored == 1  # the rollback kept nothing
+    assert [r.report_id for r in logged(storage)] == ["a", "new"]
 
 
 def test_closed_survey_stores_nothing(opener: Opener) -> None:
@@ -94,29 +151,72 @@ def test_closed_survey_stores_nothing(opener: Opener) -> None:
     storage.create_survey(survey("s2", ("q1",)))
     storage.close_survey("s1")
     with pytest.raises(FailedPrecondition, match="survey 's1' is closed"):
-        storage.submit([report("x", 1, survey_id="s2"), report("y", 1)])
-    assert storage.tally("s2", "q1") == Tally(n=0, ones=0)
+        submit(storage, [report("x", 1, survey_id="s2"), report("y", 1)])
+    assert storage.tally("s2", "q1") == Tally(n=0)
+    assert logged(storage, "s2") == []
+
+
+def test_report_ids_are_scoped_to_their_survey(opener: Opener) -> None:
+    storage = opener()
+    storage.create_survey(survey())
+    storage.create_survey(survey("s2", ("q1",)))
+    assert submit(storage, [report("a", 1)]).stored == 1
+    assert submit(storage, [report("a", 0, survey_id="s2")]).stored == 1
+    assert storage.tally("s2", "q1") == Tally(n=1, sums=(0,))
+
+
+def test_batch_spanning_surveys_and_questions(opener: Opener) -> None:
+    storage = opener()
+    storage.create_survey(survey())
+    storage.create_survey(survey("s2", ("q1",)))
+    batch = [report("a", 1), report("b", 1, survey_id="s2"), report("c", 0, "q2"), report("d", 1)]
+    assert submit(storage, batch).stored == 4
+    assert [r.report_id for r in logged(storage)] == ["a", "c", "d"]
+    assert [r.report_id for r in logged(storage, "s2")] == ["b"]
+    assert storage.tally("s1", "q1") == Tally(n=2, sums=(2,))
+    assert storage.tally("s1", "q2") == Tally(n=1, sums=(0,))
+    again = submit(storage, [*batch, report("e", 0, "q2")])
+    assert (again.stored, again.already_stored) == (1, 4)
+    for survey_id, question in (("s1", "q1"), ("s1", "q2"), ("s2", "q1")):
+        assert recount(storage, survey_id, question) == storage.tally(survey_id, question)
 
 
 def test_large_batch_crosses_parameter_chunks(opener: Opener) -> None:
     storage = opener()
     storage.create_survey(survey())
     batch = [report(f"r{i}", i % 2) for i in range(2500)]
-    assert storage.submit(batch).stored == 2500
-    assert storage.submit(batch).already_stored == 2500
-    assert storage.tally("s1", "q1") == Tally(n=2500, ones=1250)
+    assert submit(storage, batch).stored == 2500
+    assert submit(storage, batch).already_stored == 2500
+    assert storage.tally("s1", "q1") == Tally(n=2500, sums=(1250,))
 
 
 def test_reopening_a_file_database_keeps_everything(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'durable.db'}"
     storage = open_storage(url)
     storage.create_survey(survey())
-    storage.submit([report("a", 1), report("b", 1)])
+    submit(storage, [report("a", 1), report("b", 1)])
     storage.close()
     reopened = open_storage(url)
-    assert reopened.tally("s1", "q1") == Tally(n=2, ones=2)
-    assert reopened.submit([report("a", 1)]).already_stored == 1
+    assert reopened.tally("s1", "q1") == Tally(n=2, sums=(2,))
+    assert submit(reopened, [report("a", 1)]).already_stored == 1
+    with pytest.raises(AlreadyExists):
+        submit(reopened, [report("b", 0)])
+    reopened.close_survey("s1")
     reopened.close()
+    closed = open_storage(url)
+    with pytest.raises(FailedPrecondition, match="survey 's1' is closed"):
+        submit(closed, [report("c", 1)])
+    assert closed.tally("s1", "q1") == Tally(n=2, sums=(2,))
+    closed.close()
+
+
+def test_a_file_database_serves_one_process(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'busy.db'}"
+    first = open_storage(url)
+    with pytest.raises(StorageError, match="in use by another aggregator"):
+        open_storage(url)
+    first.close()
+    open_storage(url).close()  # released on close
 
 
 def test_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,7 +14,7 @@ from aggregator._auth import load_or_create_token
 from aggregator._logging import configure_logging
 from aggregator._server import DEFAULT_LISTEN, start_server
 from aggregator.cli._common import user_errors
-from aggregator.storage import default_database_url, open_storage
+from aggregator.storage import StorageError, default_database_url, open_storage
 from aggregator.storage._url import data_dir
 
 log = logging.getLogger("deniable.aggregator")
@@ -56,7 +56,10 @@ def serve_command(
     configure_logging(log_level)
     url = database or default_database_url()
     with user_errors():
-        storage = open_storage(url)
+        try:
+            storage = open_storage(url)
+        except StorageError as error:
+            raise click.ClickException(str(error)) from None
         token, token_path, created = load_or_create_token(admin_token_file, data_dir())
     try:
         running = start_server(storage, token, listen)

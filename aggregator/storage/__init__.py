@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from aggregator.storage._base import Storage, StoredReport, SubmitOutcome, Tally
+from aggregator.storage._base import (
+    ReportGroup,
+    Storage,
+    StorageError,
+    Submission,
+    SubmitOutcome,
+    Tally,
+)
 from aggregator.storage._url import default_database_url, open_storage
 
 __all__ = [
+    "ReportGroup",
     "Storage",
-    "StoredReport",
+    "StorageError",
+    "Submission",
     "SubmitOutcome",
     "Tally",
     "default_database_url",

@@ -3,22 +3,57 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
 
 from shared.deniable.v1 import aggregator_pb2 as pb
 
-__all__ = ["Storage", "StoredReport", "SubmitOutcome", "Tally"]
+__all__ = ["ReportGroup", "Storage", "StorageError", "Submission", "SubmitOutcome", "Tally"]
+
+
+class StorageError(Exception):
+    """The database cannot be opened or used (in use, corrupt, or from a newer version)."""
 
 
 @dataclass(frozen=True)
-class StoredReport:
-    """One validated report as stored: ``payload`` is its deterministic serialization."""
+class ReportGroup:
+    """The reports of one batch that answer one question.
 
-    report_id: str
+    Attributes:
+        survey_id: the survey the reports belong to.
+        question_id: the question they answer.
+        rows: their positions in the submission, ascending.
+        contributions: one row per report, what it adds to the question's running sums.
+    """
+
     survey_id: str
     question_id: str
-    bit: int
-    payload: bytes
+    rows: NDArray[np.intp]
+    contributions: NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A validated batch, each distinct report once, in columns.
+
+    Attributes:
+        report_ids: the client-generated ids (ASCII bytes), unique within the submission.
+        payloads: each report's canonical encoding without its id, to tell an exact resend
+            from a different report that reuses an id.
+        groups: the reports grouped by question; every row is in exactly one group.
+        encode: the log encoding of the reports at the given rows: a serialized
+            ``SubmitReportsRequest`` holding exactly those reports, in order.
+        positions: each report's index in the request, for error messages.
+    """
+
+    report_ids: Sequence[bytes]
+    payloads: Sequence[bytes]
+    groups: Sequence[ReportGroup]
+    encode: Callable[[NDArray[np.intp]], bytes]
+    positions: Sequence[int]
 
 
 @dataclass(frozen=True)
@@ -31,17 +66,26 @@ class SubmitOutcome:
 
 @dataclass(frozen=True)
 class Tally:
-    """Running tally of one yes/no question: n reports, ``ones`` of them yes."""
+    """Running tally of one question: ``n`` reports and the sums of their contributions.
+
+    A yes/no question has one sum, the number of yes reports. ``sums`` is empty until the
+    first report arrives.
+    """
 
     n: int
-    ones: int
+    sums: tuple[int, ...] = ()
+
+    @property
+    def ones(self) -> int:
+        """The first sum, or 0: the yes count of a yes/no question."""
+        return self.sums[0] if self.sums else 0
 
 
 class Storage(ABC):
     """Surveys, the report log and running tallies.
 
-    Every method is atomic. ``submit`` stores a whole batch and updates the tallies in the
-    same transaction, and returns only after the transaction is durable.
+    Every method is atomic. ``submit`` appends the new reports to the log and updates the
+    tallies in one transaction, and returns only after the transaction is durable.
     """
 
     @abstractmethod
@@ -61,12 +105,15 @@ class Storage(ABC):
         """Mark the survey closed (idempotent); None if it does not exist."""
 
     @abstractmethod
-    def submit(self, reports: list[StoredReport]) -> SubmitOutcome:
+    def submit(self, submission: Submission) -> SubmitOutcome:
         """Store the reports not stored before, all or nothing, and update tallies.
 
+        A report counts as stored before when its survey already holds its ``report_id``
+        with the same payload.
+
         Raises:
-            AlreadyExists: a report_id is stored with a different payload.
-            FailedPrecondition: a survey was closed meanwhile.
+            AlreadyExists: a report_id is stored in its survey with a different payload.
+            FailedPrecondition: a survey is closed.
         """
 
     @abstractmethod
@@ -74,5 +121,9 @@ class Storage(ABC):
         """The running tally, or None for an unknown survey or question."""
 
     @abstractmethod
+    def log(self, survey_id: str) -> Iterator[bytes]:
+        """The survey's report log in commit order, as serialized ``SubmitReportsRequest``s."""
+
+    @abstractmethod
     def close(self) -> None:
-        """Release the backend's resources."""
+        """Release the backend's resources (closing twice is allowed)."""

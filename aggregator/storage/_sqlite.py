@@ -1,46 +1,39 @@
-"""SQLite storage: WAL journal, synchronous=FULL, one transaction per batch."""
+"""SQLite storage: an append-only batch log, WAL, synchronous=FULL, a transaction per batch."""
 
 from __future__ import annotations
 
+import json
+import operator
 import sqlite3
 import threading
-from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
+
+import numpy as np
+from numpy.typing import NDArray
 
 from aggregator._errors import AlreadyExists, FailedPrecondition
-from aggregator.storage._base import Storage, StoredReport, SubmitOutcome, Tally
+from aggregator.storage._base import Storage, StorageError, Submission, SubmitOutcome, Tally
+from aggregator.storage._lock import exclusive_lock
+from aggregator.storage._migrate import migrate
 from shared.deniable.v1 import aggregator_pb2 as pb
 
 __all__ = ["SqliteStorage"]
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS surveys (
-    id TEXT PRIMARY KEY,
-    seq INTEGER NOT NULL,
-    state INTEGER NOT NULL,
-    spec BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS tallies (
-    survey_id TEXT NOT NULL REFERENCES surveys(id),
-    question_id TEXT NOT NULL,
-    n INTEGER NOT NULL DEFAULT 0,
-    ones INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (survey_id, question_id)
-);
-CREATE TABLE IF NOT EXISTS reports (
-    report_id TEXT PRIMARY KEY,
-    survey_id TEXT NOT NULL,
-    question_id TEXT NOT NULL,
-    bit INTEGER NOT NULL,
-    payload BLOB NOT NULL
-);
-"""
-# SQLite's default limit on host parameters in one statement is 32766; stay well below.
-_CHUNK = 900
-
 
 class SqliteStorage(Storage):
-    """The embedded default backend.
+    """The embedded default backend, for one aggregator process per database file.
+
+    Layout: each committed batch appends one row per survey to ``log`` holding the new
+    reports as a serialized ``SubmitReportsRequest``, and bumps the running ``tallies`` in
+    the same transaction. Rows are appended in key order, so a commit writes a few
+    sequential pages however random the clients' report ids are.
+
+    Idempotency: the ids of each open survey's stored reports (with their payloads) are
+    kept in memory, rebuilt from the log at start, and updated only after a commit. That
+    costs about 100 bytes of memory per stored report of an open survey; a lock file
+    (``PATH.lock``) keeps a second aggregator from using the same database.
 
     Durability: the WAL journal with ``synchronous=FULL`` fsyncs the log at every commit,
     so an acknowledged batch survives a process crash and a power loss. (``NORMAL`` would be
@@ -50,22 +43,47 @@ class SqliteStorage(Storage):
     """
 
     def __init__(self, path: str) -> None:
-        if path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        # report_id keys are random, so each batch dirties many index pages: keep the index
-        # in a 64 MiB cache and checkpoint the WAL every ~40 MB instead of every 4 MB.
-        # Durability is unchanged (the WAL is fsynced at every commit).
-        self._db.execute("PRAGMA cache_size=-65536")
-        self._db.execute("PRAGMA wal_autocheckpoint=10000")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        self._db.execute("PRAGMA busy_timeout=10000")
-        with self._lock:
-            self._db.executescript(_SCHEMA)
+        self._lockfile: IO[bytes] | None = None
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self._lockfile = exclusive_lock(f"{path}.lock")
+        try:
+            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._db.execute("PRAGMA busy_timeout=10000")
+            migrate(self._db)
+            self._index = self._load_index()
+        except sqlite3.DatabaseError as error:
+            self._release_lockfile()
+            raise StorageError(f"cannot open SQLite database {path!r}: {error}") from None
+
+    def _release_lockfile(self) -> None:
+        if self._lockfile is not None:
+            self._lockfile.close()
+            self._lockfile = None
+
+    def _load_index(self) -> dict[str, dict[bytes, bytes]]:
+        """Report ids and payloads of every open survey, read back from the log."""
+        from aggregator._batch import decode_log
+
+        index: dict[str, dict[bytes, bytes]] = {
+            survey_id: {}
+            for (survey_id,) in self._db.execute(
+                "SELECT id FROM surveys WHERE state = ?", (pb.SURVEY_STATE_OPEN,)
+            )
+        }
+        for survey_id, reports in self._db.execute(
+            "SELECT log.survey_id, log.reports FROM log JOIN surveys ON surveys.id = log.survey_id "
+            "WHERE surveys.state = ? ORDER BY log.seq",
+            (pb.SURVEY_STATE_OPEN,),
+        ):
+            ids, payloads = decode_log(reports)
+            index[survey_id].update(zip(ids, payloads, strict=True))
+        return index
 
     def _with_count(self, spec: bytes, state: int, survey_id: str) -> pb.Survey:
         survey = pb.Survey.FromString(spec)
@@ -96,6 +114,7 @@ class SqliteStorage(Storage):
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+            self._index[survey.id] = {}
 
     def get_survey(self, survey_id: str) -> pb.Survey | None:
         """The survey with its state and report count, or None."""
@@ -115,82 +134,126 @@ class SqliteStorage(Storage):
             return [self._with_count(spec, state, sid) for sid, spec, state in rows]
 
     def close_survey(self, survey_id: str) -> pb.Survey | None:
-        """Mark the survey closed; closing twice is a no-op."""
+        """Mark the survey closed (closing twice is a no-op) and forget its id index."""
         with self._lock:
             self._db.execute(
                 "UPDATE surveys SET state = ? WHERE id = ?", (pb.SURVEY_STATE_CLOSED, survey_id)
             )
+            self._index.pop(survey_id, None)
         return self.get_survey(survey_id)
 
-    def submit(self, reports: list[StoredReport]) -> SubmitOutcome:
-        """Store new reports and bump tallies in one durable transaction."""
+    def submit(self, submission: Submission) -> SubmitOutcome:
+        """Append the new reports to the log and bump tallies in one durable transaction."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            added: list[tuple[dict[bytes, bytes], list[bytes]]] = []
             try:
-                outcome = self._submit_locked(reports)
-                self._db.execute("COMMIT")
+                fresh = self._claim_locked(submission, added)
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    self._append_locked(submission, fresh)
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
             except BaseException:
-                self._db.execute("ROLLBACK")
+                for index, claimed in added:  # nothing of the batch is stored: forget it
+                    for report_id in claimed:
+                        del index[report_id]
                 raise
-            return outcome
+        stored = int(fresh.sum())
+        return SubmitOutcome(stored=stored, already_stored=len(fresh) - stored)
 
-    def _submit_locked(self, reports: list[StoredReport]) -> SubmitOutcome:
-        surveys = sorted({r.survey_id for r in reports})
-        marks = ",".join("?" * len(surveys))
-        closed = self._db.execute(
-            f"SELECT id FROM surveys WHERE id IN ({marks}) AND state != ?",
-            (*surveys, pb.SURVEY_STATE_OPEN),
-        ).fetchone()
-        if closed is not None:
-            raise FailedPrecondition(f"survey {closed[0]!r} is closed")
-        known: dict[str, bytes] = {}
-        ids = [r.report_id for r in reports]
-        for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start : start + _CHUNK]
-            known.update(
-                self._db.execute(
-                    f"SELECT report_id, payload FROM reports WHERE report_id IN "
-                    f"({','.join('?' * len(chunk))})",
-                    chunk,
-                ).fetchall()
+    def _claim_locked(
+        self, submission: Submission, added: list[tuple[dict[bytes, bytes], list[bytes]]]
+    ) -> NDArray[np.bool_]:
+        """Enter the batch's new ids in the index (listed in ``added``); which reports are new.
+
+        One ``setdefault`` per id both looks it up and claims it; a report is new exactly
+        when the index now holds its own payload object. The caller removes the claimed
+        ids again if the batch is not committed.
+
+        Raises:
+            FailedPrecondition: a survey is closed.
+            AlreadyExists: an id is stored with a different payload.
+        """
+        ids, payloads = submission.report_ids, submission.payloads
+        fresh = np.ones(len(ids), dtype=bool)
+        for group in submission.groups:
+            index = self._index.get(group.survey_id)
+            if index is None:
+                first = submission.positions[int(group.rows[0])]
+                raise FailedPrecondition(f"reports[{first}]: survey {group.survey_id!r} is closed")
+            whole = len(group.rows) == len(ids)  # rows are distinct: all of them, in order
+            rows = range(len(ids)) if whole else group.rows.tolist()
+            mine = payloads if whole else [payloads[row] for row in rows]
+            theirs = ids if whole else [ids[row] for row in rows]
+            held = list(map(index.setdefault, theirs, mine))
+            if all(map(operator.is_, held, mine)):
+                added.append((index, list(theirs)))
+                continue
+            added.append((index, [i for i, h, m in zip(theirs, held, mine, strict=True) if h is m]))
+            for row, payload in zip(rows, held, strict=True):
+                if payload is payloads[row]:
+                    continue
+                if payload != payloads[row]:
+                    raise AlreadyExists(
+                        f"reports[{submission.positions[row]}].report_id: "
+                        f"{ids[row].decode()!r} is already stored in survey "
+                        f"{group.survey_id!r} with different content"
+                    )
+                fresh[row] = False
+        return fresh
+
+    def _append_locked(self, submission: Submission, fresh: NDArray[np.bool_]) -> None:
+        by_survey: dict[str, list[NDArray[np.intp]]] = {}
+        for group in submission.groups:
+            keep = fresh[group.rows]
+            if not keep.any():
+                continue
+            by_survey.setdefault(group.survey_id, []).append(group.rows[keep])
+            delta = group.contributions[keep].sum(axis=0).tolist()
+            n, sums_text = self._db.execute(
+                "SELECT n, sums FROM tallies WHERE survey_id = ? AND question_id = ?",
+                (group.survey_id, group.question_id),
+            ).fetchone()
+            sums = _add(json.loads(sums_text), delta)
+            self._db.execute(
+                "UPDATE tallies SET n = ?, sums = ? WHERE survey_id = ? AND question_id = ?",
+                (n + int(keep.sum()), json.dumps(sums), group.survey_id, group.question_id),
             )
-        fresh: list[StoredReport] = []
-        for index, report in enumerate(reports):
-            stored = known.get(report.report_id)
-            if stored is None:
-                fresh.append(report)
-            elif stored != report.payload:
-                raise AlreadyExists(
-                    f"reports[{index}].report_id: {report.report_id!r} is already stored "
-                    "with different content"
-                )
-        self._db.executemany(
-            "INSERT INTO reports (report_id, survey_id, question_id, bit, payload) "
-            "VALUES (?, ?, ?, ?, ?)",
-            [(r.report_id, r.survey_id, r.question_id, r.bit, r.payload) for r in fresh],
-        )
-        counts: Counter[tuple[str, str]] = Counter()
-        ones: Counter[tuple[str, str]] = Counter()
-        for r in fresh:
-            key = (r.survey_id, r.question_id)
-            counts[key] += 1
-            ones[key] += r.bit
-        self._db.executemany(
-            "UPDATE tallies SET n = n + ?, ones = ones + ? WHERE survey_id = ? AND question_id = ?",
-            [(count, ones[key], *key) for key, count in counts.items()],
-        )
-        return SubmitOutcome(stored=len(fresh), already_stored=len(reports) - len(fresh))
+        for survey_id, parts in by_survey.items():
+            rows = parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts))
+            self._db.execute(
+                "INSERT INTO log (survey_id, reports) VALUES (?, ?)",
+                (survey_id, submission.encode(rows)),
+            )
 
     def tally(self, survey_id: str, question_id: str) -> Tally | None:
         """O(1): one indexed row, whatever the number of reports."""
         with self._lock:
             row = self._db.execute(
-                "SELECT n, ones FROM tallies WHERE survey_id = ? AND question_id = ?",
+                "SELECT n, sums FROM tallies WHERE survey_id = ? AND question_id = ?",
                 (survey_id, question_id),
             ).fetchone()
-        return None if row is None else Tally(n=row[0], ones=row[1])
+        return None if row is None else Tally(n=row[0], sums=tuple(json.loads(row[1])))
+
+    def log(self, survey_id: str) -> Iterator[bytes]:
+        """The survey's log rows in commit order (read in one snapshot)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT reports FROM log WHERE survey_id = ? ORDER BY seq", (survey_id,)
+            ).fetchall()
+        return iter([bytes(reports) for (reports,) in rows])
 
     def close(self) -> None:
-        """Checkpoint and close the connection."""
+        """Close the connection and release the lock file (closing twice is allowed)."""
         with self._lock:
             self._db.close()
+            self._release_lockfile()
+
+
+def _add(sums: list[int], delta: list[int]) -> list[int]:
+    """Element-wise sum of two tallies' sums, the shorter padded with zeros."""
+    if len(sums) < len(delta):
+        sums = sums + [0] * (len(delta) - len(sums))
+    return [total + (delta[i] if i < len(delta) else 0) for i, total in enumerate(sums)]

@@ -1,0 +1,89 @@
+"""The SQLite schema, its version, and the upgrade from earlier versions."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from aggregator._batch import frame
+from aggregator.storage._base import StorageError
+
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "migrate"]
+
+SCHEMA_VERSION = 2
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS surveys (
+    id TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL,
+    state INTEGER NOT NULL,
+    spec BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tallies (
+    survey_id TEXT NOT NULL REFERENCES surveys(id),
+    question_id TEXT NOT NULL,
+    n INTEGER NOT NULL DEFAULT 0,
+    sums TEXT NOT NULL DEFAULT '[]',
+    PRIMARY KEY (survey_id, question_id)
+);
+CREATE TABLE IF NOT EXISTS log (
+    seq INTEGER PRIMARY KEY,
+    survey_id TEXT NOT NULL REFERENCES surveys(id),
+    reports BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS log_by_survey ON log (survey_id, seq);
+"""
+# Version 1 kept one row per report in a `reports` table with a random primary key.
+_V1_CHUNK = 10_000
+
+
+def migrate(db: sqlite3.Connection) -> None:
+    """Create the schema in a new database, or upgrade an older one in one transaction.
+
+    Raises:
+        StorageError: the database was written by a newer version of deniable.
+    """
+    (version,) = db.execute("PRAGMA user_version").fetchone()
+    if version == SCHEMA_VERSION:
+        return
+    if version > SCHEMA_VERSION:
+        raise StorageError(
+            f"the database has schema version {version}, newer than this aggregator's "
+            f"{SCHEMA_VERSION}; upgrade deniable"
+        )
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        v1 = db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'reports'"
+        ).fetchone()
+        if v1:
+            db.execute("ALTER TABLE tallies RENAME TO tallies_v1")
+        for statement in SCHEMA.split(";"):
+            if statement.strip():
+                db.execute(statement)
+        if v1:
+            _from_v1(db)
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+def _from_v1(db: sqlite3.Connection) -> None:
+    """Move v1's per-report rows into the batch log, and its yes counts into ``sums``."""
+    db.execute(
+        "INSERT INTO tallies (survey_id, question_id, n, sums) "
+        "SELECT survey_id, question_id, n, CASE WHEN n = 0 THEN '[]' ELSE '[' || ones || ']' END "
+        "FROM tallies_v1"
+    )
+    surveys = [row[0] for row in db.execute("SELECT id FROM surveys ORDER BY seq")]
+    for survey_id in surveys:
+        cursor = db.execute(
+            "SELECT payload FROM reports WHERE survey_id = ? ORDER BY rowid", (survey_id,)
+        )
+        while chunk := cursor.fetchmany(_V1_CHUNK):
+            db.execute(
+                "INSERT INTO log (survey_id, reports) VALUES (?, ?)",
+                (survey_id, b"".join(frame(bytes(payload)) for (payload,) in chunk)),
+            )
+    db.execute("DROP TABLE tallies_v1")
+    db.execute("DROP TABLE reports")
