@@ -43,7 +43,9 @@ class Group:
             group's.
         first: the request index of that report, for error messages.
         rows: the group's positions among the distinct reports, ascending.
-        values: the reports' values (for ``bit``: uint8 0/1), aligned with ``rows``.
+        values: the reports' values, aligned with ``rows``: uint8 0/1 for ``bit``, int64
+            for ``option``, a list of bytes for ``bits``, and a (m, 3) uint64 array of
+            (a, b, value) for ``hashed``.
     """
 
     template: pb.Report
@@ -118,7 +120,7 @@ def check_structure(report: pb.Report, index: int) -> None:
     if not report.HasField("mechanism"):
         raise InvalidArgument(f"{where}.mechanism: missing")
     if report.WhichOneof("value") is None:
-        raise InvalidArgument(f"{where}.bit: missing (yes/no questions take a bit)")
+        raise InvalidArgument(f"{where}.value: missing (bit, option, bits or hashed)")
 
 
 def _check_size(count: int, max_batch: int) -> None:
@@ -215,7 +217,7 @@ def _decode_exact(data: bytes, max_batch: int) -> DecodedBatch:
     records: list[bytes] = []
     positions: list[int] = []
     seen_at: dict[bytes, tuple[int, int]] = {}  # report id -> (row, request index)
-    groups: dict[tuple[str, str, bytes, str], tuple[int, list[int], list[int]]] = {}
+    groups: dict[tuple[str, str, bytes, str], tuple[int, list[int], list[Any]]] = {}
     for index, report in enumerate(reports):
         report_id = report.report_id.encode("ascii")
         encoded = report.SerializeToString(deterministic=True)
@@ -244,13 +246,13 @@ def _decode_exact(data: bytes, max_batch: int) -> DecodedBatch:
         )
         entry = groups.setdefault(key, (index, [], []))
         entry[1].append(row)
-        entry[2].append(int(getattr(report, kind)))
+        entry[2].append(_value(report, kind))
     decoded_groups = [
         Group(
             template=reports[first],
             first=first,
             rows=np.asarray(rows, dtype=np.intp),
-            values=np.asarray(values, dtype=np.uint8),
+            values=_values(reports[first].WhichOneof("value"), values),
         )
         for first, rows, values in groups.values()
     ]
@@ -259,6 +261,23 @@ def _decode_exact(data: bytes, max_batch: int) -> DecodedBatch:
         return b"".join(records[i] for i in selected.tolist())
 
     return DecodedBatch(len(reports), ids, payloads, decoded_groups, encode, positions)
+
+
+def _value(report: pb.Report, kind: str) -> Any:
+    if kind == "hashed":
+        return (report.hashed.a, report.hashed.b, report.hashed.value)
+    return getattr(report, kind)
+
+
+def _values(kind: str | None, values: list[Any]) -> Any:
+    """A group's values in the column form :class:`Group` documents."""
+    if kind == "bit":
+        return np.asarray(values, dtype=np.uint8)
+    if kind == "option":
+        return np.asarray(values, dtype=np.int64)
+    if kind == "hashed":
+        return np.asarray(values, dtype=np.uint64).reshape(-1, 3)
+    return values
 
 
 def decode_log(data: bytes) -> tuple[list[bytes], list[bytes]]:

@@ -5,15 +5,14 @@ from __future__ import annotations
 import re
 import secrets
 import time
-
-import numpy as np
+from collections.abc import Sequence
 
 from aggregator._batch import Group, decode_batch
 from aggregator._errors import FailedPrecondition, InvalidArgument, NotFound
 from aggregator._intervals import METHODS
-from aggregator._proportion import estimate_proportion
+from aggregator._questions import check_question, estimate, group_tally
 from aggregator.storage import ReportGroup, Storage, Submission
-from shared import RandomizedResponseSpec
+from shared._wire import Spec, question_spec
 from shared.deniable.v1 import aggregator_pb2 as pb
 
 __all__ = ["MAX_BATCH", "MAX_QUESTIONS", "AggregatorService"]
@@ -26,19 +25,13 @@ _QUESTION_ID = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 _SURVEY_ID = re.compile(r"[a-z0-9]{1,64}")
 
 
-def _mechanism_spec(mechanism: pb.Mechanism, where: str) -> RandomizedResponseSpec:
+def _describe(mechanism: pb.Mechanism) -> str:
+    """A mechanism's kind and parameters, in one line for error messages."""
     kind = mechanism.WhichOneof("kind")
-    if kind != "randomized_response":
-        raise InvalidArgument(f"{where}: missing or unsupported mechanism {kind!r}")
-    try:
-        spec = RandomizedResponseSpec(mechanism.randomized_response.alpha)
-    except ValueError as error:
-        raise InvalidArgument(f"{where}.randomized_response.alpha: {error}") from None
-    if not spec.is_private:
-        raise InvalidArgument(
-            f"{where}.randomized_response.alpha: 1.0 gives no privacy (epsilon = inf)"
-        )
-    return spec
+    if kind is None:
+        return "no mechanism"
+    fields = getattr(mechanism, kind).ListFields()
+    return f"{kind} (" + ", ".join(f"{f.name} {v!r}" for f, v in fields) + ")"
 
 
 def _find_question(survey: pb.Survey, question_id: str, where: str) -> pb.Question:
@@ -56,6 +49,7 @@ class AggregatorService:
         self.storage = storage
         self.max_batch = max_batch
         self._specs: dict[str, pb.Survey] = {}  # open surveys' specs, read once
+        self._question_specs: dict[tuple[str, str], Spec] = {}
 
     def create_survey(self, request: pb.CreateSurveyRequest) -> pb.Survey:
         """Validate a survey spec, fill in each question's privacy figures, store it."""
@@ -84,18 +78,10 @@ class AggregatorService:
             seen.add(question.id)
             if not question.text.strip() or len(question.text) > MAX_TEXT:
                 raise InvalidArgument(f"{where}.text: must be 1..{MAX_TEXT} characters")
-            if question.WhichOneof("kind") != "binary":
-                raise InvalidArgument(f"{where}: question type must be binary (yes/no)")
-            spec = _mechanism_spec(question.mechanism, f"{where}.mechanism")
+            _, privacy = check_question(question, where)
             stored = survey.questions.add()
             stored.CopyFrom(question)
-            stored.privacy.CopyFrom(
-                pb.Privacy(
-                    epsilon=spec.epsilon,
-                    epsilon_approx=spec.epsilon_approx,
-                    explanation=spec.explain(),
-                )
-            )
+            stored.privacy.CopyFrom(privacy)
         self.storage.create_survey(survey)
         return self.get_survey(survey.id)
 
@@ -125,7 +111,7 @@ class AggregatorService:
         """
         data = request if isinstance(request, bytes) else request.SerializeToString()
         batch = decode_batch(data, self.max_batch)
-        groups = [self._check_group(group) for group in batch.groups]
+        groups = [self._check_group(group, batch.positions) for group in batch.groups]
         outcome = self.storage.submit(
             Submission(batch.report_ids, batch.payloads, groups, batch.encode, batch.positions)
         )
@@ -135,8 +121,8 @@ class AggregatorService:
             stored=outcome.stored, already_stored=outcome.already_stored + repeats
         )
 
-    def _check_group(self, group: Group) -> ReportGroup:
-        """Check a group of reports against its survey and question; its tally contributions.
+    def _check_group(self, group: Group, positions: Sequence[int]) -> ReportGroup:
+        """Check a group of reports against its survey and question; its tally function.
 
         A survey's questions never change, so its spec is read once and cached; whether it
         is still open is checked by the storage inside the batch's transaction.
@@ -153,19 +139,25 @@ class AggregatorService:
                 raise FailedPrecondition(f"{where}: survey {survey.id!r} is closed")
             self._specs[survey.id] = survey
         question = _find_question(survey, report.question_id, f"{where}.question_id")
-        if report.WhichOneof("value") != "bit":
-            raise InvalidArgument(f"{where}.bit: missing (yes/no questions take a bit)")
         if report.mechanism != question.mechanism:
             raise FailedPrecondition(
-                f"{where}.mechanism: alpha {report.mechanism.randomized_response.alpha!r} "
-                f"differs from the survey's {question.mechanism.randomized_response.alpha!r}"
+                f"{where}.mechanism: {_describe(report.mechanism)} differs from the "
+                f"survey's {_describe(question.mechanism)}"
             )
         return ReportGroup(
             survey_id=survey.id,
             question_id=question.id,
             rows=group.rows,
-            contributions=group.values.astype(np.int64).reshape(-1, 1),
+            tally=group_tally(self._spec(survey.id, question), group, positions),
         )
+
+    def _spec(self, survey_id: str, question: pb.Question) -> Spec:
+        """The question's mechanism spec (validated when the survey was created), cached."""
+        key = (survey_id, question.id)
+        spec = self._question_specs.get(key)
+        if spec is None:
+            spec = self._question_specs[key] = question_spec(question)
+        return spec
 
     def get_estimate(self, request: pb.GetEstimateRequest) -> pb.Estimate:
         """O(1) estimate from the question's running tally."""
@@ -187,11 +179,5 @@ class AggregatorService:
             raise FailedPrecondition(
                 f"question_id: no reports yet for question {request.question_id!r}"
             )
-        result = estimate_proportion(
-            tally.ones,
-            tally.n,
-            question.mechanism.randomized_response.alpha,
-            confidence,
-            method,
-        )
-        return pb.Estimate(survey_id=survey.id, question_id=request.question_id, **result.to_dict())
+        fields = estimate(question, self._spec(survey.id, question), tally, confidence, method)
+        return pb.Estimate(survey_id=survey.id, question_id=request.question_id, **fields)

@@ -76,7 +76,7 @@ def test_create_get_list_close(admin: AggregatorClient, anonymous: AggregatorCli
         ("T", [binary_question(alpha=1.5)], "alpha must be in (0, 1], got 1.5"),
         ("T", [binary_question(alpha=math.nan)], "alpha must be a finite number, got nan"),
         ("T", [binary_question(alpha=1.0)], "1.0 gives no privacy (epsilon = inf)"),
-        ("T", [pb.Question(id="q", text="t", binary=pb.BinaryQuestion())], "missing or unsupp"),
+        ("T", [pb.Question(id="q", text="t", binary=pb.BinaryQuestion())], "mechanism: missing"),
         ("T", [pb.Question(id="q", text="t", mechanism=binary_question().mechanism)], "binary"),
         ("T", [pb.Question(id="q", text=" ", binary=pb.BinaryQuestion(),
                            mechanism=binary_question().mechanism)], "questions[0].text"),
@@ -202,7 +202,7 @@ BAD_REPORTS = [
     ("report_id_long", Code.INVALID_ARGUMENT, "reports[2].report_id:"),
     ("survey_id", Code.INVALID_ARGUMENT, "reports[2].survey_id: missing"),
     ("question_id", Code.INVALID_ARGUMENT, "reports[2].question_id: missing"),
-    ("bit", Code.INVALID_ARGUMENT, "reports[2].bit: missing"),
+    ("bit", Code.INVALID_ARGUMENT, "reports[2].value: missing"),
     ("mechanism", Code.INVALID_ARGUMENT, "reports[2].mechanism: missing"),
 ]
 
@@ -244,7 +244,10 @@ def test_rule_violations_name_the_report_and_store_nothing(
     mismatch[1].mechanism.randomized_response.alpha = 0.9
     error = rejected(mismatch)
     assert error.code == Code.FAILED_PRECONDITION
-    assert "reports[1].mechanism: alpha 0.9 differs from the survey's 0.5" in error.details
+    assert (
+        "reports[1].mechanism: randomized_response (alpha 0.9) differs from the survey's "
+        "randomized_response (alpha 0.5)"
+    ) in error.details
     conflicting = make_reports(survey, [True, True])
     conflicting[1].report_id = conflicting[0].report_id
     conflicting[1].bit = False

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from aggregator._batch import decode_batch
@@ -67,7 +67,7 @@ def submission(reports: list[pb.Report]) -> Submission:
             group.template.survey_id,
             group.template.question_id,
             group.rows,
-            group.values.astype(np.int64).reshape(-1, 1),
+            partial(lambda bits, keep: [int(bits[keep].sum())], group.values),
         )
         for group in batch.groups
     ]

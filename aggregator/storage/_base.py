@@ -26,13 +26,14 @@ class ReportGroup:
         survey_id: the survey the reports belong to.
         question_id: the question they answer.
         rows: their positions in the submission, ascending.
-        contributions: one row per report, what it adds to the question's running sums.
+        tally: given a mask over ``rows``, what those reports add to the question's running
+            sums (for example the yes count, or one support count per option).
     """
 
     survey_id: str
     question_id: str
     rows: NDArray[np.intp]
-    contributions: NDArray[np.int64]
+    tally: Callable[[NDArray[np.bool_]], list[int]]
 
 
 @dataclass(frozen=True)

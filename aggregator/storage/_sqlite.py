@@ -211,7 +211,7 @@ class SqliteStorage(Storage):
             if not keep.any():
                 continue
             by_survey.setdefault(group.survey_id, []).append(group.rows[keep])
-            delta = group.contributions[keep].sum(axis=0).tolist()
+            delta = group.tally(keep)
             n, sums_text = self._db.execute(
                 "SELECT n, sums FROM tallies WHERE survey_id = ? AND question_id = ?",
                 (group.survey_id, group.question_id),

@@ -4,8 +4,7 @@ isort:skip_file
 Wire contract of the deniable aggregator. Package deniable.v1.
 
 Other-language clients are written against this file: field names and numbers are
-stable. Add fields, never renumber or reuse them. Categorical and numeric questions
-will extend the oneofs marked below.
+stable. Add fields, never renumber or reuse them.
 """
 
 from collections import abc as _abc
@@ -64,6 +63,191 @@ class RandomizedResponse(_message.Message):
 Global___RandomizedResponse: _TypeAlias = RandomizedResponse  # noqa: Y015
 
 @_typing.final
+class GeneralizedRandomizedResponse(_message.Message):
+    """k-ary randomized response (GRR) in the α form: keep the true option with probability
+    alpha, else report an option drawn uniformly from all k. ε = ln(1 + kα/(1−α)).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ALPHA_FIELD_NUMBER: _builtins.int
+    alpha: _builtins.float
+    def __init__(
+        self,
+        *,
+        alpha: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["alpha", b"alpha"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GeneralizedRandomizedResponse: _TypeAlias = GeneralizedRandomizedResponse  # noqa: Y015
+
+@_typing.final
+class OptimizedUnaryEncoding(_message.Message):
+    """Optimized unary encoding (OUE): one bit per option; the true option's bit is 1 with
+    probability 1/2, every other bit with probability q. ε = ln((1−q)/q).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    Q_FIELD_NUMBER: _builtins.int
+    q: _builtins.float
+    def __init__(
+        self,
+        *,
+        q: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["q", b"q"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___OptimizedUnaryEncoding: _TypeAlias = OptimizedUnaryEncoding  # noqa: Y015
+
+@_typing.final
+class OptimizedLocalHashing(_message.Message):
+    """Optimized local hashing (OLH): hash the option into g values with a hash the client draws
+    from the family H(v) = ((a·v + b) mod (2^61−1)) mod g, then GRR with keep-probability
+    alpha over the g values. ε = ln(1 + gα/(1−α)).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    G_FIELD_NUMBER: _builtins.int
+    ALPHA_FIELD_NUMBER: _builtins.int
+    g: _builtins.int
+    alpha: _builtins.float
+    def __init__(
+        self,
+        *,
+        g: _builtins.int = ...,
+        alpha: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["alpha", b"alpha", "g", b"g"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___OptimizedLocalHashing: _TypeAlias = OptimizedLocalHashing  # noqa: Y015
+
+@_typing.final
+class NumericLaplace(_message.Message):
+    """Numeric mechanisms report one number y on the normalized scale t = 2(x−lo)/(hi−lo) − 1,
+    always on a dyadic grid, so that no floating-point noise leaks the input.
+
+    Local Laplace, exact: x is rounded stochastically onto 2^grid_bits steps of [lo, hi] and
+    discrete Laplace noise with scale 2^grid_bits/epsilon steps is added. ε = epsilon.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EPSILON_FIELD_NUMBER: _builtins.int
+    GRID_BITS_FIELD_NUMBER: _builtins.int
+    epsilon: _builtins.float
+    grid_bits: _builtins.int
+    def __init__(
+        self,
+        *,
+        epsilon: _builtins.float = ...,
+        grid_bits: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["epsilon", b"epsilon", "grid_bits", b"grid_bits"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NumericLaplace: _TypeAlias = NumericLaplace  # noqa: Y015
+
+@_typing.final
+class Duchi(_message.Message):
+    """Duchi et al.: report +bound or −bound. ε = ln((bound+1)/(bound−1))."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BOUND_FIELD_NUMBER: _builtins.int
+    bound: _builtins.float
+    def __init__(
+        self,
+        *,
+        bound: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bound", b"bound"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Duchi: _TypeAlias = Duchi  # noqa: Y015
+
+@_typing.final
+class Piecewise(_message.Message):
+    """Piecewise (N. Wang et al. 2019), discretized: a centre piece of center_cells cells and
+    outer pieces of outer_cells cells each, on the grid of 2^-grid_bits.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CENTER_CELLS_FIELD_NUMBER: _builtins.int
+    OUTER_CELLS_FIELD_NUMBER: _builtins.int
+    GRID_BITS_FIELD_NUMBER: _builtins.int
+    center_cells: _builtins.int
+    outer_cells: _builtins.int
+    grid_bits: _builtins.int
+    def __init__(
+        self,
+        *,
+        center_cells: _builtins.int = ...,
+        outer_cells: _builtins.int = ...,
+        grid_bits: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["center_cells", b"center_cells", "grid_bits", b"grid_bits", "outer_cells", b"outer_cells"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Piecewise: _TypeAlias = Piecewise  # noqa: Y015
+
+@_typing.final
+class Hybrid(_message.Message):
+    """Hybrid: Piecewise with probability beta, else Duchi with the given bound."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BETA_FIELD_NUMBER: _builtins.int
+    BOUND_FIELD_NUMBER: _builtins.int
+    CENTER_CELLS_FIELD_NUMBER: _builtins.int
+    OUTER_CELLS_FIELD_NUMBER: _builtins.int
+    GRID_BITS_FIELD_NUMBER: _builtins.int
+    beta: _builtins.float
+    bound: _builtins.float
+    center_cells: _builtins.int
+    outer_cells: _builtins.int
+    grid_bits: _builtins.int
+    def __init__(
+        self,
+        *,
+        beta: _builtins.float = ...,
+        bound: _builtins.float = ...,
+        center_cells: _builtins.int = ...,
+        outer_cells: _builtins.int = ...,
+        grid_bits: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["beta", b"beta", "bound", b"bound", "center_cells", b"center_cells", "grid_bits", b"grid_bits", "outer_cells", b"outer_cells"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Hybrid: _TypeAlias = Hybrid  # noqa: Y015
+
+@_typing.final
 class Mechanism(_message.Message):
     """The randomization a question's answers go through. The client recomputes ε from these
     parameters itself; it never trusts a server-supplied ε.
@@ -72,22 +256,62 @@ class Mechanism(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     RANDOMIZED_RESPONSE_FIELD_NUMBER: _builtins.int
+    GRR_FIELD_NUMBER: _builtins.int
+    OUE_FIELD_NUMBER: _builtins.int
+    OLH_FIELD_NUMBER: _builtins.int
+    LAPLACE_FIELD_NUMBER: _builtins.int
+    DUCHI_FIELD_NUMBER: _builtins.int
+    PIECEWISE_FIELD_NUMBER: _builtins.int
+    HYBRID_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def randomized_response(self) -> Global___RandomizedResponse:
-        """Reserved for categorical (GRR, OUE, OLH) and numeric (Laplace, Duchi, Piecewise,
-        Hybrid) mechanisms.
-        """
+        """binary questions"""
+
+    @_builtins.property
+    def grr(self) -> Global___GeneralizedRandomizedResponse:
+        """categorical questions"""
+
+    @_builtins.property
+    def oue(self) -> Global___OptimizedUnaryEncoding:
+        """categorical questions"""
+
+    @_builtins.property
+    def olh(self) -> Global___OptimizedLocalHashing:
+        """categorical questions"""
+
+    @_builtins.property
+    def laplace(self) -> Global___NumericLaplace:
+        """numeric questions"""
+
+    @_builtins.property
+    def duchi(self) -> Global___Duchi:
+        """numeric questions"""
+
+    @_builtins.property
+    def piecewise(self) -> Global___Piecewise:
+        """numeric questions"""
+
+    @_builtins.property
+    def hybrid(self) -> Global___Hybrid:
+        """numeric questions"""
 
     def __init__(
         self,
         *,
         randomized_response: Global___RandomizedResponse | None = ...,
+        grr: Global___GeneralizedRandomizedResponse | None = ...,
+        oue: Global___OptimizedUnaryEncoding | None = ...,
+        olh: Global___OptimizedLocalHashing | None = ...,
+        laplace: Global___NumericLaplace | None = ...,
+        duchi: Global___Duchi | None = ...,
+        piecewise: Global___Piecewise | None = ...,
+        hybrid: Global___Hybrid | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["kind", b"kind", "randomized_response", b"randomized_response"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["duchi", b"duchi", "grr", b"grr", "hybrid", b"hybrid", "kind", b"kind", "laplace", b"laplace", "olh", b"olh", "oue", b"oue", "piecewise", b"piecewise", "randomized_response", b"randomized_response"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["kind", b"kind", "randomized_response", b"randomized_response"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["duchi", b"duchi", "grr", b"grr", "hybrid", b"hybrid", "kind", b"kind", "laplace", b"laplace", "olh", b"olh", "oue", b"oue", "piecewise", b"piecewise", "randomized_response", b"randomized_response"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["randomized_response"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["randomized_response", "grr", "oue", "olh", "laplace", "duchi", "piecewise", "hybrid"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 
@@ -109,6 +333,52 @@ class BinaryQuestion(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___BinaryQuestion: _TypeAlias = BinaryQuestion  # noqa: Y015
+
+@_typing.final
+class CategoricalQuestion(_message.Message):
+    """A multiple-choice question: exactly one of 2..1024 options, referred to by index."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    OPTIONS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def options(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        options: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["options", b"options"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CategoricalQuestion: _TypeAlias = CategoricalQuestion  # noqa: Y015
+
+@_typing.final
+class NumericQuestion(_message.Message):
+    """A number on a public range [min, max] (min < max, both finite)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MIN_FIELD_NUMBER: _builtins.int
+    MAX_FIELD_NUMBER: _builtins.int
+    min: _builtins.float
+    max: _builtins.float
+    def __init__(
+        self,
+        *,
+        min: _builtins.float = ...,
+        max: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["max", b"max", "min", b"min"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NumericQuestion: _TypeAlias = NumericQuestion  # noqa: Y015
 
 @_typing.final
 class Privacy(_message.Message):
@@ -147,6 +417,8 @@ class Question(_message.Message):
     ID_FIELD_NUMBER: _builtins.int
     TEXT_FIELD_NUMBER: _builtins.int
     BINARY_FIELD_NUMBER: _builtins.int
+    CATEGORICAL_FIELD_NUMBER: _builtins.int
+    NUMERIC_FIELD_NUMBER: _builtins.int
     MECHANISM_FIELD_NUMBER: _builtins.int
     PRIVACY_FIELD_NUMBER: _builtins.int
     id: _builtins.str
@@ -154,9 +426,11 @@ class Question(_message.Message):
     text: _builtins.str
     """shown to participants"""
     @_builtins.property
-    def binary(self) -> Global___BinaryQuestion:
-        """Reserved: CategoricalQuestion categorical = 4; NumericQuestion numeric = 5;"""
-
+    def binary(self) -> Global___BinaryQuestion: ...
+    @_builtins.property
+    def categorical(self) -> Global___CategoricalQuestion: ...
+    @_builtins.property
+    def numeric(self) -> Global___NumericQuestion: ...
     @_builtins.property
     def mechanism(self) -> Global___Mechanism: ...
     @_builtins.property
@@ -169,14 +443,16 @@ class Question(_message.Message):
         id: _builtins.str = ...,
         text: _builtins.str = ...,
         binary: Global___BinaryQuestion | None = ...,
+        categorical: Global___CategoricalQuestion | None = ...,
+        numeric: Global___NumericQuestion | None = ...,
         mechanism: Global___Mechanism | None = ...,
         privacy: Global___Privacy | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["binary", b"binary", "kind", b"kind", "mechanism", b"mechanism", "privacy", b"privacy"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["binary", b"binary", "categorical", b"categorical", "kind", b"kind", "mechanism", b"mechanism", "numeric", b"numeric", "privacy", b"privacy"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["binary", b"binary", "id", b"id", "kind", b"kind", "mechanism", b"mechanism", "privacy", b"privacy", "text", b"text"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["binary", b"binary", "categorical", b"categorical", "id", b"id", "kind", b"kind", "mechanism", b"mechanism", "numeric", b"numeric", "privacy", b"privacy", "text", b"text"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["binary"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["binary", "categorical", "numeric"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 
@@ -330,15 +606,29 @@ class Report(_message.Message):
     QUESTION_ID_FIELD_NUMBER: _builtins.int
     MECHANISM_FIELD_NUMBER: _builtins.int
     BIT_FIELD_NUMBER: _builtins.int
+    OPTION_FIELD_NUMBER: _builtins.int
+    BITS_FIELD_NUMBER: _builtins.int
+    HASHED_FIELD_NUMBER: _builtins.int
+    NUMBER_FIELD_NUMBER: _builtins.int
     report_id: _builtins.str
     """client-generated, unique, [A-Za-z0-9_.-]{1,128}"""
     survey_id: _builtins.str
     question_id: _builtins.str
     bit: _builtins.bool
-    """Reserved: categorical and numeric report values."""
+    """randomized_response"""
+    option: _builtins.int
+    """grr: an option index in [0, k)"""
+    bits: _builtins.bytes
+    """oue: k bits, option i at bit (i mod 8) of byte i/8, padding 0"""
+    number: _builtins.float
+    """numeric mechanisms: y on the normalized scale, on the grid"""
     @_builtins.property
     def mechanism(self) -> Global___Mechanism:
         """parameters it was perturbed with; must equal the survey's"""
+
+    @_builtins.property
+    def hashed(self) -> Global___HashedOption:
+        """olh"""
 
     def __init__(
         self,
@@ -348,16 +638,50 @@ class Report(_message.Message):
         question_id: _builtins.str = ...,
         mechanism: Global___Mechanism | None = ...,
         bit: _builtins.bool = ...,
+        option: _builtins.int = ...,
+        bits: _builtins.bytes = ...,
+        hashed: Global___HashedOption | None = ...,
+        number: _builtins.float = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["bit", b"bit", "mechanism", b"mechanism", "value", b"value"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bit", b"bit", "bits", b"bits", "hashed", b"hashed", "mechanism", b"mechanism", "number", b"number", "option", b"option", "value", b"value"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bit", b"bit", "mechanism", b"mechanism", "question_id", b"question_id", "report_id", b"report_id", "survey_id", b"survey_id", "value", b"value"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bit", b"bit", "bits", b"bits", "hashed", b"hashed", "mechanism", b"mechanism", "number", b"number", "option", b"option", "question_id", b"question_id", "report_id", b"report_id", "survey_id", b"survey_id", "value", b"value"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_value: _TypeAlias = _typing.Literal["bit"]  # noqa: Y015
+    _WhichOneofReturnType_value: _TypeAlias = _typing.Literal["bit", "option", "bits", "hashed", "number"]  # noqa: Y015
     _WhichOneofArgType_value: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_value) -> _WhichOneofReturnType_value | None: ...
 
 Global___Report: _TypeAlias = Report  # noqa: Y015
+
+@_typing.final
+class HashedOption(_message.Message):
+    """An OLH report: the hash the client drew, and the randomized hash value."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    A_FIELD_NUMBER: _builtins.int
+    B_FIELD_NUMBER: _builtins.int
+    VALUE_FIELD_NUMBER: _builtins.int
+    a: _builtins.int
+    """in [0, 2^61−1)"""
+    b: _builtins.int
+    """in [0, 2^61−1)"""
+    value: _builtins.int
+    """in [0, g)"""
+    def __init__(
+        self,
+        *,
+        a: _builtins.int = ...,
+        b: _builtins.int = ...,
+        value: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["a", b"a", "b", b"b", "value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HashedOption: _TypeAlias = HashedOption  # noqa: Y015
 
 @_typing.final
 class SubmitReportsRequest(_message.Message):
@@ -453,13 +777,16 @@ class Estimate(_message.Message):
     EPSILON_FIELD_NUMBER: _builtins.int
     EPSILON_APPROX_FIELD_NUMBER: _builtins.int
     ALPHA_FIELD_NUMBER: _builtins.int
+    MECHANISM_FIELD_NUMBER: _builtins.int
+    OPTIONS_FIELD_NUMBER: _builtins.int
+    STD_ERROR_WORST_FIELD_NUMBER: _builtins.int
     survey_id: _builtins.str
     question_id: _builtins.str
     n: _builtins.int
     estimate: _builtins.float
-    """post-processed: estimate_raw clipped to [0, 1]"""
+    """post-processed: estimate_raw clipped to [0, 1] (numeric: [min, max])"""
     estimate_raw: _builtins.float
-    """unbiased"""
+    """unbiased (numeric: the mean of the debiased reports, in x units)"""
     ci_low: _builtins.float
     ci_high: _builtins.float
     std_error: _builtins.float
@@ -470,6 +797,19 @@ class Estimate(_message.Message):
     epsilon: _builtins.float
     epsilon_approx: _builtins.float
     alpha: _builtins.float
+    """yes/no and GRR/OLH: the keep-probability"""
+    mechanism: _builtins.str
+    """"randomized_response", "grr", "oue", "olh", ..."""
+    std_error_worst: _builtins.float
+    """Numeric questions: the theoretical worst-case standard error at this n, beside the
+    empirical std_error.
+    """
+    @_builtins.property
+    def options(self) -> _containers.RepeatedCompositeFieldContainer[Global___OptionEstimate]:
+        """Categorical questions: one entry per option, in the question's order. The top-level
+        estimate fields are then unset.
+        """
+
     def __init__(
         self,
         *,
@@ -487,11 +827,57 @@ class Estimate(_message.Message):
         epsilon: _builtins.float = ...,
         epsilon_approx: _builtins.float = ...,
         alpha: _builtins.float = ...,
+        mechanism: _builtins.str = ...,
+        options: _abc.Iterable[Global___OptionEstimate] | None = ...,
+        std_error_worst: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["alpha", b"alpha", "ci_high", b"ci_high", "ci_low", b"ci_low", "confidence", b"confidence", "epsilon", b"epsilon", "epsilon_approx", b"epsilon_approx", "estimand", b"estimand", "estimate", b"estimate", "estimate_raw", b"estimate_raw", "method", b"method", "n", b"n", "question_id", b"question_id", "std_error", b"std_error", "survey_id", b"survey_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["alpha", b"alpha", "ci_high", b"ci_high", "ci_low", b"ci_low", "confidence", b"confidence", "epsilon", b"epsilon", "epsilon_approx", b"epsilon_approx", "estimand", b"estimand", "estimate", b"estimate", "estimate_raw", b"estimate_raw", "mechanism", b"mechanism", "method", b"method", "n", b"n", "options", b"options", "question_id", b"question_id", "std_error", b"std_error", "std_error_worst", b"std_error_worst", "survey_id", b"survey_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Estimate: _TypeAlias = Estimate  # noqa: Y015
+
+@_typing.final
+class OptionEstimate(_message.Message):
+    """One option's share among a categorical question's answers."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    OPTION_FIELD_NUMBER: _builtins.int
+    ESTIMATE_FIELD_NUMBER: _builtins.int
+    ESTIMATE_RAW_FIELD_NUMBER: _builtins.int
+    CI_LOW_FIELD_NUMBER: _builtins.int
+    CI_HIGH_FIELD_NUMBER: _builtins.int
+    STD_ERROR_FIELD_NUMBER: _builtins.int
+    SUPPORT_FIELD_NUMBER: _builtins.int
+    option: _builtins.str
+    estimate: _builtins.float
+    """post-processed: the raw vector projected onto the simplex"""
+    estimate_raw: _builtins.float
+    """unbiased"""
+    ci_low: _builtins.float
+    """from the raw estimate, clipped to [0, 1]"""
+    ci_high: _builtins.float
+    std_error: _builtins.float
+    support: _builtins.int
+    """reports supporting this option"""
+    def __init__(
+        self,
+        *,
+        option: _builtins.str = ...,
+        estimate: _builtins.float = ...,
+        estimate_raw: _builtins.float = ...,
+        ci_low: _builtins.float = ...,
+        ci_high: _builtins.float = ...,
+        std_error: _builtins.float = ...,
+        support: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ci_high", b"ci_high", "ci_low", b"ci_low", "estimate", b"estimate", "estimate_raw", b"estimate_raw", "option", b"option", "std_error", b"std_error", "support", b"support"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___OptionEstimate: _TypeAlias = OptionEstimate  # noqa: Y015

@@ -4,8 +4,7 @@ isort:skip_file
 Wire contract of the deniable aggregator. Package deniable.v1.
 
 Other-language clients are written against this file: field names and numbers are
-stable. Add fields, never renumber or reuse them. Categorical and numeric questions
-will extend the oneofs marked below.
+stable. Add fields, never renumber or reuse them.
 """
 
 from collections import abc as _abc
