@@ -17,6 +17,7 @@ from client._categorical import OlhReports
 from client._remote import AggregatorClient, RemoteError
 from client._values import perturbed_values
 from shared._categorical import categorical_spec
+from shared._frequency_oracle import CategoricalSpec
 from shared._numeric import numeric_spec
 from shared._wire import Spec, mechanism_message, question_spec
 from shared.deniable.v1 import aggregator_pb2 as pb
@@ -93,8 +94,9 @@ def test_categorical_estimate_equals_the_library(
             np.array([h.b for h in hashed], np.uint64),
             np.array([h.value for h in hashed], np.int64),
         )
+    assert isinstance(spec, CategoricalSpec)
     counts = support_counts(spec, raw)
-    want = estimate_frequencies(counts, 600, spec, 0.9)  # type: ignore[arg-type]
+    want = estimate_frequencies(counts, 600, spec, 0.9)
     assert (got.n, got.mechanism, got.epsilon) == (600, spec.kind, spec.epsilon)
     assert [o.option for o in got.options] == OPTIONS
     assert [o.support for o in got.options] == counts.tolist()
