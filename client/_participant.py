@@ -14,8 +14,10 @@ from typing import Any
 import click
 
 from client._answer import (
+    Answer,
     InvalidAnswerError,
     PreparedReport,
+    answer_hint,
     build_reports,
     check_mechanism,
     check_open,
@@ -99,22 +101,25 @@ def _show_question(say: Say, index: int, total: int, question: pb.Question) -> N
     """Text, plain-language privacy and exact ε, computed here from the mechanism."""
     mechanism = check_mechanism(question)
     say(f"\n[{index}/{total}] {question.id}: {question.text}")
+    if question.WhichOneof("kind") == "categorical":
+        for number, option in enumerate(question.categorical.options, 1):
+            say(f"  {number:>4}. {option}")
+    elif question.WhichOneof("kind") == "numeric":
+        say(f"  Answer with a number from {question.numeric.min!r} to {question.numeric.max!r}.")
     say(f"  Privacy: {mechanism.explain()}")
-    say(
-        f"  Exact epsilon: {mechanism.epsilon!r}, from alpha = {mechanism.alpha!r} "
-        "(computed on this device)"
-    )
+    alpha = getattr(mechanism, "alpha", None)
+    source = f"alpha = {alpha!r}" if alpha is not None else f"the {mechanism.kind} parameters"
+    say(f"  Exact epsilon: {mechanism.epsilon!r}, from {source} (computed on this device)")
 
 
 def _show_reports(say: Say, target: str, prepared: list[PreparedReport]) -> None:
     """Exactly what will be sent: randomized answers only, never a true answer."""
     say(f"\nWill be sent to {target} (your true answers never leave this device):")
-    say(f"  {'REPORT_ID':<32}  {'QUESTION':<12}  REPORTED  ALPHA")
+    say(f"  {'REPORT_ID':<32}  {'QUESTION':<12}  {'REPORTED':<24}  MECHANISM")
     for item in prepared:
-        reported = "yes" if item.report.bit else "no"
         say(
             f"  {item.report.report_id:<32}  {item.report.question_id:<12}  "
-            f"{reported:<8}  {item.mechanism.alpha!r}"
+            f"{item.shown():<24}  {item.mechanism.kind}"
         )
     total = math.ceil(math.fsum(item.mechanism.epsilon for item in prepared) * 10_000) / 10_000
     say(f"  Privacy cost of this survey: epsilon <= {total:.4f} in total (epsilons add up).")
@@ -127,8 +132,9 @@ def _show_reports(say: Say, target: str, prepared: list[PreparedReport]) -> None
     "--answer",
     "answer_options",
     multiple=True,
-    metavar="QID=yes|no",
-    help="Answer question QID without a prompt (repeatable; yes/no/y/n).",
+    metavar="QID=VALUE",
+    help="Answer question QID without a prompt (repeatable): yes/no/y/n, an option's name "
+    "or number (from 1), or a number in the question's range.",
 )
 @click.option("--dry-run", is_flag=True, help="Show the randomized reports; send nothing.")
 @click.option("--yes", "assume_yes", is_flag=True, help="Send without asking for confirmation.")
@@ -168,11 +174,14 @@ def answer_command(
         ids = [question.id for question in survey.questions]
         for question in survey.questions:
             check_mechanism(question)  # refuse before asking anything
-        answers = parse_answers(answer_options, ids)
-        missing = [qid for qid in ids if qid not in answers]
+        answers = parse_answers(answer_options, survey.questions)
+        missing = [q for q in survey.questions if q.id not in answers]
         if missing and not interactive:
+            first = missing[0]
+            value = "yes|no" if first.WhichOneof("kind") == "binary" else "VALUE"
+            hint = "" if value == "yes|no" else f" ({answer_hint(first)})"
             raise InvalidAnswerError(
-                f"no answer for question {missing[0]!r}; pass --answer {missing[0]}=yes|no"
+                f"no answer for question {first.id!r}; pass --answer {first.id}={value}{hint}"
             )
         say(f"Survey {survey.id}: {survey.title}")
         for index, question in enumerate(survey.questions, 1):
@@ -180,14 +189,25 @@ def answer_command(
             if question.id in answers:
                 say("  Answered with --answer.")
             else:
-                value = click.prompt("  Your answer", type=CHOICES, err=as_json)
-                answers[question.id] = parse_answer(value)
+                answers[question.id] = _prompt(question, as_json)
         prepared = build_reports(survey, answers)
         del answers  # the true answers are not needed past this point
         _show_reports(say, server, prepared)
         response = _send(client, say, prepared, dry_run, interactive and not assume_yes, as_json)
     if as_json:
         click.echo(json.dumps(_result(survey.id, prepared, response), indent=2))
+
+
+def _prompt(question: pb.Question, as_json: bool) -> Answer:
+    """Ask until the answer is valid for the question (yes/no, an option, a number in range)."""
+    if question.WhichOneof("kind") == "binary":
+        return parse_answer(click.prompt("  Your answer", type=CHOICES, err=as_json))
+    while True:
+        text = click.prompt(f"  Your answer ({answer_hint(question)})", err=as_json)
+        try:
+            return parse_answer(text, question)
+        except ValueError as error:
+            click.echo(f"  {error}", err=True)
 
 
 def _send(

@@ -71,7 +71,11 @@ def test_serve_create_answer_estimate(run_cli: RunCli, daemon: Daemon, tmp_path:
     # The estimate is exactly the library's on the stored reports.
     ones = round((cheated["estimate_raw"] * cheated["alpha"] + (1 - cheated["alpha"]) / 2) * 3)
     expected = estimate_proportion(ones, 3, cheated["alpha"])
-    assert cheated == {"question_id": "cheated", **expected.to_dict()}
+    assert cheated == {
+        "question_id": "cheated",
+        **expected.to_dict(),
+        "mechanism": "randomized_response",
+    }
     text = run_cli("deniable-aggregator", "estimate", "--server", daemon.address, survey_id)
     assert "cheated" in text.stdout
     assert "clopper-pearson" in text.stdout

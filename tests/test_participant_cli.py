@@ -160,7 +160,7 @@ def test_invalid_answers_exit_2_and_store_nothing(daemon: Daemon, run_cli: RunCl
     cases = [
         (["--answer", "q1=yes", "--answer", "q2=maybe"], "--answer 'q2=maybe': answer must be"),
         (["--answer", "q1=yes", "--answer", "q3=no"], "the survey has no question 'q3'"),
-        (["--answer", "q1", "--answer", "q2=no"], "--answer 'q1': expected QID=yes|no"),
+        (["--answer", "q1", "--answer", "q2=no"], "--answer 'q1': expected QID=VALUE"),
         (["--answer", "q1=yes", "--answer", "q1=no", "--answer", "q2=no"], "conflicting"),
     ]
     for args, message in cases:
@@ -247,12 +247,30 @@ def _rr(alpha: float) -> pb.Mechanism:
 @pytest.mark.parametrize(
     ("question", "message"),
     [
-        (_question(None), "missing or unknown mechanism None"),
+        (_question(None), "mechanism: missing (a binary question takes randomized_response)"),
         (_question(_rr(0.0)), "alpha must be in (0, 1], got 0.0"),
         (_question(_rr(1.5)), "alpha must be in (0, 1], got 1.5"),
         (_question(_rr(float("nan"))), "alpha must be a finite number"),
-        (_question(_rr(1.0)), "alpha = 1 gives no privacy"),
-        (pb.Question(id="q", text="Q?", mechanism=_rr(0.5)), "not a yes/no question"),
+        (_question(_rr(1.0)), "alpha = 1.0 gives no privacy"),
+        (pb.Question(id="q", text="Q?", mechanism=_rr(0.5)), "kind: missing"),
+        (
+            pb.Question(
+                id="q",
+                text="Q?",
+                categorical=pb.CategoricalQuestion(options=["a", "b"]),
+                mechanism=_rr(0.5),
+            ),
+            "randomized_response does not apply to a categorical question",
+        ),
+        (
+            pb.Question(
+                id="q",
+                text="Q?",
+                categorical=pb.CategoricalQuestion(options=["a", "b"]),
+                mechanism=pb.Mechanism(grr=pb.GeneralizedRandomizedResponse(alpha=1.0)),
+            ),
+            "alpha = 1.0 gives no privacy",
+        ),
     ],
 )
 def test_mechanisms_the_client_refuses(question: pb.Question, message: str) -> None:
@@ -290,7 +308,7 @@ def test_status_codes_map_to_documented_exit_codes(
 
 def test_parse_answers_accepts_yes_no_y_n_in_any_case() -> None:
     given = ["a=yes", "b=N", "c=Y", "d=No"]
-    assert parse_answers(given, ["a", "b", "c", "d"]) == {
+    assert parse_answers(given, [binary_question(q) for q in "abcd"]) == {
         "a": True,
         "b": False,
         "c": True,

@@ -2,24 +2,35 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from aggregator._intervals import METHODS
 from aggregator.cli._common import emit_json, fail, remote_errors, server_option
 from client._remote import AggregatorClient, RemoteError
-from shared import ESTIMANDS
 from shared.deniable.v1 import aggregator_pb2 as pb
 
 FIELDS = (
     "n", "estimate", "estimate_raw", "ci_low", "ci_high", "std_error", "confidence",
-    "method", "estimand", "epsilon", "epsilon_approx", "alpha",
+    "method", "estimand", "epsilon", "epsilon_approx", "alpha", "mechanism",
 )  # fmt: skip
+OPTION_FIELDS = ("option", "estimate", "estimate_raw", "ci_low", "ci_high", "std_error", "support")
 
 
-def estimate_to_dict(estimate: pb.Estimate) -> dict[str, object]:
-    """The wire contract's field names and values."""
-    data: dict[str, object] = {"question_id": estimate.question_id}
+def estimate_to_dict(estimate: pb.Estimate) -> dict[str, Any]:
+    """The wire contract's field names and values (per option for multiple choice)."""
+    data: dict[str, Any] = {"question_id": estimate.question_id}
     data.update({field: getattr(estimate, field) for field in FIELDS})
+    if estimate.options:
+        data["options"] = [
+            {field: getattr(option, field) for field in OPTION_FIELDS}
+            for option in estimate.options
+        ]
+        for field in ("estimate", "estimate_raw", "ci_low", "ci_high", "std_error"):
+            del data[field]  # per option instead
+    if estimate.std_error_worst:
+        data["std_error_worst"] = estimate.std_error_worst
     return data
 
 
@@ -40,10 +51,15 @@ def estimate_command(
     method: str,
     as_json: bool,
 ) -> None:
-    """Estimate the true yes-share of each question of SURVEY_ID, with a confidence interval."""
+    """Estimate each question of SURVEY_ID with a confidence interval.
+
+    Yes/no: the share answering yes. Multiple choice: each option's share, raw
+    (unbiased) and projected onto the simplex, with an interval per option. Numeric:
+    the mean, with a t-interval and the mechanism's worst-case standard error.
+    """
     if not 0.0 < confidence < 1.0:
         raise click.UsageError(f"confidence must be strictly between 0 and 1, got {confidence}")
-    results: list[dict[str, object]] = []
+    results: list[dict[str, Any]] = []
     with remote_errors(server), AggregatorClient(server) as client:
         survey = client.get_survey(survey_id)
         ids = [q.id for q in survey.questions]
@@ -68,12 +84,28 @@ def estimate_command(
         if row["n"] == 0:
             click.echo(f"{row['question_id']!s:<16}{0:>9}  (no reports yet)")
             continue
-        click.echo(
-            f"{row['question_id']!s:<16}{row['n']:>9,}  {row['estimate']:>8.4f}  "
-            f"{row['estimate_raw']:>8.4f}  [{row['ci_low']:.4f}, {row['ci_high']:.4f}]  "
-            f"{row['std_error']:>7.4f}  {row['epsilon']:.4f}"
-        )
+        if "options" in row:
+            click.echo(
+                f"{row['question_id']!s:<16}{row['n']:>9,}  ({row['mechanism']}, "
+                f"ε {row['epsilon']:.4f}; estimate = projected onto the simplex)"
+            )
+            for option in row["options"]:
+                click.echo(_line(f"  {option['option']}", option, row["epsilon"], ""))
+            continue
+        click.echo(_line(str(row["question_id"]), row, row["epsilon"], f"{row['n']:>9,}"))
+        if "std_error_worst" in row:
+            click.echo(
+                f"{'':<16}{'':>9}  mean of a number ({row['mechanism']}); worst-case "
+                f"std err {row['std_error_worst']:.4f}; t-interval"
+            )
     click.echo(
-        f"{confidence:.0%} intervals, {method}; estimand: {ESTIMANDS['population']}; "
+        f"{confidence:.0%} intervals, {method} (means: t); estimand: population share or mean; "
         "ε is exact (the 2α approximation understates it)"
+    )
+
+
+def _line(label: str, row: dict[str, Any], epsilon: float, n: str) -> str:
+    return (
+        f"{label:<16}{n:>9}  {row['estimate']:>8.4f}  {row['estimate_raw']:>8.4f}  "
+        f"[{row['ci_low']:.4f}, {row['ci_high']:.4f}]  {row['std_error']:>7.4f}  {epsilon:.4f}"
     )

@@ -19,10 +19,17 @@ from aggregator.cli._common import (
 )
 from client._remote import AggregatorClient
 from shared import RandomizedResponseSpec
+from shared._categorical import categorical_spec
+from shared._numeric import numeric_spec
+from shared._wire import Spec, mechanism_message
 from shared.deniable.v1 import aggregator_pb2 as pb
 
 STATES = {pb.SURVEY_STATE_OPEN: "open", pb.SURVEY_STATE_CLOSED: "closed"}
-_QUESTION_KEYS = {"id", "text", "type", "alpha", "epsilon"}
+_KEYS = {
+    "binary": {"id", "text", "type", "alpha", "epsilon"},
+    "categorical": {"id", "text", "type", "options", "alpha", "epsilon", "mechanism"},
+    "numeric": {"id", "text", "type", "min", "max", "epsilon", "mechanism"},
+}
 
 
 def survey_to_dict(survey: pb.Survey) -> dict[str, Any]:
@@ -33,7 +40,7 @@ def survey_to_dict(survey: pb.Survey) -> dict[str, Any]:
 
 
 def questions_from_spec(spec: object) -> tuple[str, list[pb.Question]]:
-    """Parse a survey spec (title, questions with id, text, type, alpha or epsilon)."""
+    """Parse a survey spec: a title and questions (see ``survey create --help``)."""
     if not isinstance(spec, dict):
         raise click.UsageError("the spec must be a JSON object with 'title' and 'questions'")
     unknown = set(spec) - {"title", "questions"}
@@ -44,39 +51,51 @@ def questions_from_spec(spec: object) -> tuple[str, list[pb.Question]]:
         raise click.UsageError("spec.title: a non-empty string is required")
     if not isinstance(items, list) or not items:
         raise click.UsageError("spec.questions: a non-empty list is required")
-    questions = []
-    for index, item in enumerate(items):
-        where = f"spec.questions[{index}]"
-        if not isinstance(item, dict):
-            raise click.UsageError(f"{where}: must be an object")
-        extra = set(item) - _QUESTION_KEYS
-        if extra:
-            raise click.UsageError(f"{where}: unknown keys {sorted(extra)}")
-        if item.get("type", "binary") != "binary":
-            raise click.UsageError(
-                f"{where}.type: only 'binary' is supported, got {item['type']!r}"
-            )
-        if ("alpha" in item) == ("epsilon" in item):
-            raise click.UsageError(f"{where}: give exactly one of 'alpha' or 'epsilon'")
-        try:
-            mechanism = (
-                RandomizedResponseSpec(item["alpha"])
-                if "alpha" in item
-                else RandomizedResponseSpec.from_epsilon(item["epsilon"])
-            )
-        except (TypeError, ValueError) as error:
-            raise click.UsageError(f"{where}: {error}") from None
-        questions.append(
-            pb.Question(
-                id=str(item.get("id", "")),
-                text=str(item.get("text", "")),
-                binary=pb.BinaryQuestion(),
-                mechanism=pb.Mechanism(
-                    randomized_response=pb.RandomizedResponse(alpha=mechanism.alpha)
-                ),
-            )
-        )
-    return title, questions
+    return title, [_question(item, f"spec.questions[{i}]") for i, item in enumerate(items)]
+
+
+def _question(item: object, where: str) -> pb.Question:
+    if not isinstance(item, dict):
+        raise click.UsageError(f"{where}: must be an object")
+    kind = item.get("type", "binary")
+    if kind not in _KEYS:
+        raise click.UsageError(f"{where}.type: expected one of {', '.join(_KEYS)}, got {kind!r}")
+    extra = set(item) - _KEYS[kind]
+    if extra:
+        raise click.UsageError(f"{where}: unknown keys for a {kind} question {sorted(extra)}")
+    question = pb.Question(id=str(item.get("id", "")), text=str(item.get("text", "")))
+    try:
+        if kind == "numeric":
+            if "epsilon" not in item:
+                raise ValueError("'epsilon' is required")
+            lo, hi = item.get("min"), item.get("max")
+            mechanism = item.get("mechanism", "auto")
+            number = numeric_spec(mechanism, lo, hi, item["epsilon"])  # type: ignore[arg-type]
+            question.numeric.CopyFrom(pb.NumericQuestion(min=number.lo, max=number.hi))
+            spec: Spec = number
+        else:
+            if ("alpha" in item) == ("epsilon" in item):
+                raise ValueError("give exactly one of 'alpha' or 'epsilon'")
+            if kind == "binary":
+                spec = (
+                    RandomizedResponseSpec(item["alpha"])
+                    if "alpha" in item
+                    else RandomizedResponseSpec.from_epsilon(item["epsilon"])
+                )
+                question.binary.SetInParent()
+            else:
+                options = item.get("options")
+                if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+                    raise ValueError("'options' must be a list of strings")
+                mechanism = item.get("mechanism", "grr" if "alpha" in item else "auto")
+                spec = categorical_spec(
+                    mechanism, len(options), item.get("epsilon"), item.get("alpha")
+                )
+                question.categorical.options.extend(options)
+    except (TypeError, ValueError) as error:
+        raise click.UsageError(f"{where}: {error}") from None
+    question.mechanism.CopyFrom(mechanism_message(spec))
+    return question
 
 
 def print_survey(survey: pb.Survey) -> None:
@@ -86,12 +105,25 @@ def print_survey(survey: pb.Survey) -> None:
         f"{survey.reports:,} reports)"
     )
     for question in survey.questions:
+        click.echo(f"  {question.id}: {question.text}\n    {describe_question(question)}")
+
+
+def describe_question(question: pb.Question) -> str:
+    """One line: the kind of question, its mechanism and its exact ε."""
+    epsilon = question.privacy.epsilon
+    kind = question.WhichOneof("kind")
+    if kind == "binary":
         alpha = question.mechanism.randomized_response.alpha
-        click.echo(
-            f"  {question.id}: {question.text}\n"
-            f"    yes/no, alpha = {alpha:g}, epsilon = {question.privacy.epsilon:.4f} (exact; "
+        return (
+            f"yes/no, alpha = {alpha:g}, epsilon = {epsilon:.4f} (exact; "
             f"2*alpha = {question.privacy.epsilon_approx:.4f} approximation)"
         )
+    mechanism = question.mechanism.WhichOneof("kind")
+    if kind == "categorical":
+        options = ", ".join(question.categorical.options)
+        return f"one of [{options}], {mechanism}, epsilon = {epsilon:.4f} (exact)"
+    bounds = f"[{question.numeric.min:g}, {question.numeric.max:g}]"
+    return f"a number in {bounds}, {mechanism}, epsilon = {epsilon:.4f} (exact)"
 
 
 @click.group("survey")
@@ -111,7 +143,18 @@ def create(server: str, admin_token_file: Path | None, spec_file: Any, as_json: 
     {"title": "Exam honesty",
      "questions": [{"id": "cheated", "text": "Have you ever cheated in an exam?",
                     "type": "binary", "epsilon": 1.0}]}
-    Each question takes exactly one of "alpha" or "epsilon".
+    \b
+    Question types and their keys:
+      binary       alpha or epsilon (randomized response)
+      categorical  options (2..1024 names), epsilon, or alpha for GRR;
+                   mechanism auto (default), grr, oue or olh
+      numeric      min, max, epsilon; mechanism auto (default: hybrid),
+                   laplace, duchi, piecewise or hybrid
+    For example {"id": "os", "text": "Which OS?", "type": "categorical",
+    "options": ["iOS", "Android", "Other"], "epsilon": 1.0} or {"id": "hours",
+    "text": "Hours studied?", "type": "numeric", "min": 0, "max": 40,
+    "epsilon": 1.0}. The mechanism's parameters are fixed here; the daemon and
+    every participant recompute ε from them.
     """
     try:
         spec = json.load(spec_file)
