@@ -61,12 +61,12 @@ def mechanism_options(function: F) -> F:
     function = click.option(
         "--epsilon",
         type=float,
-        help="Privacy loss ε per answer; α = tanh(ε/2). Exclusive with --alpha.",
+        help="Privacy loss ε per answer (yes/no: α = tanh(ε/2)). Exclusive with --alpha.",
     )(function)
     return click.option(
         "--alpha",
         type=float,
-        help="Keep-probability α of randomized response, 0 < α <= 1.",
+        help="Keep-probability α of randomized response (yes/no, or --mechanism grr), 0 < α <= 1.",
     )(function)
 
 

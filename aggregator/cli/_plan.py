@@ -12,56 +12,80 @@ from aggregator.cli._common import (
     spec_from_options,
     user_errors,
 )
+from aggregator.cli._kinds import kind_options, reject_options
+from aggregator.cli._plan_kinds import plan_kind
 
 
 @click.command("plan")
+@kind_options
 @mechanism_options
-@click.option("--margin", type=float, help="Wanted half-width of the interval for the share.")
+@click.option(
+    "--margin",
+    type=float,
+    help="Wanted half-width of the interval: for a share (binary, categorical) or for the "
+    "mean in the question's units (numeric).",
+)
 @click.option("--participants", type=int, help="Number of participants (instead of --margin).")
 @click.option("--confidence", type=float, default=0.95, show_default=True)
 @click.option(
     "--p",
     "share",
     type=float,
-    default=0.5,
-    show_default=True,
-    help="Assumed true share; 0.5 is the worst case.",
+    help="Assumed true share (binary: yes-share, default 0.5; categorical: one option's "
+    "share, default the worst case).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def plan_command(
+    question_type: str,
+    options: str | None,
+    mechanism: str | None,
+    lo: float | None,
+    hi: float | None,
     alpha: float | None,
     epsilon: float | None,
     margin: float | None,
     participants: int | None,
     confidence: float,
-    share: float,
+    share: float | None,
     as_json: bool,
 ) -> None:
-    """Plan a yes/no survey: how many participants a margin of error needs.
+    """Plan a survey question: how many participants a margin of error needs.
 
     With --margin it prints the participants needed; with --participants it prints the
-    margin achieved. Margins use the normal approximation for the population share;
-    Clopper-Pearson intervals are slightly wider.
+    margin achieved. Margins use the normal approximation, n = z^2 * Var1 / margin^2 with
+    Var1 the variance of the estimate from one participant (population estimand);
+    Clopper-Pearson and t intervals are slightly wider. For --type categorical or numeric
+    every mechanism of the type is shown side by side, with the one --mechanism auto picks.
     """
-    spec = spec_from_options(alpha, epsilon)
     if (margin is None) == (participants is None):
         raise click.UsageError("give exactly one of --margin or --participants")
+    if question_type == "binary":
+        reject_options("binary", ["options", "mechanism", "lo", "hi"])
+    else:
+        foreign = ["lo", "hi"] if question_type == "categorical" else ["options", "share", "alpha"]
+        reject_options(question_type, foreign)
+        plan_kind(
+            question_type, options=options, mechanism=mechanism, lo=lo, hi=hi, alpha=alpha,
+            epsilon=epsilon, margin=margin, participants=participants, confidence=confidence,
+            share=share, as_json=as_json,
+        )  # fmt: skip
+        return
+    spec = spec_from_options(alpha, epsilon)
+    p = 0.5 if share is None else share
     with user_errors():
-        result = plan(
-            spec, margin=margin, participants=participants, confidence=confidence, p=share
-        )
+        result = plan(spec, margin=margin, participants=participants, confidence=confidence, p=p)
     if as_json:
         emit_json(result.to_dict())
         return
     if margin is not None:
         click.echo(
             f"Participants needed: {result.participants:,} for a margin of ±{margin:g} "
-            f"at {confidence:.0%} confidence (assumed share p = {share:g})"
+            f"at {confidence:.0%} confidence (assumed share p = {p:g})"
         )
     else:
         click.echo(
             f"Margin achieved: ±{result.margin:.4f} with {result.participants:,} participants "
-            f"at {confidence:.0%} confidence (assumed share p = {share:g})"
+            f"at {confidence:.0%} confidence (assumed share p = {p:g})"
         )
     click.echo(f"Mechanism: randomized response, alpha = {spec.alpha:.6g}")
     click.echo(privacy_line(spec))

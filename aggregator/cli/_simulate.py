@@ -21,12 +21,20 @@ from aggregator.cli._common import (
     token_option,
     user_errors,
 )
+from aggregator.cli._kinds import kind_options, reject_options
+from aggregator.cli._simulate_kinds import simulate_kind
 from shared import ESTIMANDS, RandomizedResponseSpec
 
 
 @click.command("simulate")
 @click.option("--participants", type=int, required=True, help="Participants per survey.")
-@click.option("--p", "share", type=float, required=True, help="True population yes-share.")
+@click.option("--p", "share", type=float, help="binary: true population yes-share (required).")
+@kind_options
+@click.option(
+    "--distribution",
+    help="categorical: true option shares such as 0.5,0.3,0.2 (non-negative, summing to 1); "
+    "numeric: constant:V, uniform or beta:A,B (a Beta shape on [--min, --max]).",
+)
 @mechanism_options
 @click.option("--repeats", type=int, default=1, show_default=True, help="Independent surveys.")
 @click.option("--confidence", type=float, default=0.95, show_default=True)
@@ -51,7 +59,13 @@ from shared import ESTIMANDS, RandomizedResponseSpec
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def simulate_command(
     participants: int,
-    share: float,
+    share: float | None,
+    question_type: str,
+    options: str | None,
+    mechanism: str | None,
+    lo: float | None,
+    hi: float | None,
+    distribution: str | None,
     alpha: float | None,
     epsilon: float | None,
     repeats: int,
@@ -64,14 +78,29 @@ def simulate_command(
     batch_size: int,
     as_json: bool,
 ) -> None:
-    """Simulate a yes/no survey of a population with true share --p.
+    """Simulate a survey of a population whose true answers you choose.
 
-    Each simulated participant randomizes their answer with the client library (OS CSPRNG
-    unless --seed is given). By default the reports go over gRPC to an embedded aggregator
-    daemon (127.0.0.1, OS-chosen port, temporary SQLite database), which stores them and
-    returns the estimate; --transport inprocess skips the network. With --repeats > 1 it
-    reports the interval's empirical coverage and the spread of the estimate beside theory.
+    --type binary (default): a yes/no question with true share --p. --type categorical:
+    --options K (or names) with true shares --distribution. --type numeric: values on
+    [--min, --max] drawn from --distribution. Each simulated participant randomizes their
+    answer with the client library (OS CSPRNG unless --seed is given). For yes/no questions
+    the reports go by default over gRPC to an embedded aggregator daemon (127.0.0.1,
+    OS-chosen port, temporary SQLite database), which stores them and returns the estimate;
+    --transport inprocess skips the network (categorical and numeric questions are simulated
+    in process for now). With --repeats > 1 it reports the intervals' empirical coverage and
+    the spread of the estimates beside theory.
     """
+    if question_type != "binary":
+        simulate_kind(
+            question_type, participants=participants, options=options, mechanism=mechanism,
+            lo=lo, hi=hi, distribution=distribution, alpha=alpha, epsilon=epsilon,
+            repeats=repeats, confidence=confidence, method=method, seed=seed,
+            transport=transport, as_json=as_json,
+        )  # fmt: skip
+        return
+    reject_options("binary", ["options", "mechanism", "lo", "hi", "distribution"])
+    if share is None:
+        raise click.UsageError("--type binary needs --p (the true yes-share)")
     spec = spec_from_options(alpha, epsilon)
     if transport == "inprocess" and server is not None:
         raise click.UsageError("--server needs --transport grpc")

@@ -1,0 +1,103 @@
+"""``deniable-aggregator plan --type categorical|numeric``: every mechanism side by side."""
+
+from __future__ import annotations
+
+import math
+
+import click
+
+from aggregator._planner_kinds import KindPlan, plan_categorical, plan_numeric
+from aggregator.cli._common import emit_json, user_errors
+from aggregator.cli._kinds import categorical_inputs, mechanism_summary, numeric_inputs
+
+__all__ = ["plan_kind"]
+
+AUTO_RULES = {
+    "categorical": "GRR when k < 3e^epsilon + 2, otherwise OLH",
+    "numeric": "the lowest worst-case per-report variance",
+}
+
+
+def plan_kind(
+    question_type: str,
+    *,
+    options: str | None,
+    mechanism: str | None,
+    lo: float | None,
+    hi: float | None,
+    alpha: float | None,
+    epsilon: float | None,
+    margin: float | None,
+    participants: int | None,
+    confidence: float,
+    share: float | None,
+    as_json: bool,
+) -> None:
+    """Plan a categorical or numeric question and print the comparison."""
+    if question_type == "categorical":
+        names, kind = categorical_inputs(options, mechanism, epsilon, alpha)
+        with user_errors():
+            result = plan_categorical(
+                len(names), epsilon=epsilon, alpha=alpha, mechanism=kind, margin=margin,
+                participants=participants, confidence=confidence, p=share,
+            )  # fmt: skip
+    else:
+        low, high, kind, eps = numeric_inputs(lo, hi, mechanism, epsilon)
+        with user_errors():
+            result = plan_numeric(
+                low, high, epsilon=eps, mechanism=kind, margin=margin,
+                participants=participants, confidence=confidence,
+            )  # fmt: skip
+    if as_json:
+        data = result.to_dict()
+        emit_json({"type": data.pop("question_type"), **data})
+    else:
+        _print_plan(result)
+
+
+def _print_plan(result: KindPlan) -> None:
+    if result.question_type == "categorical":
+        assumed = (
+            "worst-case share" if result.share is None else f"assumed share p = {result.share:g}"
+        )
+        what = f"one option's share ({result.k} options, {assumed})"
+        width = ".4f"
+    else:
+        what = f"the mean (x units on [{result.lo:g}, {result.hi:g}], worst-case values)"
+        width = ".4g"
+    level = f"{result.confidence:.0%} confidence"
+    if result.target_margin is not None:
+        click.echo(
+            f"Participants needed for a margin of ±{result.target_margin:g} on {what} at {level}:"
+        )
+    else:
+        click.echo(f"Margin on {what} with {result.participants:,} participants at {level}:")
+    click.echo(
+        f"  {'mechanism':<10} {'epsilon':>8} {'Var1':>11} {'participants':>13} {'margin':>10}"
+    )
+    for row in result.mechanisms:
+        marks = [
+            label
+            for label, on in (
+                ("selected", row.mechanism == result.mechanism),
+                ("auto's choice", row.mechanism == result.auto_choice),
+            )
+            if on
+        ]
+        margin = "±" + format(row.margin, width)
+        click.echo(
+            f"  {row.mechanism:<10} {row.epsilon:>8.4f} {row.variance_one:>11.5g} "
+            f"{row.participants:>13,} {margin:>10}" + (f"  <- {', '.join(marks)}" if marks else "")
+        )
+    chosen = next(row for row in result.mechanisms if row.mechanism == result.mechanism)
+    rule = (
+        f" (auto: {AUTO_RULES[result.question_type]})"
+        if result.requested == "auto"
+        else f"; auto would choose {result.auto_choice}"
+    )
+    click.echo(f"Selected: {mechanism_summary(chosen.parameters)}{rule}")
+    if math.isfinite(chosen.epsilon):
+        click.echo(f"Privacy: epsilon = {chosen.epsilon:.4f} per answer (exact)")
+    else:
+        click.echo("Privacy: none (alpha = 1, epsilon = infinity)")
+    click.echo(f"Method: {result.method}")

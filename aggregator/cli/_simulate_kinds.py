@@ -1,0 +1,198 @@
+"""``deniable-aggregator simulate --type categorical|numeric``: runs and readable tables."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from contextlib import ExitStack
+
+import click
+
+from aggregator._distributions import NumericDistribution, check_shares, parse_shares
+from aggregator._intervals import check_method
+from aggregator._simulate_categorical import CategoricalSimulation, simulate_categorical
+from aggregator._simulate_numeric import NumericSimulation, simulate_numeric
+from aggregator.cli._common import emit_json, user_errors
+from aggregator.cli._kinds import (
+    categorical_inputs,
+    mechanism_summary,
+    numeric_inputs,
+    reject_options,
+)
+from shared import ESTIMANDS
+from shared._categorical import categorical_spec
+from shared._numeric import numeric_spec
+from shared._validate import as_count, check_open_unit
+
+__all__ = ["simulate_kind"]
+
+GRPC_ONLY = ["server", "admin_token_file", "batch_size"]
+
+
+def simulate_kind(
+    question_type: str,
+    *,
+    participants: int,
+    options: str | None,
+    mechanism: str | None,
+    lo: float | None,
+    hi: float | None,
+    distribution: str | None,
+    alpha: float | None,
+    epsilon: float | None,
+    repeats: int,
+    confidence: float,
+    method: str,
+    seed: int | None,
+    transport: str,
+    as_json: bool,
+) -> None:
+    """Simulate a categorical or numeric question in process and print the result."""
+    if transport != "inprocess":
+        raise click.UsageError(
+            f"--type {question_type} is simulated in process for now; pass --transport inprocess"
+        )
+    if question_type == "categorical":
+        reject_options(question_type, ["share", "lo", "hi", *GRPC_ONLY])
+        names, kind = categorical_inputs(options, mechanism, epsilon, alpha)
+    else:
+        reject_options(question_type, ["share", "options", "alpha", "method", *GRPC_ONLY])
+        low, high, kind, eps = numeric_inputs(lo, hi, mechanism, epsilon)
+    if distribution is None:
+        example = "0.5,0.3,0.2" if question_type == "categorical" else "uniform"
+        raise click.UsageError(f"--type {question_type} needs --distribution (e.g. {example})")
+    with user_errors():  # everything is checked before the progress bar starts
+        as_count("participants", participants, minimum=1)
+        as_count("repeats", repeats, minimum=1)
+        check_open_unit("confidence", confidence)
+        check_method(method)
+        if question_type == "categorical":
+            shares = check_shares(parse_shares(distribution), len(names))
+            categorical = categorical_spec(kind, len(names), epsilon, alpha)
+        else:
+            values = NumericDistribution.parse(distribution)
+            numeric = numeric_spec(kind, low, high, eps)
+            values.check_range(numeric.lo, numeric.hi)
+    with ExitStack() as stack:
+        stack.enter_context(user_errors())
+        progress: Callable[[int], None] | None = None
+        if repeats > 1:
+            bar = stack.enter_context(
+                click.progressbar(length=repeats, label="simulating", file=sys.stderr)
+            )
+            progress = bar.update
+        result: CategoricalSimulation | NumericSimulation
+        if question_type == "categorical":
+            result = simulate_categorical(
+                participants, shares, categorical, options=names, repeats=repeats,
+                confidence=confidence, method=method, seed=seed, progress=progress,
+            )  # fmt: skip
+        else:
+            result = simulate_numeric(
+                participants, values, numeric, repeats=repeats, confidence=confidence,
+                seed=seed, progress=progress,
+            )  # fmt: skip
+    if as_json:
+        emit_json({"type": question_type, **result.to_dict()})
+    elif isinstance(result, CategoricalSimulation):
+        _print_categorical(result)
+    else:
+        _print_numeric(result)
+
+
+def _privacy(epsilon: float) -> str:
+    if epsilon == float("inf"):
+        return "Privacy: none (alpha = 1, epsilon = infinity)"
+    return f"Privacy: epsilon = {epsilon:.4f} per answer (exact)"
+
+
+def _ratio(empirical: float, theory: float) -> str:
+    return f"{empirical / theory:.3f}" if theory > 0 else "-"
+
+
+def _print_categorical(result: CategoricalSimulation) -> None:
+    first, rows = result.first, result.per_option
+    click.echo(
+        f"Simulated {result.participants:,} participants choosing among {len(rows)} options "
+        f"(randomness: {result.randomness})"
+    )
+    click.echo(f"Mechanism: {mechanism_summary(result.mechanism)}")
+    click.echo(_privacy(first.epsilon))
+    width = max(6, *(len(name) for name in result.options))
+    click.echo(
+        f"  {'option':<{width}} {'true':>7} {'sample':>7} {'estimate':>9} {'raw':>8} "
+        f"{'std err':>8}  {first.confidence:.0%} CI"
+    )
+    for v, row in enumerate(rows):
+        click.echo(
+            f"  {row.option:<{width}} {row.share:>7.4f} {row.sample_share:>7.4f} "
+            f"{first.estimate[v]:>9.4f} {first.estimate_raw[v]:>8.4f} {first.std_error[v]:>8.4f}"
+            f"  [{first.ci_low[v]:.4f}, {first.ci_high[v]:.4f}]"
+        )
+    click.echo(
+        f"Intervals: {first.method}, one per option (not simultaneous); estimand: "
+        f"{ESTIMANDS[first.estimand]}; estimate = raw estimates projected onto the simplex"
+    )
+    if result.repeats == 1:
+        return
+    click.echo(f"Over {result.repeats:,} repeats (theory: the mechanism's variance at the truth):")
+    click.echo(
+        f"  {'option':<{width}} {'coverage ± MC SE':>17} {'exact':>7} {'mean raw':>9} "
+        f"{'std raw':>8} {'theory':>8} {'var/theory':>10}"
+    )
+    for row in rows:
+        assert row.coverage is not None
+        assert row.coverage_se is not None
+        assert row.variance_empirical is not None
+        assert row.std_estimate_raw is not None
+        ratio = _ratio(row.variance_empirical, row.variance_theory)
+        click.echo(
+            f"  {row.option:<{width}} {row.coverage:>8.4f} ± {row.coverage_se:.4f} "
+            f"{row.coverage_exact:>7.4f} {row.mean_estimate_raw:>9.4f} "
+            f"{row.std_estimate_raw:>8.4f} {row.std_theory:>8.4f} {ratio:>10}"
+        )
+    click.echo(
+        f"  nominal coverage {first.confidence:g}; exact: summed over the binomial pmf; "
+        f"throughput {result.reports_per_second:,.0f} reports/s in-process"
+    )
+
+
+def _print_numeric(result: NumericSimulation) -> None:
+    first = result.first
+    click.echo(
+        f"Simulated {result.participants:,} participants with values on "
+        f"[{first.lo:g}, {first.hi:g}] from {result.distribution} (true mean "
+        f"{result.true_mean:.6g}, sample mean {result.sample_mean:.6g}; "
+        f"randomness: {result.randomness})"
+    )
+    click.echo(f"Mechanism: {mechanism_summary(result.mechanism)}")
+    click.echo(_privacy(first.epsilon))
+    click.echo(
+        f"Estimate: {first.estimate:.6g}  (unbiased raw {first.estimate_raw:.6g}, std error "
+        f"{first.std_error:.4g}; worst case over distributions {first.std_error_worst:.4g})"
+    )
+    click.echo(
+        f"{first.confidence:.0%} CI: [{first.ci_low:.6g}, {first.ci_high:.6g}]  "
+        f"(t interval over the reports; estimand: {first.estimand})"
+    )
+    if result.repeats == 1:
+        return
+    assert result.coverage is not None
+    assert result.coverage_se is not None
+    assert result.variance_empirical is not None
+    assert result.std_estimate_raw is not None
+    ratio = _ratio(result.variance_empirical, result.variance_theory)
+    rows = [
+        ("CI coverage", f"{result.coverage:.4f} ± {result.coverage_se:.4f} (MC SE)",
+         f"{first.confidence:g} (nominal)"),
+        ("mean estimate", f"{result.mean_estimate_raw:.6g}", f"{result.true_mean:.6g} (truth)"),
+        ("std of estimate", f"{result.std_estimate_raw:.4g}", f"{result.std_theory:.4g}"),
+        ("variance", f"{result.variance_empirical:.4g}",
+         f"{result.variance_theory:.4g} (ratio {ratio})"),
+        ("mean CI width", f"{result.mean_width:.4g}", ""),
+    ]  # fmt: skip
+    click.echo(f"Over {result.repeats:,} repeats:")
+    click.echo(f"  {'':<16} {'empirical':<28} theory")
+    for label, empirical, theory in rows:
+        click.echo(f"  {label:<16} {empirical:<28} {theory}".rstrip())
+    click.echo(f"  throughput: {result.reports_per_second:,.0f} reports/s in-process")
