@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from client._bernoulli import ByteSource, bernoulli
+from client._uniform import uniform_below as _uniform_below
 
 __all__ = [
     "bernoulli_exp",
@@ -98,25 +99,14 @@ def _bernoulli_same(
 
 
 def uniform_below(bound: int, size: int, source: ByteSource) -> NDArray[np.int64]:
-    """Independent uniform integers in {0, ..., bound−1}, exactly (rejection sampling).
+    """Independent uniform integers in {0, ..., bound−1}, exactly, as int64 (bound <= 2^63).
 
-    Each draw takes the top ceil(log2 bound) bits of a random 64-bit word and is redrawn
-    when it is >= bound (probability < 1/2), so every value has probability 1/bound.
+    The shared exact rejection sampler :func:`client._uniform.uniform_below`, typed for the
+    signed arithmetic of the samplers here.
     """
     if not 1 <= bound <= _MAX_UNIFORM:
         raise ValueError(f"bound must be in [1, 2^63], got {bound}")
-    out = np.zeros(size, dtype=np.int64)
-    bits = (bound - 1).bit_length()
-    if bits == 0:
-        return out
-    shift = np.uint64(_DIGIT_BITS - bits)
-    pending = np.arange(size)
-    while pending.size:
-        drawn = _uint64(source, pending.size) >> shift
-        ok = drawn < np.uint64(bound)
-        out[pending[ok]] = drawn[ok].astype(np.int64)
-        pending = pending[~ok]
-    return out
+    return _uniform_below(bound, size, source).astype(np.int64)
 
 
 def _bernoulli_exp_unit(

@@ -114,9 +114,10 @@ def test_uniform_below_is_uniform_and_exact_for_powers_of_two() -> None:
     counts = np.bincount(draws, minlength=7)
     assert counts.size == 7
     assert stats.chisquare(counts).pvalue > P_FLOOR
-    # bound 8 uses the top 3 bits of each word: no rejection, one word per draw.
-    source = ScriptedSource([word(0xE000_0000_0000_0000) + word(0x1FFF_FFFF_FFFF_FFFF)])
+    # bound 8 keeps the low 3 bits of one byte per draw: no rejection.
+    source = ScriptedSource([bytes([0x07, 0xF8])])
     assert uniform_below(8, 2, source).tolist() == [7, 0]
+    assert source.requests == [2]
     assert uniform_below(1, 4, refuse).tolist() == [0, 0, 0, 0]
     with pytest.raises(ValueError, match="bound must be in"):
         uniform_below(0, 1, os_source)
