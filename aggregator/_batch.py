@@ -120,7 +120,7 @@ def check_structure(report: pb.Report, index: int) -> None:
     if not report.HasField("mechanism"):
         raise InvalidArgument(f"{where}.mechanism: missing")
     if report.WhichOneof("value") is None:
-        raise InvalidArgument(f"{where}.value: missing (bit, option, bits or hashed)")
+        raise InvalidArgument(f"{where}.value: missing (bit, option, bits, hashed or number)")
 
 
 def _check_size(count: int, max_batch: int) -> None:

@@ -24,7 +24,7 @@ from shared._frequency_oracle import MAX_OPTIONS, CategoricalSpec
 from shared._numeric import DuchiSpec, HybridSpec, LaplaceSpec, PiecewiseSpec
 from shared._rr import RandomizedResponseSpec
 from shared._universal_hash import HASH_PRIME
-from shared._wire import VALUE_FOR, Spec, question_kind, question_spec
+from shared._wire import VALUE_FOR, Spec, describe_mechanism, question_kind, question_spec
 from shared.deniable.v1 import aggregator_pb2 as pb
 
 __all__ = ["MAX_OPTION_TEXT", "check_question", "estimate", "group_tally"]
@@ -51,18 +51,12 @@ def check_question(question: pb.Question, where: str) -> tuple[Spec, pb.Privacy]
         raise InvalidArgument(f"{where}.{error}") from None
     if not math.isfinite(spec.epsilon):
         raise InvalidArgument(
-            f"{where}.mechanism: {_parameters(question)} gives no privacy (epsilon = inf)"
+            f"{where}.mechanism: {describe_mechanism(question.mechanism)} gives no privacy "
+            "(epsilon = inf)"
         )
     approx = spec.epsilon_approx if isinstance(spec, RandomizedResponseSpec) else 0.0
     privacy = pb.Privacy(epsilon=spec.epsilon, epsilon_approx=approx, explanation=spec.explain())
     return spec, privacy
-
-
-def _parameters(question: pb.Question) -> str:
-    kind = question.mechanism.WhichOneof("kind")
-    if kind == "randomized_response":
-        return f"alpha {question.mechanism.randomized_response.alpha!r}"
-    return str(kind)
 
 
 def _check_options(options: list[str], where: str) -> None:

@@ -12,7 +12,7 @@ from aggregator._errors import FailedPrecondition, InvalidArgument, NotFound
 from aggregator._intervals import METHODS
 from aggregator._questions import check_question, estimate, group_tally
 from aggregator.storage import ReportGroup, Storage, Submission
-from shared._wire import Spec, question_spec
+from shared._wire import Spec, describe_mechanism, question_spec
 from shared.deniable.v1 import aggregator_pb2 as pb
 
 __all__ = ["MAX_BATCH", "MAX_QUESTIONS", "AggregatorService"]
@@ -23,15 +23,6 @@ MAX_TITLE = 200
 MAX_TEXT = 2000
 _QUESTION_ID = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 _SURVEY_ID = re.compile(r"[a-z0-9]{1,64}")
-
-
-def _describe(mechanism: pb.Mechanism) -> str:
-    """A mechanism's kind and parameters, in one line for error messages."""
-    kind = mechanism.WhichOneof("kind")
-    if kind is None:
-        return "no mechanism"
-    fields = getattr(mechanism, kind).ListFields()
-    return f"{kind} (" + ", ".join(f"{f.name} {v!r}" for f, v in fields) + ")"
 
 
 def _find_question(survey: pb.Survey, question_id: str, where: str) -> pb.Question:
@@ -141,8 +132,8 @@ class AggregatorService:
         question = _find_question(survey, report.question_id, f"{where}.question_id")
         if report.mechanism != question.mechanism:
             raise FailedPrecondition(
-                f"{where}.mechanism: {_describe(report.mechanism)} differs from the "
-                f"survey's {_describe(question.mechanism)}"
+                f"{where}.mechanism: {describe_mechanism(report.mechanism)} differs from the "
+                f"survey's {describe_mechanism(question.mechanism)}"
             )
         return ReportGroup(
             survey_id=survey.id,

@@ -13,7 +13,7 @@ import click
 
 from client._remote import RETRYABLE, RemoteError, exit_code_for
 from client._values import perturbed_values
-from shared._wire import Spec, question_spec
+from shared._wire import Spec, describe_mechanism, question_spec
 from shared.deniable.v1 import aggregator_pb2 as pb
 
 __all__ = [
@@ -130,14 +130,10 @@ def check_mechanism(question: pb.Question) -> Spec:
         raise RefusedError(f"{where}: {error}; refusing to answer") from None
     if not math.isfinite(spec.epsilon):
         raise RefusedError(
-            f"{where}: {_parameters(spec)} gives no privacy (epsilon = inf); refusing to answer"
+            f"{where}: {describe_mechanism(question.mechanism)} gives no privacy "
+            "(epsilon = inf); refusing to answer"
         )
     return spec
-
-
-def _parameters(spec: Spec) -> str:
-    alpha = getattr(spec, "alpha", None)
-    return f"alpha = {alpha!r}" if alpha is not None else f"the {spec.kind} mechanism"
 
 
 def answer_hint(question: pb.Question) -> str:

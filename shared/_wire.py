@@ -21,6 +21,7 @@ __all__ = [
     "MECHANISMS_FOR",
     "VALUE_FOR",
     "Spec",
+    "describe_mechanism",
     "mechanism_message",
     "question_kind",
     "question_spec",
@@ -48,6 +49,15 @@ VALUE_FOR: dict[str, str] = {
 }
 _NUMERIC_FIELDS = ("epsilon", "grid_bits", "bound", "center_cells", "outer_cells", "beta")
 """The report value (``Report.value``) each mechanism produces."""
+
+
+def describe_mechanism(mechanism: pb.Mechanism) -> str:
+    """A mechanism's kind and parameters in one line, e.g. ``grr (alpha 0.5)``."""
+    kind = mechanism.WhichOneof("kind")
+    if kind is None:
+        return "no mechanism"
+    fields = getattr(mechanism, kind).ListFields()
+    return f"{kind} (" + ", ".join(f"{field.name} {value!r}" for field, value in fields) + ")"
 
 
 def question_kind(question: pb.Question) -> str:

@@ -75,7 +75,7 @@ def test_create_get_list_close(admin: AggregatorClient, anonymous: AggregatorCli
         ("T", [binary_question(alpha=0.0)], "questions[0].mechanism.randomized_response.alpha"),
         ("T", [binary_question(alpha=1.5)], "alpha must be in (0, 1], got 1.5"),
         ("T", [binary_question(alpha=math.nan)], "alpha must be a finite number, got nan"),
-        ("T", [binary_question(alpha=1.0)], "1.0 gives no privacy (epsilon = inf)"),
+        ("T", [binary_question(alpha=1.0)], "(alpha 1.0) gives no privacy (epsilon = inf)"),
         ("T", [pb.Question(id="q", text="t", binary=pb.BinaryQuestion())], "mechanism: missing"),
         ("T", [pb.Question(id="q", text="t", mechanism=binary_question().mechanism)], "binary"),
         ("T", [pb.Question(id="q", text=" ", binary=pb.BinaryQuestion(),

@@ -251,7 +251,7 @@ def _rr(alpha: float) -> pb.Mechanism:
         (_question(_rr(0.0)), "alpha must be in (0, 1], got 0.0"),
         (_question(_rr(1.5)), "alpha must be in (0, 1], got 1.5"),
         (_question(_rr(float("nan"))), "alpha must be a finite number"),
-        (_question(_rr(1.0)), "alpha = 1.0 gives no privacy"),
+        (_question(_rr(1.0)), "randomized_response (alpha 1.0) gives no privacy"),
         (pb.Question(id="q", text="Q?", mechanism=_rr(0.5)), "kind: missing"),
         (
             pb.Question(
@@ -269,7 +269,7 @@ def _rr(alpha: float) -> pb.Mechanism:
                 categorical=pb.CategoricalQuestion(options=["a", "b"]),
                 mechanism=pb.Mechanism(grr=pb.GeneralizedRandomizedResponse(alpha=1.0)),
             ),
-            "alpha = 1.0 gives no privacy",
+            "grr (alpha 1.0) gives no privacy",
         ),
     ],
 )
