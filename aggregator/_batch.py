@@ -23,6 +23,7 @@ from google.protobuf.message import DecodeError
 from numpy.typing import NDArray
 
 from aggregator._errors import InvalidArgument, ResourceExhausted
+from aggregator._log_format import COMPACT_UNIFORM, compact_uniform, read_compact, varint
 from shared.deniable.v1 import aggregator_pb2 as pb
 
 __all__ = ["DecodedBatch", "Group", "decode_batch", "frame"]
@@ -63,7 +64,8 @@ class DecodedBatch:
         report_ids: distinct report ids as ASCII bytes, in request order.
         payloads: each report's canonical encoding without its id.
         groups: the reports grouped by (survey, question, mechanism, kind of value).
-        encode: the canonical ``SubmitReportsRequest`` encoding of the reports at ``rows``.
+        encode: the log row of the reports at ``rows`` (see :mod:`aggregator._log_format`):
+            compact for a fast-path batch, a canonical ``SubmitReportsRequest`` otherwise.
         positions: each distinct report's index in the request.
     """
 
@@ -73,15 +75,6 @@ class DecodedBatch:
     groups: list[Group]
     encode: Callable[[NDArray[np.intp]], bytes]
     positions: Sequence[int]
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def _read_varint(data: bytes, pos: int) -> tuple[int, int] | None:
@@ -99,11 +92,11 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int] | None:
 
 def frame(report: bytes) -> bytes:
     """One report's bytes as a ``reports`` entry of a ``SubmitReportsRequest``."""
-    return bytes([_REPORTS_TAG]) + _varint(len(report)) + report
+    return bytes([_REPORTS_TAG]) + varint(len(report)) + report
 
 
 def _id_field_size(report_id: str) -> int:
-    return 1 + len(_varint(len(report_id))) + len(report_id)
+    return 1 + len(varint(len(report_id))) + len(report_id)
 
 
 def check_structure(report: pb.Report, index: int) -> None:
@@ -183,10 +176,12 @@ def _decode_uniform(data: bytes, max_batch: int) -> DecodedBatch | None:
     bits = rows[:, -1]
     if (bits > 1).any():
         return None
+    id_length = id_end - id_start
     id_columns = np.ascontiguousarray(rows[:, id_start:id_end])
-    if id_columns.tobytes().translate(None, _ID_BYTES):
+    id_bytes = id_columns.tobytes()
+    if id_bytes.translate(None, _ID_BYTES):
         return None  # a byte outside the id alphabet
-    ids: list[bytes] = id_columns.view(f"S{id_end - id_start}").ravel().tolist()
+    ids: list[bytes] = id_columns.view(f"S{id_length}").ravel().tolist()
     if len(set(ids)) != count:
         return None  # repeated ids: the exact path tells identical from conflicting
     stem = bytes(first[id_end:-1])
@@ -194,7 +189,11 @@ def _decode_uniform(data: bytes, max_batch: int) -> DecodedBatch | None:
     everything = np.arange(count)
 
     def encode(selected: NDArray[np.intp]) -> bytes:
-        return data if len(selected) == count else rows[selected].tobytes()
+        if len(selected) == count:
+            return compact_uniform(stem, id_length, id_bytes, bits.tobytes())
+        return compact_uniform(
+            stem, id_length, id_columns[selected].tobytes(), bits[selected].tobytes()
+        )
 
     group = Group(template=template, first=0, rows=everything, values=bits.copy())
     return DecodedBatch(count, ids, payloads, [group], encode, range(count))
@@ -281,6 +280,13 @@ def _values(kind: str | None, values: list[Any]) -> Any:
 
 
 def decode_log(data: bytes) -> tuple[list[bytes], list[bytes]]:
-    """The report ids and payloads held by one log row (a stored batch)."""
+    """The report ids and payloads held by one log row (a stored batch), in either encoding.
+
+    Raises:
+        LogFormatError: a damaged compact row.
+        InvalidArgument: a damaged canonical row.
+    """
+    if data and data[0] == COMPACT_UNIFORM:
+        return read_compact(data)
     batch = decode_batch(data, max_batch=len(data))
     return batch.report_ids, batch.payloads

@@ -17,7 +17,7 @@ from aggregator._frequency import estimate_frequencies
 from aggregator._mean import MeanTally, estimate_mean
 from aggregator._proportion import estimate_proportion
 from aggregator._support import grr_support_counts, olh_support_counts, oue_support_counts
-from aggregator.storage import Tally
+from aggregator.storage import Selection, Tally
 from shared._categorical import GrrSpec, OlhSpec, OueSpec
 from shared._categorical_wire import decode_oue_bits
 from shared._frequency_oracle import MAX_OPTIONS, CategoricalSpec
@@ -30,7 +30,7 @@ from shared.deniable.v1 import aggregator_pb2 as pb
 __all__ = ["MAX_OPTION_TEXT", "check_question", "estimate", "group_tally"]
 
 MAX_OPTION_TEXT = 200
-TallyFunction = Callable[[NDArray[np.bool_]], list[int]]
+TallyFunction = Callable[[Selection], list[int]]
 
 
 def check_question(question: pb.Question, where: str) -> tuple[Spec, pb.Privacy]:
@@ -90,7 +90,7 @@ def group_tally(spec: Spec, group: Group, positions: Sequence[int]) -> TallyFunc
 
     values: Any = group.values
     if isinstance(spec, RandomizedResponseSpec):
-        return lambda keep: [int(values[keep].sum())]
+        return lambda keep: [int(np.count_nonzero(values[keep]))]
     if isinstance(spec, GrrSpec):
         out = np.flatnonzero(values >= spec.k)
         if out.size:
@@ -115,7 +115,7 @@ def group_tally(spec: Spec, group: Group, positions: Sequence[int]) -> TallyFunc
         raise bad(first, "number", f"{number!r} is not a possible {spec.kind} report")
     units = np.ldexp(numbers, spec.unit_bits)
 
-    def numeric(keep: NDArray[np.bool_]) -> list[int]:
+    def numeric(keep: Selection) -> list[int]:
         chosen = [int(v) for v in units[keep].tolist()]
         return [sum(chosen), sum(map(mul, chosen, chosen))]
 

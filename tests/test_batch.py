@@ -18,6 +18,7 @@ from aggregator._batch import (
     frame,
 )
 from aggregator._errors import InvalidArgument, ResourceExhausted
+from aggregator._log_format import COMPACT_UNIFORM, expand
 from shared.deniable.v1 import aggregator_pb2 as pb
 
 ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
@@ -53,8 +54,9 @@ def summary(batch: DecodedBatch) -> tuple[object, ...]:
              g.values.tolist())
             for g in batch.groups
         ],
-        batch.encode(every),
-        batch.encode(every[::2]),
+        expand(batch.encode(every)),
+        expand(batch.encode(every[::2])),
+        decode_log(batch.encode(every[::2])),
     )  # fmt: skip
 
 
@@ -72,7 +74,17 @@ def test_uniform_batches_take_the_fast_path_and_match_the_exact_path() -> None:
         fast = _decode_uniform(data, MAX)
         assert fast is not None, (count, id_length)
         assert summary(fast) == summary(_decode_exact(data, MAX))
-        assert fast.encode(np.arange(count)) == data
+        row = fast.encode(np.arange(count))
+        assert row[0] == COMPACT_UNIFORM
+        assert expand(row) == data
+        assert decode_log(row) == (fast.report_ids, fast.payloads)
+    # The compact row keeps the shared bytes once: 11 header bytes, the stem (a record less
+    # its 4 framing bytes, 32-byte id and bit byte), then 32 + 1 bytes per report.
+    data = encoded(uniform_batch(1000, 32))
+    fast = _decode_uniform(data, MAX)
+    assert fast is not None
+    record = len(data) // 1000
+    assert len(fast.encode(np.arange(1000))) == 11 + (record - 4 - 32 - 1) + 1000 * 33
 
 
 def test_what_the_fast_path_reads() -> None:
@@ -82,7 +94,7 @@ def test_what_the_fast_path_reads() -> None:
     assert [g.values.tolist() for g in batch.groups] == [[1, 0, 1]]
     assert batch.payloads[0] == batch.payloads[2] != batch.payloads[1]
     assert batch.payloads[1] == reports[1].SerializeToString(deterministic=True)[4:]
-    logged = pb.SubmitReportsRequest.FromString(batch.encode(np.array([0, 2])))
+    logged = pb.SubmitReportsRequest.FromString(expand(batch.encode(np.array([0, 2]))))
     assert list(logged.reports) == [reports[0], reports[2]]
     assert decode_log(batch.encode(np.array([1]))) == ([b"b2"], [batch.payloads[1]])
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -143,6 +144,30 @@ def test_conflicting_resend_stores_nothing_of_the_batch(opener: Opener) -> None:
     assert storage.tally("s1", "q1") == Tally(n=1, sums=(1,))
     assert submit(storage, [report("new", 1)]).stored == 1  # the rollback kept nothing
     assert [r.report_id for r in logged(storage)] == ["a", "new"]
+
+
+def test_a_batch_failing_midway_changes_nothing(opener: Opener) -> None:
+    storage = opener()
+    storage.create_survey(survey())
+    submit(storage, [report("a", 1), report("b", 1, "q2")])
+    reports = [report("c", 1), report("d", 0, "q2"), report("a", 1)]
+    good = submission(reports)
+
+    def boom(keep: object) -> list[int]:
+        raise RuntimeError("disk on fire")
+
+    # The second question's tally fails after the first question's tally was written.
+    broken = replace(good, groups=[good.groups[0], replace(good.groups[1], tally=boom)])
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="disk on fire"):
+            storage.submit(broken)
+        assert storage.tally("s1", "q1") == Tally(n=1, sums=(1,))
+        assert storage.tally("s1", "q2") == Tally(n=1, sums=(1,))
+    outcome = storage.submit(good)  # nothing of the failed batch was claimed or counted
+    assert (outcome.stored, outcome.already_stored) == (2, 1)
+    for question in ("q1", "q2"):
+        assert storage.tally("s1", question) == recount(storage, "s1", question)
+    assert storage.tally("s1", "q1") == Tally(n=2, sums=(2,))
 
 
 def test_closed_survey_stores_nothing(opener: Opener) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from aggregator.storage._base import (
     ReportGroup,
+    Selection,
     Storage,
     StorageError,
     Submission,
@@ -14,6 +15,7 @@ from aggregator.storage._url import default_database_url, open_storage
 
 __all__ = [
     "ReportGroup",
+    "Selection",
     "Storage",
     "StorageError",
     "Submission",

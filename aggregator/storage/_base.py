@@ -11,7 +11,17 @@ from numpy.typing import NDArray
 
 from shared.deniable.v1 import aggregator_pb2 as pb
 
-__all__ = ["ReportGroup", "Storage", "StorageError", "Submission", "SubmitOutcome", "Tally"]
+Selection = NDArray[np.bool_] | slice  # a mask over a group's rows, or [:] for every row
+
+__all__ = [
+    "ReportGroup",
+    "Selection",
+    "Storage",
+    "StorageError",
+    "Submission",
+    "SubmitOutcome",
+    "Tally",
+]
 
 
 class StorageError(Exception):
@@ -26,14 +36,15 @@ class ReportGroup:
         survey_id: the survey the reports belong to.
         question_id: the question they answer.
         rows: their positions in the submission, ascending.
-        tally: given a mask over ``rows``, what those reports add to the question's running
-            sums (for example the yes count, or one support count per option).
+        tally: given a mask over ``rows`` (or the slice ``[:]`` for all of them), what
+            those reports add to the question's running sums (for example the yes count,
+            or one support count per option).
     """
 
     survey_id: str
     question_id: str
     rows: NDArray[np.intp]
-    tally: Callable[[NDArray[np.bool_]], list[int]]
+    tally: Callable[[Selection], list[int]]
 
 
 @dataclass(frozen=True)

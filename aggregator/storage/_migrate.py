@@ -9,7 +9,7 @@ from aggregator.storage._base import StorageError
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "migrate"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS surveys (
     id TEXT PRIMARY KEY,
@@ -32,6 +32,8 @@ CREATE TABLE IF NOT EXISTS log (
 CREATE INDEX IF NOT EXISTS log_by_survey ON log (survey_id, seq);
 """
 # Version 1 kept one row per report in a `reports` table with a random primary key.
+# Version 2 introduced the batch log; version 3 also writes compact log rows, which
+# version 2 cannot read, so the tables are the same and only the number changes.
 _V1_CHUNK = 10_000
 
 

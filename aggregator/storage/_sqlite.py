@@ -3,31 +3,41 @@
 from __future__ import annotations
 
 import json
-import operator
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregator._errors import AlreadyExists, FailedPrecondition
-from aggregator.storage._base import Storage, StorageError, Submission, SubmitOutcome, Tally
+from aggregator._errors import AlreadyExists, FailedPrecondition, InvalidArgument
+from aggregator._log_format import LogFormatError, expand
+from aggregator.storage._base import (
+    Selection,
+    Storage,
+    StorageError,
+    Submission,
+    SubmitOutcome,
+    Tally,
+)
 from aggregator.storage._lock import exclusive_lock
 from aggregator.storage._migrate import migrate
 from shared.deniable.v1 import aggregator_pb2 as pb
 
 __all__ = ["SqliteStorage"]
 
+_ALL = np.s_[:]  # every row of a group: a view, not a copy
+
 
 class SqliteStorage(Storage):
     """The embedded default backend, for one aggregator process per database file.
 
     Layout: each committed batch appends one row per survey to ``log`` holding the new
-    reports as a serialized ``SubmitReportsRequest``, and bumps the running ``tallies`` in
-    the same transaction. Rows are appended in key order, so a commit writes a few
+    reports (compact for a uniform yes/no batch, else a serialized
+    ``SubmitReportsRequest``; see :mod:`aggregator._log_format`), and bumps the running
+    ``tallies`` in the same transaction. Rows are appended in key order, so a commit writes a few
     sequential pages however random the clients' report ids are.
 
     Idempotency: the ids of each open survey's stored reports (with their payloads) are
@@ -57,9 +67,13 @@ class SqliteStorage(Storage):
             self._db.execute("PRAGMA busy_timeout=10000")
             migrate(self._db)
             self._index = self._load_index()
+            self._tallies: dict[tuple[str, str], Tally] = {}
         except sqlite3.DatabaseError as error:
             self._release_lockfile()
             raise StorageError(f"cannot open SQLite database {path!r}: {error}") from None
+        except StorageError:
+            self._release_lockfile()
+            raise
 
     def _release_lockfile(self) -> None:
         if self._lockfile is not None:
@@ -76,12 +90,15 @@ class SqliteStorage(Storage):
                 "SELECT id FROM surveys WHERE state = ?", (pb.SURVEY_STATE_OPEN,)
             )
         }
-        for survey_id, reports in self._db.execute(
-            "SELECT log.survey_id, log.reports FROM log JOIN surveys ON surveys.id = log.survey_id "
-            "WHERE surveys.state = ? ORDER BY log.seq",
+        for seq, survey_id, reports in self._db.execute(
+            "SELECT log.seq, log.survey_id, log.reports FROM log "
+            "JOIN surveys ON surveys.id = log.survey_id WHERE surveys.state = ? ORDER BY log.seq",
             (pb.SURVEY_STATE_OPEN,),
         ):
-            ids, payloads = decode_log(reports)
+            try:
+                ids, payloads = decode_log(reports)
+            except (LogFormatError, InvalidArgument) as error:
+                raise StorageError(f"log row {seq} of {self.path!r} is damaged: {error}") from None
             index[survey_id].update(zip(ids, payloads, strict=True))
         return index
 
@@ -145,12 +162,12 @@ class SqliteStorage(Storage):
     def submit(self, submission: Submission) -> SubmitOutcome:
         """Append the new reports to the log and bump tallies in one durable transaction."""
         with self._lock:
-            added: list[tuple[dict[bytes, bytes], list[bytes]]] = []
+            added: list[tuple[dict[bytes, bytes], Sequence[bytes]]] = []
             try:
                 fresh = self._claim_locked(submission, added)
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
-                    self._append_locked(submission, fresh)
+                    tallies = self._append_locked(submission, fresh)
                     self._db.execute("COMMIT")
                 except BaseException:
                     self._db.execute("ROLLBACK")
@@ -160,24 +177,32 @@ class SqliteStorage(Storage):
                     for report_id in claimed:
                         del index[report_id]
                 raise
-        stored = int(fresh.sum())
-        return SubmitOutcome(stored=stored, already_stored=len(fresh) - stored)
+            self._tallies.update(tallies)  # only once committed
+        total = len(submission.report_ids)
+        stored = total if fresh is None else int(np.count_nonzero(fresh))
+        return SubmitOutcome(stored=stored, already_stored=total - stored)
 
     def _claim_locked(
-        self, submission: Submission, added: list[tuple[dict[bytes, bytes], list[bytes]]]
-    ) -> NDArray[np.bool_]:
+        self, submission: Submission, added: list[tuple[dict[bytes, bytes], Sequence[bytes]]]
+    ) -> NDArray[np.bool_] | None:
         """Enter the batch's new ids in the index (listed in ``added``); which reports are new.
 
-        One ``setdefault`` per id both looks it up and claims it; a report is new exactly
-        when the index now holds its own payload object. The caller removes the claimed
-        ids again if the batch is not committed.
+        One ``setdefault`` per id both looks it up and claims it. The ids of a submission
+        are distinct, so when the index grew by the number of ids, every report is new
+        (the common case, answered without looking at each id again). Otherwise a report
+        is new exactly when the index now holds its own payload object: a stored payload
+        comes from an earlier decode, never the same object. The caller removes the
+        claimed ids again if the batch is not committed.
+
+        Returns:
+            None if every report is new, else a mask of the new ones.
 
         Raises:
             FailedPrecondition: a survey is closed.
             AlreadyExists: an id is stored with a different payload.
         """
         ids, payloads = submission.report_ids, submission.payloads
-        fresh = np.ones(len(ids), dtype=bool)
+        fresh: NDArray[np.bool_] | None = None
         for group in submission.groups:
             index = self._index.get(group.survey_id)
             if index is None:
@@ -187,11 +212,14 @@ class SqliteStorage(Storage):
             rows = range(len(ids)) if whole else group.rows.tolist()
             mine = payloads if whole else [payloads[row] for row in rows]
             theirs = ids if whole else [ids[row] for row in rows]
+            before = len(index)
             held = list(map(index.setdefault, theirs, mine))
-            if all(map(operator.is_, held, mine)):
-                added.append((index, list(theirs)))
+            if len(index) - before == len(theirs):
+                added.append((index, theirs))
                 continue
             added.append((index, [i for i, h, m in zip(theirs, held, mine, strict=True) if h is m]))
+            if fresh is None:
+                fresh = np.ones(len(ids), dtype=bool)
             for row, payload in zip(rows, held, strict=True):
                 if payload is payloads[row]:
                     continue
@@ -204,22 +232,28 @@ class SqliteStorage(Storage):
                 fresh[row] = False
         return fresh
 
-    def _append_locked(self, submission: Submission, fresh: NDArray[np.bool_]) -> None:
+    def _append_locked(
+        self, submission: Submission, fresh: NDArray[np.bool_] | None
+    ) -> dict[tuple[str, str], Tally]:
+        """Write the new reports' log rows and tallies; the tallies to cache after commit."""
         by_survey: dict[str, list[NDArray[np.intp]]] = {}
+        tallies: dict[tuple[str, str], Tally] = {}
         for group in submission.groups:
-            keep = fresh[group.rows]
-            if not keep.any():
-                continue
-            by_survey.setdefault(group.survey_id, []).append(group.rows[keep])
-            delta = group.tally(keep)
-            n, sums_text = self._db.execute(
-                "SELECT n, sums FROM tallies WHERE survey_id = ? AND question_id = ?",
-                (group.survey_id, group.question_id),
-            ).fetchone()
-            sums = _add(json.loads(sums_text), delta)
+            keep: Selection
+            if fresh is None:
+                keep, rows = _ALL, group.rows
+            else:
+                keep = fresh[group.rows]
+                rows = group.rows[keep]
+                if not len(rows):
+                    continue
+            by_survey.setdefault(group.survey_id, []).append(rows)
+            key = (group.survey_id, group.question_id)
+            old = tallies.get(key) or self._tallies.get(key) or self._read_tally(key)
+            new = tallies[key] = Tally(old.n + len(rows), _add(old.sums, group.tally(keep)))
             self._db.execute(
                 "UPDATE tallies SET n = ?, sums = ? WHERE survey_id = ? AND question_id = ?",
-                (n + int(keep.sum()), json.dumps(sums), group.survey_id, group.question_id),
+                (new.n, json.dumps(new.sums), *key),
             )
         for survey_id, parts in by_survey.items():
             rows = parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts))
@@ -227,6 +261,13 @@ class SqliteStorage(Storage):
                 "INSERT INTO log (survey_id, reports) VALUES (?, ?)",
                 (survey_id, submission.encode(rows)),
             )
+        return tallies
+
+    def _read_tally(self, key: tuple[str, str]) -> Tally:
+        n, sums = self._db.execute(
+            "SELECT n, sums FROM tallies WHERE survey_id = ? AND question_id = ?", key
+        ).fetchone()
+        return Tally(n=n, sums=tuple(json.loads(sums)))
 
     def tally(self, survey_id: str, question_id: str) -> Tally | None:
         """O(1): one indexed row, whatever the number of reports."""
@@ -243,7 +284,7 @@ class SqliteStorage(Storage):
             rows = self._db.execute(
                 "SELECT reports FROM log WHERE survey_id = ? ORDER BY seq", (survey_id,)
             ).fetchall()
-        return iter([bytes(reports) for (reports,) in rows])
+        return iter([expand(reports) for (reports,) in rows])
 
     def close(self) -> None:
         """Close the connection and release the lock file (closing twice is allowed)."""
@@ -252,8 +293,8 @@ class SqliteStorage(Storage):
             self._release_lockfile()
 
 
-def _add(sums: list[int], delta: list[int]) -> list[int]:
+def _add(sums: tuple[int, ...], delta: list[int]) -> tuple[int, ...]:
     """Element-wise sum of two tallies' sums, the shorter padded with zeros."""
     if len(sums) < len(delta):
-        sums = sums + [0] * (len(delta) - len(sums))
-    return [total + (delta[i] if i < len(delta) else 0) for i, total in enumerate(sums)]
+        sums = sums + (0,) * (len(delta) - len(sums))
+    return tuple(total + (delta[i] if i < len(delta) else 0) for i, total in enumerate(sums))

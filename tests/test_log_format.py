@@ -1,0 +1,164 @@
+"""Log rows: the compact encoding round-trips, damage is refused, and v2 databases upgrade."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aggregator._batch import _decode_exact, _decode_uniform, decode_log
+from aggregator._log_format import (
+    COMPACT_UNIFORM,
+    LogFormatError,
+    compact_uniform,
+    expand,
+    read_compact,
+)
+from aggregator.storage import StorageError, Tally, open_storage
+from aggregator.storage._migrate import SCHEMA_VERSION
+from shared.deniable.v1 import aggregator_pb2 as pb
+from tests.test_storage_contract import logged, recount, report, submit, survey
+
+ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
+
+
+def request(ids: list[str], bits: list[bool], survey_id: str = "s1") -> bytes:
+    mechanism = pb.Mechanism(randomized_response=pb.RandomizedResponse(alpha=0.25))
+    return pb.SubmitReportsRequest(
+        reports=[
+            pb.Report(report_id=i, survey_id=survey_id, question_id="q", mechanism=mechanism, bit=b)
+            for i, b in zip(ids, bits, strict=True)
+        ]
+    ).SerializeToString()
+
+
+@st.composite
+def uniform_requests(draw: st.DrawFn) -> bytes:
+    length = draw(st.integers(1, 128))
+    ids = draw(
+        st.lists(
+            st.text(ID_ALPHABET, min_size=length, max_size=length),
+            min_size=1,
+            max_size=40,
+            unique=True,
+        )
+    )
+    bits = draw(st.lists(st.booleans(), min_size=len(ids), max_size=len(ids)))
+    survey_id = draw(st.text("abcdef0123456789", min_size=1, max_size=40))
+    return request(ids, bits, survey_id)
+
+
+@settings(max_examples=200, deadline=None)
+@given(uniform_requests(), st.data())
+def test_compact_rows_round_trip(data: bytes, draw: st.DataObject) -> None:
+    fast = _decode_uniform(data, 10_000)
+    assert fast is not None
+    exact = _decode_exact(data, 10_000)
+    count = len(fast.report_ids)
+    rows = np.array(
+        sorted(draw.draw(st.sets(st.integers(0, count - 1), min_size=1))), dtype=np.intp
+    )
+    row = fast.encode(rows)
+    assert row[0] == COMPACT_UNIFORM
+    assert expand(row) == exact.encode(rows)  # the canonical row of the same reports
+    assert read_compact(row) == decode_log(exact.encode(rows))
+    assert read_compact(row) == (
+        [fast.report_ids[i] for i in rows],
+        [fast.payloads[i] for i in rows],
+    )
+
+
+def test_a_canonical_row_expands_to_itself() -> None:
+    data = request(["a", "bb"], [True, False])
+    assert expand(data) == data
+    assert decode_log(data) == (
+        [b"a", b"bb"],
+        [report.SerializeToString()[len(report.report_id) + 2 :] for report in
+         pb.SubmitReportsRequest.FromString(data).reports],
+    )  # fmt: skip
+
+
+GOOD = compact_uniform(b"\x12\x02s1(", 2, b"aabb", b"\x01\x00")
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        (GOOD[:5], "truncated header"),
+        (GOOD[:-1], f"{len(GOOD) - 1} bytes, the header implies {len(GOOD)}"),
+        (GOOD + b"\x00", f"{len(GOOD) + 1} bytes, the header implies {len(GOOD)}"),
+        (GOOD[:-1] + b"\x02", "a bit other than 0 or 1"),
+        (compact_uniform(b"", 0, b"", b""), "bad header"),
+    ],
+    ids=["truncated", "short", "long", "bit-2", "id-length-0"],
+)
+def test_damaged_compact_rows_are_refused(row: bytes, message: str) -> None:
+    assert read_compact(GOOD) == ([b"aa", b"bb"], [b"\x12\x02s1(\x01", b"\x12\x02s1(\x00"])
+    with pytest.raises(LogFormatError, match=message):
+        read_compact(row)
+    with pytest.raises(LogFormatError, match=message):
+        expand(row)
+
+
+def uniform_reports(count: int) -> list[pb.Report]:
+    return [report(f"id{i:04d}", i % 3 == 0) for i in range(count)]
+
+
+def test_the_sqlite_log_stores_uniform_batches_compactly(tmp_path: Path) -> None:
+    path = tmp_path / "x.db"
+    storage = open_storage(f"sqlite:///{path}")
+    storage.create_survey(survey())
+    submit(storage, uniform_reports(50))
+    submit(storage, [report("odd", 1, "q2"), report("id0000", 1)])  # mixed: canonical
+    assert logged(storage) == [*uniform_reports(50), report("odd", 1, "q2")]
+    assert storage.tally("s1", "q1") == recount(storage, "s1", "q1") == Tally(50, (17,))
+    storage.close()
+    db = sqlite3.connect(path)
+    firsts = [row[0] for (row,) in db.execute("SELECT reports FROM log ORDER BY seq")]
+    db.close()
+    assert firsts == [COMPACT_UNIFORM, 0x0A]
+    reopened = open_storage(f"sqlite:///{path}")  # the id index is rebuilt from both rows
+    assert submit(reopened, uniform_reports(50)).already_stored == 50
+    assert logged(reopened) == [*uniform_reports(50), report("odd", 1, "q2")]
+    reopened.close()
+
+
+def test_a_damaged_log_row_is_refused_at_start(tmp_path: Path) -> None:
+    path = tmp_path / "x.db"
+    storage = open_storage(f"sqlite:///{path}")
+    storage.create_survey(survey())
+    submit(storage, uniform_reports(10))
+    storage.close()
+    db = sqlite3.connect(path)
+    db.execute("UPDATE log SET reports = substr(reports, 1, length(reports) - 1)")
+    db.commit()
+    db.close()
+    with pytest.raises(StorageError, match=r"log row 1 of .* is damaged: compact log row"):
+        open_storage(f"sqlite:///{path}")
+    open_storage(f"sqlite:///{tmp_path / 'y.db'}").close()
+    with pytest.raises(StorageError, match="is damaged"):  # the lock was released: same error
+        open_storage(f"sqlite:///{path}")
+
+
+def test_a_version_2_database_is_upgraded(tmp_path: Path) -> None:
+    path = tmp_path / "v2.db"
+    storage = open_storage(f"sqlite:///{path}")
+    storage.create_survey(survey())
+    submit(storage, [report("a", 1), report("b", 0)])
+    storage.close()
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version = 2")
+    db.commit()
+    db.close()
+    assert SCHEMA_VERSION == 3
+    upgraded = open_storage(f"sqlite:///{path}")
+    assert upgraded.tally("s1", "q1") == Tally(2, (1,))
+    assert submit(upgraded, [report("a", 1)]).already_stored == 1
+    upgraded.close()
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone() == (3,)
+    db.close()
