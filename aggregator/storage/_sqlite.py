@@ -12,7 +12,7 @@ from typing import IO
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregator._errors import AlreadyExists, FailedPrecondition, InvalidArgument
+from aggregator._errors import InvalidArgument
 from aggregator._log_format import LogFormatError, expand
 from aggregator.storage._base import (
     Selection,
@@ -22,6 +22,8 @@ from aggregator.storage._base import (
     SubmitOutcome,
     Tally,
 )
+from aggregator.storage._group_commit import GroupCommitter
+from aggregator.storage._id_index import Claim, IdIndex
 from aggregator.storage._lock import exclusive_lock
 from aggregator.storage._migrate import migrate
 from shared.deniable.v1 import aggregator_pb2 as pb
@@ -37,19 +39,20 @@ class SqliteStorage(Storage):
     Layout: each committed batch appends one row per survey to ``log`` holding the new
     reports (compact for a uniform yes/no batch, else a serialized
     ``SubmitReportsRequest``; see :mod:`aggregator._log_format`), and bumps the running
-    ``tallies`` in the same transaction. Rows are appended in key order, so a commit writes a few
-    sequential pages however random the clients' report ids are.
+    ``tallies`` in the same transaction. Rows are appended in key order, so a commit
+    writes a few sequential pages however random the clients' report ids are.
 
     Idempotency: the ids of each open survey's stored reports (with their payloads) are
-    kept in memory, rebuilt from the log at start, and updated only after a commit. That
-    costs about 100 bytes of memory per stored report of an open survey; a lock file
-    (``PATH.lock``) keeps a second aggregator from using the same database.
+    kept in memory (:class:`IdIndex`), rebuilt from the log at start; ids claimed by a
+    batch that is not committed are removed again. A lock file (``PATH.lock``) keeps a
+    second aggregator from using the same database.
 
     Durability: the WAL journal with ``synchronous=FULL`` fsyncs the log at every commit,
-    so an acknowledged batch survives a process crash and a power loss. (``NORMAL`` would be
-    faster but can lose the last commits on power loss, which would break the promise that
-    an acknowledged report is never lost.) One connection serves all threads under a lock:
-    SQLite admits one writer at a time anyway.
+    so an acknowledged batch survives a process crash and a power loss. (``NORMAL`` would
+    be faster but can lose the last commits on power loss, which would break the promise
+    that an acknowledged report is never lost.) One connection serves all threads under a
+    lock, as SQLite admits one writer at a time anyway; batches that arrive during a
+    commit share the next one (:class:`GroupCommitter`).
     """
 
     def __init__(self, path: str) -> None:
@@ -66,8 +69,10 @@ class SqliteStorage(Storage):
             self._db.execute("PRAGMA foreign_keys=ON")
             self._db.execute("PRAGMA busy_timeout=10000")
             migrate(self._db)
-            self._index = self._load_index()
+            self._index = IdIndex()
+            self._load_index()
             self._tallies: dict[tuple[str, str], Tally] = {}
+            self._committer = GroupCommitter(self._commit_locked, self._lock)
         except sqlite3.DatabaseError as error:
             self._release_lockfile()
             raise StorageError(f"cannot open SQLite database {path!r}: {error}") from None
@@ -80,16 +85,14 @@ class SqliteStorage(Storage):
             self._lockfile.close()
             self._lockfile = None
 
-    def _load_index(self) -> dict[str, dict[bytes, bytes]]:
-        """Report ids and payloads of every open survey, read back from the log."""
+    def _load_index(self) -> None:
+        """Enter the report ids and payloads of every open survey, read back from the log."""
         from aggregator._batch import decode_log
 
-        index: dict[str, dict[bytes, bytes]] = {
-            survey_id: {}
-            for (survey_id,) in self._db.execute(
-                "SELECT id FROM surveys WHERE state = ?", (pb.SURVEY_STATE_OPEN,)
-            )
-        }
+        for (survey_id,) in self._db.execute(
+            "SELECT id FROM surveys WHERE state = ?", (pb.SURVEY_STATE_OPEN,)
+        ):
+            self._index.open(survey_id)
         for seq, survey_id, reports in self._db.execute(
             "SELECT log.seq, log.survey_id, log.reports FROM log "
             "JOIN surveys ON surveys.id = log.survey_id WHERE surveys.state = ? ORDER BY log.seq",
@@ -99,8 +102,7 @@ class SqliteStorage(Storage):
                 ids, payloads = decode_log(reports)
             except (LogFormatError, InvalidArgument) as error:
                 raise StorageError(f"log row {seq} of {self.path!r} is damaged: {error}") from None
-            index[survey_id].update(zip(ids, payloads, strict=True))
-        return index
+            self._index.load(survey_id, ids, payloads)
 
     def _with_count(self, spec: bytes, state: int, survey_id: str) -> pb.Survey:
         survey = pb.Survey.FromString(spec)
@@ -131,7 +133,7 @@ class SqliteStorage(Storage):
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-            self._index[survey.id] = {}
+            self._index.open(survey.id)
 
     def get_survey(self, survey_id: str) -> pb.Survey | None:
         """The survey with its state and report count, or None."""
@@ -156,88 +158,64 @@ class SqliteStorage(Storage):
             self._db.execute(
                 "UPDATE surveys SET state = ? WHERE id = ?", (pb.SURVEY_STATE_CLOSED, survey_id)
             )
-            self._index.pop(survey_id, None)
+            self._index.forget(survey_id)
         return self.get_survey(survey_id)
 
     def submit(self, submission: Submission) -> SubmitOutcome:
-        """Append the new reports to the log and bump tallies in one durable transaction."""
-        with self._lock:
-            added: list[tuple[dict[bytes, bytes], Sequence[bytes]]] = []
-            try:
-                fresh = self._claim_locked(submission, added)
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    tallies = self._append_locked(submission, fresh)
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
-            except BaseException:
-                for index, claimed in added:  # nothing of the batch is stored: forget it
-                    for report_id in claimed:
-                        del index[report_id]
-                raise
-            self._tallies.update(tallies)  # only once committed
-        total = len(submission.report_ids)
-        stored = total if fresh is None else int(np.count_nonzero(fresh))
-        return SubmitOutcome(stored=stored, already_stored=total - stored)
+        """Append the new reports to the log and bump tallies in one durable transaction.
 
-    def _claim_locked(
-        self, submission: Submission, added: list[tuple[dict[bytes, bytes], Sequence[bytes]]]
-    ) -> NDArray[np.bool_] | None:
-        """Enter the batch's new ids in the index (listed in ``added``); which reports are new.
-
-        One ``setdefault`` per id both looks it up and claims it. The ids of a submission
-        are distinct, so when the index grew by the number of ids, every report is new
-        (the common case, answered without looking at each id again). Otherwise a report
-        is new exactly when the index now holds its own payload object: a stored payload
-        comes from an earlier decode, never the same object. The caller removes the
-        claimed ids again if the batch is not committed.
-
-        Returns:
-            None if every report is new, else a mask of the new ones.
-
-        Raises:
-            FailedPrecondition: a survey is closed.
-            AlreadyExists: an id is stored with a different payload.
+        Batches submitted concurrently while a commit runs are committed together in the
+        next transaction (group commit): each batch is still all or nothing, and the
+        reply still waits for the fsync, but concurrent batches share it.
         """
-        ids, payloads = submission.report_ids, submission.payloads
-        fresh: NDArray[np.bool_] | None = None
-        for group in submission.groups:
-            index = self._index.get(group.survey_id)
-            if index is None:
-                first = submission.positions[int(group.rows[0])]
-                raise FailedPrecondition(f"reports[{first}]: survey {group.survey_id!r} is closed")
-            whole = len(group.rows) == len(ids)  # rows are distinct: all of them, in order
-            rows = range(len(ids)) if whole else group.rows.tolist()
-            mine = payloads if whole else [payloads[row] for row in rows]
-            theirs = ids if whole else [ids[row] for row in rows]
-            before = len(index)
-            held = list(map(index.setdefault, theirs, mine))
-            if len(index) - before == len(theirs):
-                added.append((index, theirs))
-                continue
-            added.append((index, [i for i, h, m in zip(theirs, held, mine, strict=True) if h is m]))
-            if fresh is None:
-                fresh = np.ones(len(ids), dtype=bool)
-            for row, payload in zip(rows, held, strict=True):
-                if payload is payloads[row]:
-                    continue
-                if payload != payloads[row]:
-                    raise AlreadyExists(
-                        f"reports[{submission.positions[row]}].report_id: "
-                        f"{ids[row].decode()!r} is already stored in survey "
-                        f"{group.survey_id!r} with different content"
-                    )
-                fresh[row] = False
-        return fresh
+        return self._committer.submit(submission)
+
+    def _commit_locked(
+        self, submissions: Sequence[Submission]
+    ) -> list[SubmitOutcome | BaseException]:
+        """Claim each batch's ids, then store every claimed batch in one transaction.
+
+        A batch refused while claiming (a closed survey, a conflicting id) gets its own
+        error and takes no part in the transaction; if the transaction fails, every batch
+        in it gets that error and nothing of them stays claimed.
+        """
+        results: list[SubmitOutcome | BaseException] = []
+        claims: list[tuple[int, Submission, Claim]] = []
+        for position, submission in enumerate(submissions):
+            try:
+                claims.append((position, submission, self._index.claim(submission)))
+                results.append(RuntimeError("not committed"))  # replaced below
+            except Exception as error:
+                results.append(error)
+        if not claims:
+            return results
+        tallies: dict[tuple[str, str], Tally] = {}
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for _, submission, claim in claims:
+                    self._append_locked(submission, claim.fresh, tallies)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        except BaseException:
+            for _, _, claim in claims:  # nothing of these batches is stored: forget them
+                self._index.release(claim)
+            raise
+        self._tallies.update(tallies)  # only once committed
+        for position, _, claim in claims:
+            results[position] = SubmitOutcome(claim.stored, claim.total - claim.stored)
+        return results
 
     def _append_locked(
-        self, submission: Submission, fresh: NDArray[np.bool_] | None
-    ) -> dict[tuple[str, str], Tally]:
-        """Write the new reports' log rows and tallies; the tallies to cache after commit."""
+        self,
+        submission: Submission,
+        fresh: NDArray[np.bool_] | None,
+        tallies: dict[tuple[str, str], Tally],
+    ) -> None:
+        """Write the new reports' log rows and tallies; enter the tallies in ``tallies``."""
         by_survey: dict[str, list[NDArray[np.intp]]] = {}
-        tallies: dict[tuple[str, str], Tally] = {}
         for group in submission.groups:
             keep: Selection
             if fresh is None:
@@ -261,7 +239,6 @@ class SqliteStorage(Storage):
                 "INSERT INTO log (survey_id, reports) VALUES (?, ?)",
                 (survey_id, submission.encode(rows)),
             )
-        return tallies
 
     def _read_tally(self, key: tuple[str, str]) -> Tally:
         n, sums = self._db.execute(
