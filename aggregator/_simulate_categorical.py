@@ -140,8 +140,9 @@ def simulate_categorical(
     1e-9), so the intervals target population shares. Each answer is perturbed with the
     client's :func:`client._categorical.categorical_mechanism` (OS CSPRNG unless ``seed``),
     reduced to support counts and estimated with :func:`aggregator._frequency.
-    estimate_frequencies`. With ``submit``, each repeat's reports also go to an aggregator
-    whose estimate must equal the local one (else RuntimeError: a report was lost or doubled).
+    estimate_frequencies`. With ``submit`` (see :mod:`aggregator._simulate_grpc_kinds`),
+    each repeat's reports also go to an aggregator whose estimate must equal the local one
+    (else RuntimeError: a report was lost or doubled); ``first`` is then the aggregator's.
 
     Raises:
         ValueError: invalid participants, repeats, shares, options, confidence or method

@@ -113,8 +113,9 @@ def simulate_numeric(
     True values are drawn i.i.d. from ``distribution`` (so the interval targets the
     population mean), perturbed with :func:`client._numeric.perturb_numeric` (OS CSPRNG
     unless ``seed``), tallied exactly and estimated with :func:`aggregator._mean.
-    estimate_mean`. With ``submit``, each repeat's reports also go to an aggregator whose
-    estimate must equal the local one (else RuntimeError: a report was lost or doubled).
+    estimate_mean`. With ``submit`` (see :mod:`aggregator._simulate_grpc_kinds`), each
+    repeat's reports also go to an aggregator whose estimate must equal the local one (else
+    RuntimeError: a report was lost or doubled); ``first`` is then the aggregator's.
 
     Raises:
         ValueError: invalid participants, repeats, distribution or confidence (named).
@@ -146,6 +147,7 @@ def simulate_numeric(
                     f"n={remote.n}, estimate_raw={remote.estimate_raw} "
                     f"(expected {local.estimate_raw})"
                 )
+            first = first or remote
         first = first or local
         raw[run], low[run], high[run] = local.estimate_raw, local.ci_low, local.ci_high
         if progress is not None:

@@ -17,7 +17,7 @@ from shared._rr import RandomizedResponseSpec
 from shared._wire import Spec
 from shared.deniable.v1 import aggregator_pb2 as pb
 
-__all__ = ["perturbed_values"]
+__all__ = ["perturbed_values", "report_values"]
 
 
 def perturbed_values(
@@ -33,11 +33,29 @@ def perturbed_values(
         >>> [sorted(v) for v in perturbed_values(GrrSpec(3, 0.5), [0, 2])]
         [['option'], ['option']]
     """
+    reports: Any
     if isinstance(spec, RandomizedResponseSpec):
-        bits = RandomizedResponse(spec.alpha).perturb_many(truths, rng)
-        return [{"bit": bool(bit)} for bit in bits.tolist()]
-    if isinstance(spec, CategoricalSpec):
+        reports = RandomizedResponse(spec.alpha).perturb_many(truths, rng)
+    elif isinstance(spec, CategoricalSpec):
         reports = categorical_mechanism(spec).perturb_many(truths, rng)
+    else:
+        reports = perturb_numeric(spec, truths, rng)
+    return report_values(spec, reports)
+
+
+def report_values(spec: Spec, reports: Any) -> list[dict[str, Any]]:
+    """Perturbed reports, as the mechanisms' ``perturb_many`` return them, as ``value`` kwargs.
+
+    ``reports`` are booleans (randomized response), option indices (GRR), rows of k bits
+    (OUE), ``OlhReports`` (OLH) or numbers on the normalized scale (numeric mechanisms).
+
+    Example:
+        >>> report_values(GrrSpec(3, 0.5), np.array([2, 0]))
+        [{'option': 2}, {'option': 0}]
+    """
+    if isinstance(spec, RandomizedResponseSpec):
+        return [{"bit": bool(bit)} for bit in np.asarray(reports).tolist()]
+    if isinstance(spec, CategoricalSpec):
         if isinstance(spec, GrrSpec):
             return [{"option": int(option)} for option in np.asarray(reports).tolist()]
         if isinstance(spec, OueSpec):
@@ -49,5 +67,4 @@ def perturbed_values(
                 for ai, bi, yi in zip(a.tolist(), b.tolist(), y.tolist(), strict=True)
             ]
         raise TypeError(f"no report form for {type(spec).__name__}")  # pragma: no cover
-    numbers = perturb_numeric(spec, truths, rng)
-    return [{"number": float(y)} for y in np.asarray(numbers).ravel().tolist()]
+    return [{"number": float(y)} for y in np.asarray(reports).ravel().tolist()]

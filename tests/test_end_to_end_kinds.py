@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import Daemon, RunCli
-from tests.test_end_to_end import create, write_spec
+import pytest
+
+from tests.conftest import ADMIN_TOKEN, Daemon, RunCli
+from tests.test_end_to_end import create, reports_stored, write_spec
 
 SPEC = {
     "title": "Study habits",
@@ -105,3 +107,73 @@ def test_invalid_specs_are_usage_errors(run_cli: RunCli, daemon: Daemon, tmp_pat
         )  # fmt: skip
         assert done.returncode == 2, (question, done.stderr)
         assert message in done.stderr, done.stderr
+
+
+SIMULATE = {
+    "categorical": ["--options", "yes,no,maybe", "--distribution", "0.5,0.3,0.2",
+                    "--mechanism", "olh", "--epsilon", "1"],
+    "numeric": ["--min", "0", "--max", "40", "--distribution", "beta:2,5",
+                "--mechanism", "laplace", "--epsilon", "1"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", ["categorical", "numeric"])
+def test_simulate_kinds_over_grpc_json(run_cli: RunCli, kind: str) -> None:
+    done = run_cli(
+        "deniable-aggregator", "simulate", "--type", kind, *SIMULATE[kind],
+        "--participants", "1500", "--repeats", "2", "--seed", "9", "--transport", "grpc",
+        "--batch-size", "400", "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)  # exactly one document; progress went to stderr
+    assert (data["type"], data["transport"], data["repeats"]) == (kind, "grpc", 2)
+    assert data["grpc"]["embedded"] is True
+    assert data["grpc"]["address"].startswith("127.0.0.1:")
+    assert data["grpc"]["batch_size"] == 400
+    assert data["grpc"]["reports_sent"] == 3000
+    assert data["grpc"]["reports_per_second"] > 0
+    estimate = data["estimate"]
+    assert estimate["n"] == 1500
+    assert estimate["epsilon"] == pytest.approx(1.0)
+    if kind == "categorical":
+        assert estimate["mechanism"] == "olh"
+        assert len(estimate["estimate"]) == len(estimate["support_counts"]) == 3
+        assert sum(estimate["estimate"]) == pytest.approx(1.0)
+        assert [row["option"] for row in data["per_option"]] == ["yes", "no", "maybe"]
+    else:
+        assert (estimate["mechanism"], estimate["method"]) == ("laplace", "t")
+        assert 0.0 <= estimate["ci_low"] <= estimate["estimate"] <= estimate["ci_high"] <= 40.0
+        assert estimate["std_error_worst"] > 0
+    inprocess = run_cli(
+        "deniable-aggregator", "simulate", "--type", kind, *SIMULATE[kind],
+        "--participants", "1500", "--repeats", "2", "--seed", "9", "--transport", "inprocess",
+        "--json",
+    )  # fmt: skip
+    assert inprocess.returncode == 0, inprocess.stderr
+    local = json.loads(inprocess.stdout)
+    assert local["grpc"] is None
+    assert local["estimate"] == estimate  # same seed: the same reports, the same estimate
+
+
+def test_simulate_kinds_against_a_running_daemon(run_cli: RunCli, daemon: Daemon) -> None:
+    done = run_cli(
+        "deniable-aggregator", "simulate", "--type", "numeric", *SIMULATE["numeric"],
+        "--participants", "800", "--server", daemon.address, "--batch-size", "300",
+        env={"DENIABLE_ADMIN_TOKEN": ADMIN_TOKEN},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"Transport: gRPC to the daemon at {daemon.address}, 800 reports" in done.stdout
+    categorical = run_cli(
+        "deniable-aggregator", "simulate", "--type", "categorical", *SIMULATE["categorical"],
+        "--participants", "700", "--server", daemon.address,
+        "--admin-token-file", str(daemon.token_file), "--json",
+    )  # fmt: skip
+    assert categorical.returncode == 0, categorical.stderr
+    assert json.loads(categorical.stdout)["grpc"]["embedded"] is False
+    assert reports_stored(daemon) == 1500
+    no_token = run_cli(
+        "deniable-aggregator", "simulate", "--type", "categorical", *SIMULATE["categorical"],
+        "--participants", "10", "--server", daemon.address,
+    )  # fmt: skip
+    assert no_token.returncode == 2
+    assert "DENIABLE_ADMIN_TOKEN" in no_token.stderr

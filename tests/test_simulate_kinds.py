@@ -16,11 +16,17 @@ from aggregator._distributions import (
     parse_shares,
 )
 from aggregator._frequency import estimate_frequencies
+from aggregator._mean import estimate_mean_from_reports
 from aggregator._simulate_categorical import exact_frequency_coverage, simulate_categorical
+from aggregator._simulate_grpc_kinds import categorical_grpc_submitter, numeric_grpc_submitter
 from aggregator._simulate_numeric import estimate_variance, simulate_numeric
 from aggregator._support import support_counts
+from client._categorical import categorical_mechanism
+from client._numeric import perturb_numeric
 from shared._categorical import categorical_spec
 from shared._numeric import numeric_spec
+from shared._wire import mechanism_message, question_spec
+from shared.deniable.v1 import aggregator_pb2 as pb
 from tests.conftest import RunCli
 
 SIGMAS = 4.0  # every statistical check allows 4 standard errors (DESIGN §7)
@@ -276,6 +282,87 @@ def test_numeric_submit_must_return_the_local_estimate() -> None:
         )  # fmt: skip
 
 
+# --- over gRPC: a real embedded aggregator on 127.0.0.1:0 -------------------------------
+
+
+@pytest.mark.parametrize("kind", ["grr", "oue", "olh"])
+def test_categorical_grpc_estimate_equals_the_in_process_one(kind: str) -> None:
+    spec = categorical_spec(kind, 4, 1.0)
+    rng = np.random.default_rng(17)
+    truth = rng.choice(4, size=900, p=[0.4, 0.3, 0.2, 0.1])
+    reports = categorical_mechanism(spec).perturb_many(truth, rng=rng)
+    names = ["iOS", "Android", "Linux", "other"]
+    with categorical_grpc_submitter(
+        spec, options=names, confidence=0.9, method="wilson", batch_size=250
+    ) as submit:
+        remote = submit(reports)
+        assert (submit.reports_sent, len(submit.surveys), submit.embedded) == (900, 1, True)
+        survey = submit.client.get_survey(submit.surveys[0])
+    local = estimate_frequencies(support_counts(spec, reports), 900, spec, 0.9, method="wilson")
+    assert remote == local  # every field, read back from GetEstimate
+    assert (remote.n, remote.k, remote.mechanism) == (900, 4, kind)
+    assert (survey.reports, survey.state) == (900, pb.SURVEY_STATE_CLOSED)
+    (question,) = survey.questions
+    assert list(question.categorical.options) == names
+    assert question.mechanism == mechanism_message(spec)
+    assert question_spec(question) == spec
+
+
+@pytest.mark.parametrize("kind", ["laplace", "duchi", "piecewise", "hybrid"])
+def test_numeric_grpc_estimate_equals_the_in_process_one(kind: str) -> None:
+    spec = numeric_spec(kind, -10.0, 30.0, 1.0)
+    rng = np.random.default_rng(23)
+    reports = perturb_numeric(spec, rng.uniform(-10.0, 30.0, size=700), rng=rng)
+    with numeric_grpc_submitter(spec, confidence=0.8, batch_size=300) as submit:
+        remote = submit(reports)
+        survey = submit.client.get_survey(submit.surveys[0])
+    assert remote == estimate_mean_from_reports(spec, reports, 0.8)  # every field
+    assert (survey.reports, survey.questions[0].numeric.max) == (700, 30.0)
+    assert question_spec(survey.questions[0]) == spec
+
+
+def test_grpc_simulations_read_back_the_in_process_results() -> None:
+    categorical = categorical_spec("olh", 3, 2.0)
+    local = simulate_categorical(600, [0.5, 0.3, 0.2], categorical, repeats=2, seed=4)
+    with categorical_grpc_submitter(categorical, confidence=0.95, method="clopper-pearson") as go:
+        remote = simulate_categorical(
+            600, [0.5, 0.3, 0.2], categorical, repeats=2, seed=4, submit=go
+        )
+    assert (go.reports_sent, len(go.surveys)) == (1200, 2)
+    assert remote.first == local.first
+    assert remote.per_option == local.per_option
+    assert (remote.transport, local.transport) == ("grpc", "inprocess")
+    numeric = numeric_spec("duchi", 0.0, 1.0, 1.0)
+    local_mean = simulate_numeric(500, "beta:2,2", numeric, repeats=2, seed=8)
+    with numeric_grpc_submitter(numeric, confidence=0.95) as send:
+        remote_mean = simulate_numeric(500, "beta:2,2", numeric, repeats=2, seed=8, submit=send)
+        with pytest.raises(RuntimeError, match="disagrees with the 500 reports sent: n=499"):
+            simulate_numeric(500, "uniform", numeric, seed=1, submit=lambda y: send(y[1:]))
+    assert remote_mean.first == local_mean.first
+    assert remote_mean.mean_estimate_raw == local_mean.mean_estimate_raw
+    assert send.summary()["reports_sent"] == 1499
+
+
+def test_kind_submitters_validate_their_options() -> None:
+    grr = categorical_spec("grr", 3, 1.0)
+    duchi = numeric_spec("duchi", 0.0, 1.0, 1.0)
+    cases: list[tuple[Any, str]] = [
+        (lambda: categorical_grpc_submitter(grr, options=["a"], confidence=0.9, method="wald"),
+         r"need k=3 option names, got 1"),
+        (lambda: categorical_grpc_submitter(duchi, confidence=0.9, method="wald"),  # type: ignore[arg-type]
+         "spec must be a categorical spec"),
+        (lambda: numeric_grpc_submitter(grr, confidence=0.9),  # type: ignore[arg-type]
+         "spec must be a numeric spec"),
+        (lambda: numeric_grpc_submitter(duchi, confidence=0.9, batch_size=10_001),
+         r"batch_size must be in 1\.\.10000, got 10001"),
+        (lambda: numeric_grpc_submitter(duchi, confidence=0.9, server="127.0.0.1:1"),
+         "needs the admin token"),
+    ]  # fmt: skip
+    for make, message in cases:
+        with pytest.raises((ValueError, TypeError), match=message), make():
+            pass
+
+
 # --- the CLI ------------------------------------------------------------------------------
 
 CATEGORICAL = [
@@ -348,14 +435,9 @@ def test_simulate_numeric_json_and_text(run_cli: RunCli) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (
-            [a for a in CATEGORICAL if a not in ("--transport", "inprocess")],
-            "--type categorical is simulated in process for now; pass --transport inprocess",
-        ),
-        (
-            [*NUMERIC[:-2], "--transport", "grpc"],
-            "--type numeric is simulated in process for now; pass --transport inprocess",
-        ),
+        ([*CATEGORICAL, "--server", "127.0.0.1:1"], "--server needs --transport grpc"),
+        ([*NUMERIC[:-2], "--batch-size", "0"], "batch_size must be in 1..10000, got 0"),
+        ([*NUMERIC[:-2], "--server", "127.0.0.1:1"], "need --admin-token-file or DENIABLE_ADMIN"),
         ([*CATEGORICAL[:6], "0.5,0.6,-0.1", *CATEGORICAL[7:]], "share 2 must be a finite"),
         ([*CATEGORICAL[:6], "0.5,0.3", *CATEGORICAL[7:]], "one share per option (k=3), got 2"),
         ([*CATEGORICAL[:6], "0.5,0.3,0.3", *CATEGORICAL[7:]], "must sum to 1 (within 1e-9)"),

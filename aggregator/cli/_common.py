@@ -25,6 +25,7 @@ __all__ = [
     "server_option",
     "spec_from_options",
     "token_option",
+    "transport_line",
     "user_errors",
 ]
 
@@ -147,3 +148,14 @@ def read_token(token_file: Path | None) -> str:
             raise click.UsageError("admin commands need --admin-token-file or DENIABLE_ADMIN_TOKEN")
     with user_errors():
         return check_token(token, source)
+
+
+def transport_line(info: dict[str, Any], read_back: str = "the estimate above was") -> str:
+    """Where ``simulate`` sent the reports over gRPC, and how fast (``grpc`` of --json)."""
+    where = "embedded daemon" if info["embedded"] else "daemon"
+    return (
+        f"Transport: gRPC to the {where} at {info['address']}, "
+        f"{info['reports_sent']:,} reports in batches of {info['batch_size']:,}: "
+        f"{info['reports_per_second']:,.0f} reports/s through SubmitReports; "
+        f"{read_back} read back with GetEstimate"
+    )

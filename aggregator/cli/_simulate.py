@@ -19,6 +19,7 @@ from aggregator.cli._common import (
     remote_errors,
     spec_from_options,
     token_option,
+    transport_line,
     user_errors,
 )
 from aggregator.cli._kinds import kind_options, reject_options
@@ -83,19 +84,19 @@ def simulate_command(
     --type binary (default): a yes/no question with true share --p. --type categorical:
     --options K (or names) with true shares --distribution. --type numeric: values on
     [--min, --max] drawn from --distribution. Each simulated participant randomizes their
-    answer with the client library (OS CSPRNG unless --seed is given). For yes/no questions
-    the reports go by default over gRPC to an embedded aggregator daemon (127.0.0.1,
-    OS-chosen port, temporary SQLite database), which stores them and returns the estimate;
-    --transport inprocess skips the network (categorical and numeric questions are simulated
-    in process for now). With --repeats > 1 it reports the intervals' empirical coverage and
-    the spread of the estimates beside theory.
+    answer with the client library (OS CSPRNG unless --seed is given). The reports go by
+    default over gRPC to an embedded aggregator daemon (127.0.0.1, OS-chosen port, temporary
+    SQLite database), or to --server, which stores them and returns the estimate;
+    --transport inprocess skips the network. With --repeats > 1 it reports the intervals'
+    empirical coverage and the spread of the estimates beside theory.
     """
     if question_type != "binary":
         simulate_kind(
             question_type, participants=participants, options=options, mechanism=mechanism,
             lo=lo, hi=hi, distribution=distribution, alpha=alpha, epsilon=epsilon,
             repeats=repeats, confidence=confidence, method=method, seed=seed,
-            transport=transport, as_json=as_json,
+            transport=transport, server=server, admin_token_file=admin_token_file,
+            batch_size=batch_size, as_json=as_json,
         )  # fmt: skip
         return
     reject_options("binary", ["options", "mechanism", "lo", "hi", "distribution"])
@@ -129,13 +130,7 @@ def simulate_command(
             seed=seed, progress=bar.update if bar is not None else None, submit=submitter,
         )  # fmt: skip
         if submitter is not None:
-            grpc_info = {
-                "address": submitter.address,
-                "embedded": submitter.embedded,
-                "batch_size": submitter.batch_size,
-                "reports_sent": submitter.reports_sent,
-                "reports_per_second": submitter.reports_per_second,
-            }
+            grpc_info = submitter.summary()
     if as_json:
         data = result.to_dict()
         data["grpc"] = grpc_info
@@ -181,10 +176,4 @@ def _print_result(
                 "(drawing answers, perturbing, estimating)"
             )
     if grpc_info is not None:
-        where = "embedded daemon" if grpc_info["embedded"] else "daemon"
-        click.echo(
-            f"Transport: gRPC to the {where} at {grpc_info['address']}, "
-            f"{grpc_info['reports_sent']:,} reports in batches of {grpc_info['batch_size']:,}: "
-            f"{grpc_info['reports_per_second']:,.0f} reports/s through SubmitReports; "
-            "the estimate above was read back with GetEstimate"
-        )
+        click.echo(transport_line(grpc_info))

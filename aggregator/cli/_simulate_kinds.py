@@ -5,14 +5,29 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
 
 import click
 
 from aggregator._distributions import NumericDistribution, check_shares, parse_shares
 from aggregator._intervals import check_method
 from aggregator._simulate_categorical import CategoricalSimulation, simulate_categorical
+from aggregator._simulate_grpc import GrpcTransport
+from aggregator._simulate_grpc_kinds import (
+    CategoricalGrpcSubmitter,
+    NumericGrpcSubmitter,
+    categorical_grpc_submitter,
+    numeric_grpc_submitter,
+)
 from aggregator._simulate_numeric import NumericSimulation, simulate_numeric
-from aggregator.cli._common import emit_json, user_errors
+from aggregator.cli._common import (
+    emit_json,
+    read_token,
+    remote_errors,
+    transport_line,
+    user_errors,
+)
 from aggregator.cli._kinds import (
     categorical_inputs,
     mechanism_summary,
@@ -25,8 +40,6 @@ from shared._numeric import numeric_spec
 from shared._validate import as_count, check_open_unit
 
 __all__ = ["simulate_kind"]
-
-GRPC_ONLY = ["server", "admin_token_file", "batch_size"]
 
 
 def simulate_kind(
@@ -45,22 +58,24 @@ def simulate_kind(
     method: str,
     seed: int | None,
     transport: str,
+    server: str | None,
+    admin_token_file: Path | None,
+    batch_size: int,
     as_json: bool,
 ) -> None:
-    """Simulate a categorical or numeric question in process and print the result."""
-    if transport != "inprocess":
-        raise click.UsageError(
-            f"--type {question_type} is simulated in process for now; pass --transport inprocess"
-        )
+    """Simulate a categorical or numeric question, over gRPC or in process, and print it."""
     if question_type == "categorical":
-        reject_options(question_type, ["share", "lo", "hi", *GRPC_ONLY])
+        reject_options(question_type, ["share", "lo", "hi"])
         names, kind = categorical_inputs(options, mechanism, epsilon, alpha)
     else:
-        reject_options(question_type, ["share", "options", "alpha", "method", *GRPC_ONLY])
+        reject_options(question_type, ["share", "options", "alpha", "method"])
         low, high, kind, eps = numeric_inputs(lo, hi, mechanism, epsilon)
     if distribution is None:
         example = "0.5,0.3,0.2" if question_type == "categorical" else "uniform"
         raise click.UsageError(f"--type {question_type} needs --distribution (e.g. {example})")
+    if transport == "inprocess" and server is not None:
+        raise click.UsageError("--server needs --transport grpc")
+    token = read_token(admin_token_file) if server is not None else None
     with user_errors():  # everything is checked before the progress bar starts
         as_count("participants", participants, minimum=1)
         as_count("repeats", repeats, minimum=1)
@@ -73,31 +88,55 @@ def simulate_kind(
             values = NumericDistribution.parse(distribution)
             numeric = numeric_spec(kind, low, high, eps)
             values.check_range(numeric.lo, numeric.hi)
+    connection: dict[str, Any] = {
+        "confidence": confidence, "server": server, "admin_token": token, "batch_size": batch_size,
+    }  # fmt: skip
+    grpc: GrpcTransport | None = None
     with ExitStack() as stack:
         stack.enter_context(user_errors())
-        progress: Callable[[int], None] | None = None
-        if repeats > 1:
-            bar = stack.enter_context(
-                click.progressbar(length=repeats, label="simulating", file=sys.stderr)
-            )
-            progress = bar.update
+        stack.enter_context(remote_errors(server or "the embedded aggregator"))
         result: CategoricalSimulation | NumericSimulation
         if question_type == "categorical":
+            categorical_grpc: CategoricalGrpcSubmitter | None = None
+            if transport == "grpc":
+                categorical_grpc = grpc = stack.enter_context(
+                    categorical_grpc_submitter(
+                        categorical, options=names, method=method, **connection
+                    )
+                )
             result = simulate_categorical(
                 participants, shares, categorical, options=names, repeats=repeats,
-                confidence=confidence, method=method, seed=seed, progress=progress,
+                confidence=confidence, method=method, seed=seed,
+                progress=_progress(stack, repeats), submit=categorical_grpc,
             )  # fmt: skip
         else:
+            numeric_grpc: NumericGrpcSubmitter | None = None
+            if transport == "grpc":
+                numeric_grpc = grpc = stack.enter_context(
+                    numeric_grpc_submitter(numeric, **connection)
+                )
             result = simulate_numeric(
                 participants, values, numeric, repeats=repeats, confidence=confidence,
-                seed=seed, progress=progress,
+                seed=seed, progress=_progress(stack, repeats), submit=numeric_grpc,
             )  # fmt: skip
+    grpc_info = grpc.summary() if grpc is not None else None
     if as_json:
-        emit_json({"type": question_type, **result.to_dict()})
+        emit_json({"type": question_type, **result.to_dict(), "grpc": grpc_info})
     elif isinstance(result, CategoricalSimulation):
-        _print_categorical(result)
+        _print_categorical(result, grpc_info)
     else:
-        _print_numeric(result)
+        _print_numeric(result, grpc_info)
+
+
+def _progress(stack: ExitStack, repeats: int) -> Callable[[int], None] | None:
+    """A progress bar on stderr for more than one repeat, closed with ``stack``."""
+    if repeats == 1:
+        return None
+    bar = stack.enter_context(
+        click.progressbar(length=repeats, label="simulating", file=sys.stderr)
+    )
+    update: Callable[[int], None] = bar.update
+    return update
 
 
 def _privacy(epsilon: float) -> str:
@@ -110,7 +149,7 @@ def _ratio(empirical: float, theory: float) -> str:
     return f"{empirical / theory:.3f}" if theory > 0 else "-"
 
 
-def _print_categorical(result: CategoricalSimulation) -> None:
+def _print_categorical(result: CategoricalSimulation, grpc_info: dict[str, Any] | None) -> None:
     first, rows = result.first, result.per_option
     click.echo(
         f"Simulated {result.participants:,} participants choosing among {len(rows)} options "
@@ -133,8 +172,14 @@ def _print_categorical(result: CategoricalSimulation) -> None:
         f"Intervals: {first.method}, one per option (not simultaneous); estimand: "
         f"{ESTIMANDS[first.estimand]}; estimate = raw estimates projected onto the simplex"
     )
-    if result.repeats == 1:
-        return
+    if result.repeats > 1:
+        _print_option_repeats(result, width, in_process=grpc_info is None)
+    if grpc_info is not None:
+        click.echo(transport_line(grpc_info, "the estimates above were"))
+
+
+def _print_option_repeats(result: CategoricalSimulation, width: int, in_process: bool) -> None:
+    first, rows = result.first, result.per_option
     click.echo(f"Over {result.repeats:,} repeats (theory: the mechanism's variance at the truth):")
     click.echo(
         f"  {'option':<{width}} {'coverage ± MC SE':>17} {'exact':>7} {'mean raw':>9} "
@@ -151,13 +196,13 @@ def _print_categorical(result: CategoricalSimulation) -> None:
             f"{row.coverage_exact:>7.4f} {row.mean_estimate_raw:>9.4f} "
             f"{row.std_estimate_raw:>8.4f} {row.std_theory:>8.4f} {ratio:>10}"
         )
-    click.echo(
-        f"  nominal coverage {first.confidence:g}; exact: summed over the binomial pmf; "
-        f"throughput {result.reports_per_second:,.0f} reports/s in-process"
-    )
+    tail = f"  nominal coverage {first.confidence:g}; exact: summed over the binomial pmf"
+    if in_process:
+        tail += f"; throughput {result.reports_per_second:,.0f} reports/s in-process"
+    click.echo(tail)
 
 
-def _print_numeric(result: NumericSimulation) -> None:
+def _print_numeric(result: NumericSimulation, grpc_info: dict[str, Any] | None) -> None:
     first = result.first
     click.echo(
         f"Simulated {result.participants:,} participants with values on "
@@ -175,8 +220,14 @@ def _print_numeric(result: NumericSimulation) -> None:
         f"{first.confidence:.0%} CI: [{first.ci_low:.6g}, {first.ci_high:.6g}]  "
         f"(t interval over the reports; estimand: {first.estimand})"
     )
-    if result.repeats == 1:
-        return
+    if result.repeats > 1:
+        _print_numeric_repeats(result, in_process=grpc_info is None)
+    if grpc_info is not None:
+        click.echo(transport_line(grpc_info))
+
+
+def _print_numeric_repeats(result: NumericSimulation, in_process: bool) -> None:
+    first = result.first
     assert result.coverage is not None
     assert result.coverage_se is not None
     assert result.variance_empirical is not None
@@ -195,4 +246,5 @@ def _print_numeric(result: NumericSimulation) -> None:
     click.echo(f"  {'':<16} {'empirical':<28} theory")
     for label, empirical, theory in rows:
         click.echo(f"  {label:<16} {empirical:<28} {theory}".rstrip())
-    click.echo(f"  throughput: {result.reports_per_second:,.0f} reports/s in-process")
+    if in_process:
+        click.echo(f"  throughput: {result.reports_per_second:,.0f} reports/s in-process")
