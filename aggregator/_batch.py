@@ -23,7 +23,8 @@ from google.protobuf.message import DecodeError
 from numpy.typing import NDArray
 
 from aggregator._errors import InvalidArgument, ResourceExhausted
-from aggregator._log_format import COMPACT_UNIFORM, compact_uniform, read_compact, varint
+from aggregator._log_format import COMPACT_UNIFORM, compact_columns, compact_uniform, varint
+from aggregator.storage._ids import ReportIds, UniformPayloads
 from shared.deniable.v1 import aggregator_pb2 as pb
 
 __all__ = ["DecodedBatch", "Group", "decode_batch", "frame"]
@@ -61,7 +62,7 @@ class DecodedBatch:
 
     Attributes:
         size: reports in the request, identical repeats included.
-        report_ids: distinct report ids as ASCII bytes, in request order.
+        report_ids: distinct report ids (ASCII), in request order, in columns.
         payloads: each report's canonical encoding without its id.
         groups: the reports grouped by (survey, question, mechanism, kind of value).
         encode: the log row of the reports at ``rows`` (see :mod:`aggregator._log_format`):
@@ -70,8 +71,8 @@ class DecodedBatch:
     """
 
     size: int
-    report_ids: list[bytes]
-    payloads: list[bytes]
+    report_ids: ReportIds
+    payloads: Sequence[bytes]
     groups: list[Group]
     encode: Callable[[NDArray[np.intp]], bytes]
     positions: Sequence[int]
@@ -183,11 +184,13 @@ def _decode_uniform(data: bytes, max_batch: int) -> DecodedBatch | None:
     id_bytes = id_columns.tobytes()
     if id_bytes.translate(None, _ID_BYTES):
         return None  # a byte outside the id alphabet
-    ids: list[bytes] = id_columns.view(f"S{id_length}").ravel().tolist()
-    if len(set(ids)) != count:
-        return None  # repeated ids: the exact path tells identical from conflicting
+    ids = ReportIds.uniform(id_columns)
+    ordered = np.sort(ids.groups[0].fingerprints)
+    if (ordered[1:] == ordered[:-1]).any():
+        return None  # maybe repeated ids: the exact path tells identical from conflicting
     stem = bytes(first[id_end:-1])
-    payloads: list[bytes] = np.array([stem + b"\x00", stem + b"\x01"], dtype=object)[bits].tolist()
+    values = bits.copy()  # not a view: the request's bytes are not kept
+    payloads = UniformPayloads(stem, values)
     everything = np.arange(count)
 
     def encode(selected: NDArray[np.intp]) -> bytes:
@@ -197,7 +200,7 @@ def _decode_uniform(data: bytes, max_batch: int) -> DecodedBatch | None:
             stem, id_length, id_columns[selected].tobytes(), bits[selected].tobytes()
         )
 
-    group = Group(template=template, first=0, rows=everything, values=bits.copy())
+    group = Group(template=template, first=0, rows=everything, values=values)
     return DecodedBatch(count, ids, payloads, [group], encode, range(count))
 
 
@@ -261,7 +264,9 @@ def _decode_exact(data: bytes, max_batch: int) -> DecodedBatch:
     def encode(selected: NDArray[np.intp]) -> bytes:
         return b"".join(records[i] for i in selected.tolist())
 
-    return DecodedBatch(len(reports), ids, payloads, decoded_groups, encode, positions)
+    return DecodedBatch(
+        len(reports), ReportIds.of(ids), payloads, decoded_groups, encode, positions
+    )
 
 
 def _value(report: pb.Report, kind: str) -> Any:
@@ -281,7 +286,7 @@ def _values(kind: str | None, values: list[Any]) -> Any:
     return values
 
 
-def decode_log(data: bytes) -> tuple[list[bytes], list[bytes]]:
+def decode_log(data: bytes) -> tuple[ReportIds, Sequence[bytes]]:
     """The report ids and payloads held by one log row (a stored batch), in either encoding.
 
     Raises:
@@ -289,6 +294,7 @@ def decode_log(data: bytes) -> tuple[list[bytes], list[bytes]]:
         InvalidArgument: a damaged canonical row.
     """
     if data and data[0] == COMPACT_UNIFORM:
-        return read_compact(data)
+        stem, ids, bits = compact_columns(data)
+        return ReportIds.uniform(ids), UniformPayloads(stem, bits.copy())
     batch = decode_batch(data, max_batch=len(data))
     return batch.report_ids, batch.payloads

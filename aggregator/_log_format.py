@@ -33,9 +33,9 @@ __all__ = [
     "CANONICAL",
     "COMPACT_UNIFORM",
     "LogFormatError",
+    "compact_columns",
     "compact_uniform",
     "expand",
-    "read_compact",
     "varint",
 ]
 
@@ -64,7 +64,7 @@ def compact_uniform(stem: bytes, id_length: int, ids: bytes, bits: bytes) -> byt
     return _HEADER.pack(COMPACT_UNIFORM, len(bits), id_length, len(stem)) + stem + ids + bits
 
 
-def _columns(row: bytes) -> tuple[bytes, NDArray[np.uint8], NDArray[np.uint8]]:
+def compact_columns(row: bytes) -> tuple[bytes, NDArray[np.uint8], NDArray[np.uint8]]:
     """A compact row's stem, ids as a (count, id_length) array, and bits.
 
     Raises:
@@ -89,23 +89,11 @@ def _columns(row: bytes) -> tuple[bytes, NDArray[np.uint8], NDArray[np.uint8]]:
     return bytes(row[_HEADER.size : ids_at]), ids, bits
 
 
-def read_compact(row: bytes) -> tuple[list[bytes], list[bytes]]:
-    """The report ids and payloads of a compact row.
-
-    Reports with the same bit share one payload object; the ids are fresh objects.
-    """
-    stem, ids, bits = _columns(row)
-    id_list: list[bytes] = ids.view(f"S{ids.shape[1]}").ravel().tolist()
-    shared = np.array([stem + b"\x00", stem + b"\x01"], dtype=object)
-    payloads: list[bytes] = shared[bits].tolist()
-    return id_list, payloads
-
-
 def expand(row: bytes) -> bytes:
     """A log row as the canonical ``SubmitReportsRequest`` encoding of its reports."""
     if not row or row[0] != COMPACT_UNIFORM:
         return bytes(row)
-    stem, ids, bits = _columns(row)
+    stem, ids, bits = compact_columns(row)
     count, id_length = ids.shape
     id_field = bytes([_ID_TAG]) + varint(id_length)
     record_length = len(id_field) + id_length + len(stem) + 1

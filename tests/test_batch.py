@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -41,13 +42,18 @@ def encoded(reports: list[pb.Report]) -> bytes:
     return pb.SubmitReportsRequest(reports=reports).SerializeToString()
 
 
+def listed(pair: tuple[Sequence[bytes], Sequence[bytes]]) -> tuple[list[bytes], list[bytes]]:
+    """A (report ids, payloads) pair as two lists."""
+    return list(pair[0]), list(pair[1])
+
+
 def summary(batch: DecodedBatch) -> tuple[object, ...]:
     """Everything a decoded batch says, in comparable form."""
     every = np.arange(len(batch.report_ids))
     return (
         batch.size,
-        batch.report_ids,
-        batch.payloads,
+        list(batch.report_ids),
+        list(batch.payloads),
         list(batch.positions),
         [
             (g.template.SerializeToString(deterministic=True), g.first, g.rows.tolist(),
@@ -56,7 +62,7 @@ def summary(batch: DecodedBatch) -> tuple[object, ...]:
         ],
         expand(batch.encode(every)),
         expand(batch.encode(every[::2])),
-        decode_log(batch.encode(every[::2])),
+        listed(decode_log(batch.encode(every[::2]))),
     )  # fmt: skip
 
 
@@ -77,7 +83,7 @@ def test_uniform_batches_take_the_fast_path_and_match_the_exact_path() -> None:
         row = fast.encode(np.arange(count))
         assert row[0] == COMPACT_UNIFORM
         assert expand(row) == data
-        assert decode_log(row) == (fast.report_ids, fast.payloads)
+        assert listed(decode_log(row)) == (list(fast.report_ids), list(fast.payloads))
     # The compact row keeps the shared bytes once: 11 header bytes, the stem (a record less
     # its 4 framing bytes, 32-byte id and bit byte), then 32 + 1 bytes per report.
     data = encoded(uniform_batch(1000, 32))
@@ -90,13 +96,13 @@ def test_uniform_batches_take_the_fast_path_and_match_the_exact_path() -> None:
 def test_what_the_fast_path_reads() -> None:
     reports = [report("a1", True), report("b2", False), report("c3", True)]
     batch = decode_batch(encoded(reports), MAX)
-    assert batch.report_ids == [b"a1", b"b2", b"c3"]
+    assert list(batch.report_ids) == [b"a1", b"b2", b"c3"]
     assert [g.values.tolist() for g in batch.groups] == [[1, 0, 1]]
     assert batch.payloads[0] == batch.payloads[2] != batch.payloads[1]
     assert batch.payloads[1] == reports[1].SerializeToString(deterministic=True)[4:]
     logged = pb.SubmitReportsRequest.FromString(expand(batch.encode(np.array([0, 2]))))
     assert list(logged.reports) == [reports[0], reports[2]]
-    assert decode_log(batch.encode(np.array([1]))) == ([b"b2"], [batch.payloads[1]])
+    assert listed(decode_log(batch.encode(np.array([1])))) == ([b"b2"], [batch.payloads[1]])
 
 
 @pytest.mark.parametrize(
@@ -151,7 +157,7 @@ def test_size_limits() -> None:
 
 def test_identical_repeats_are_dropped_and_conflicts_named() -> None:
     batch = decode_batch(encoded([report("a", True), report("b", False), report("a", True)]), MAX)
-    assert (batch.size, batch.report_ids, list(batch.positions)) == (3, [b"a", b"b"], [0, 1])
+    assert (batch.size, list(batch.report_ids), list(batch.positions)) == (3, [b"a", b"b"], [0, 1])
     with pytest.raises(InvalidArgument, match=r"reports\[2\].report_id: 'a' repeats reports\[0\]"):
         decode_batch(encoded([report("a", True), report("b", False), report("a", False)]), MAX)
 

@@ -16,11 +16,11 @@ from aggregator._log_format import (
     LogFormatError,
     compact_uniform,
     expand,
-    read_compact,
 )
 from aggregator.storage import StorageError, Tally, open_storage
 from aggregator.storage._migrate import SCHEMA_VERSION
 from shared.deniable.v1 import aggregator_pb2 as pb
+from tests.test_batch import listed
 from tests.test_storage_contract import logged, recount, report, submit, survey
 
 ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
@@ -65,8 +65,8 @@ def test_compact_rows_round_trip(data: bytes, draw: st.DataObject) -> None:
     row = fast.encode(rows)
     assert row[0] == COMPACT_UNIFORM
     assert expand(row) == exact.encode(rows)  # the canonical row of the same reports
-    assert read_compact(row) == decode_log(exact.encode(rows))
-    assert read_compact(row) == (
+    assert listed(decode_log(row)) == listed(decode_log(exact.encode(rows)))
+    assert listed(decode_log(row)) == (
         [fast.report_ids[i] for i in rows],
         [fast.payloads[i] for i in rows],
     )
@@ -75,7 +75,7 @@ def test_compact_rows_round_trip(data: bytes, draw: st.DataObject) -> None:
 def test_a_canonical_row_expands_to_itself() -> None:
     data = request(["a", "bb"], [True, False])
     assert expand(data) == data
-    assert decode_log(data) == (
+    assert listed(decode_log(data)) == (
         [b"a", b"bb"],
         [report.SerializeToString()[len(report.report_id) + 2 :] for report in
          pb.SubmitReportsRequest.FromString(data).reports],
@@ -97,9 +97,9 @@ GOOD = compact_uniform(b"\x12\x02s1(", 2, b"aabb", b"\x01\x00")
     ids=["truncated", "short", "long", "bit-2", "id-length-0"],
 )
 def test_damaged_compact_rows_are_refused(row: bytes, message: str) -> None:
-    assert read_compact(GOOD) == ([b"aa", b"bb"], [b"\x12\x02s1(\x01", b"\x12\x02s1(\x00"])
+    assert listed(decode_log(GOOD)) == ([b"aa", b"bb"], [b"\x12\x02s1(\x01", b"\x12\x02s1(\x00"])
     with pytest.raises(LogFormatError, match=message):
-        read_compact(row)
+        decode_log(row)
     with pytest.raises(LogFormatError, match=message):
         expand(row)
 
@@ -162,3 +162,17 @@ def test_a_version_2_database_is_upgraded(tmp_path: Path) -> None:
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA user_version").fetchone() == (3,)
     db.close()
+
+
+def test_a_log_repeating_a_report_is_refused_at_start(tmp_path: Path) -> None:
+    path = tmp_path / "x.db"
+    storage = open_storage(f"sqlite:///{path}")
+    storage.create_survey(survey())
+    submit(storage, uniform_reports(3))
+    storage.close()
+    db = sqlite3.connect(path)
+    db.execute("INSERT INTO log (survey_id, reports) SELECT survey_id, reports FROM log")
+    db.commit()
+    db.close()
+    with pytest.raises(StorageError, match=r"log row 2 .* 'id0000' appears twice in the log"):
+        open_storage(f"sqlite:///{path}")

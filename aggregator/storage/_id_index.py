@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -10,23 +10,42 @@ from numpy.typing import NDArray
 
 from aggregator._errors import AlreadyExists, FailedPrecondition
 from aggregator.storage._base import Submission
+from aggregator.storage._id_table import IdTable
+from aggregator.storage._ids import ReportIds
 
 __all__ = ["Claim", "IdIndex"]
+
+_ROW_BITS = 20  # a reference is (batch number << 20) | row; batches hold at most 10,000
+_ROW_MASK = (1 << _ROW_BITS) - 1
+
+
+@dataclass
+class _Survey:
+    """One open survey's ids (a table per id length) and the payloads of its batches."""
+
+    tables: dict[int, IdTable] = field(default_factory=dict)
+    batches: list[Sequence[bytes]] = field(default_factory=list)
+
+    def table(self, length: int) -> IdTable:
+        table = self.tables.get(length)
+        if table is None:
+            table = self.tables[length] = IdTable(length)
+        return table
 
 
 @dataclass
 class Claim:
-    """What claiming a submission's ids did.
+    """What claiming a submission's ids did, so that it can be undone.
 
     Attributes:
         total: the submission's reports.
         fresh: None if every report is new, else a mask of the new ones.
-        added: per survey index, the ids entered by this claim (removed on release).
+        marks: per survey touched, its batch count and table sizes before the claim.
     """
 
     total: int
     fresh: NDArray[np.bool_] | None = None
-    added: list[tuple[dict[bytes, bytes], Sequence[bytes]]] = field(default_factory=list)
+    marks: list[tuple[_Survey, int, list[tuple[IdTable, int]]]] = field(default_factory=list)
 
     @property
     def stored(self) -> int:
@@ -35,37 +54,47 @@ class Claim:
 
 
 class IdIndex:
-    """Report id -> payload of each open survey's stored (or claimed) reports.
+    """The ids of each open survey's stored (or claimed) reports, with their payloads.
 
-    The payload (a report's canonical encoding without its id) tells an exact resend
-    from a different report that reuses an id. It costs about 100 bytes of memory per
-    stored report of an open survey; closing a survey frees its part.
+    Ids sit in compiled open-addressing tables (:class:`IdTable`), one per survey and id
+    length; each id refers to its batch's payloads (a report's canonical encoding without
+    its id), which tell an exact resend from a different report that reuses an id. A
+    uniform yes/no batch keeps one byte of payload per report, so an id costs its own
+    bytes plus about 50 bytes. Closing a survey frees its part.
     """
 
     def __init__(self) -> None:
-        self.surveys: dict[str, dict[bytes, bytes]] = {}
+        self.surveys: dict[str, _Survey] = {}
 
     def open(self, survey_id: str) -> None:
         """Start an empty index for a new open survey."""
-        self.surveys[survey_id] = {}
+        self.surveys[survey_id] = _Survey()
 
     def forget(self, survey_id: str) -> None:
         """Drop a (closed) survey's ids."""
         self.surveys.pop(survey_id, None)
 
-    def load(self, survey_id: str, ids: Iterable[bytes], payloads: Iterable[bytes]) -> None:
-        """Enter stored reports, read back from the log."""
-        self.surveys[survey_id].update(zip(ids, payloads, strict=True))
+    def __contains__(self, survey_id: str) -> bool:
+        return survey_id in self.surveys
+
+    def count(self, survey_id: str) -> int:
+        """How many ids the survey's index holds."""
+        return sum(table.used for table in self.surveys[survey_id].tables.values())
+
+    def load(self, survey_id: str, ids: ReportIds, payloads: Sequence[bytes]) -> None:
+        """Enter a stored batch, read back from the log.
+
+        Raises:
+            ValueError: an id is already in the index (the log repeats a report).
+        """
+        claim = Claim(total=len(ids))
+        self._enter(self.surveys[survey_id], np.arange(len(ids)), ids, payloads, claim, None)
 
     def claim(self, submission: Submission) -> Claim:
         """Enter the submission's new ids; which of its reports are new.
 
-        One ``setdefault`` per id both looks it up and claims it. The ids of a submission
-        are distinct, so when an index grew by the number of ids, all of them are new
-        (the common case, answered without looking at each id again). Otherwise a report
-        is new exactly when the index now holds its own payload object: a stored payload
-        comes from an earlier decode, never the same object. On error nothing stays
-        claimed; the caller releases the claim if the batch is not committed.
+        On error nothing stays claimed; the caller releases the claim if the batch is not
+        committed. Claims are undone in the reverse order they were made.
 
         Raises:
             FailedPrecondition: a survey is closed.
@@ -80,41 +109,72 @@ class IdIndex:
         return claim
 
     def _claim(self, submission: Submission, claim: Claim) -> None:
-        ids, payloads = submission.report_ids, submission.payloads
+        ids = submission.report_ids
+        if not isinstance(ids, ReportIds):
+            ids = ReportIds.of(list(ids))
+        by_survey: dict[str, list[NDArray[np.intp]]] = {}
         for group in submission.groups:
-            index = self.surveys.get(group.survey_id)
-            if index is None:
+            if group.survey_id not in self.surveys:
                 first = submission.positions[int(group.rows[0])]
                 raise FailedPrecondition(f"reports[{first}]: survey {group.survey_id!r} is closed")
-            whole = len(group.rows) == len(ids)  # rows are distinct: all of them, in order
-            rows = range(len(ids)) if whole else group.rows.tolist()
-            mine = payloads if whole else [payloads[row] for row in rows]
-            theirs = ids if whole else [ids[row] for row in rows]
-            before = len(index)
-            held = list(map(index.setdefault, theirs, mine))
-            if len(index) - before == len(theirs):
-                claim.added.append((index, theirs))
+            by_survey.setdefault(group.survey_id, []).append(group.rows)
+        for survey_id, parts in by_survey.items():
+            rows = parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts))
+            self._enter(self.surveys[survey_id], rows, ids, submission.payloads, claim, submission)
+
+    @staticmethod
+    def _enter(
+        survey: _Survey,
+        rows: NDArray[np.intp],
+        ids: ReportIds,
+        payloads: Sequence[bytes],
+        claim: Claim,
+        submission: Submission | None,
+    ) -> None:
+        """Enter the ids at ``rows`` (ascending) as one batch of ``survey``."""
+        batch = len(survey.batches)
+        survey.batches.append(payloads)
+        tables: list[tuple[IdTable, int]] = []
+        claim.marks.append((survey, batch, tables))
+        everything = len(rows) == len(ids)
+        for group in ids.groups:
+            keep = slice(None) if everything else np.isin(group.rows, rows)
+            group_rows = group.rows[keep]
+            if not len(group_rows):
                 continue
-            claim.added.append(
-                (index, [i for i, h, m in zip(theirs, held, mine, strict=True) if h is m])
-            )
-            if claim.fresh is None:
-                claim.fresh = np.ones(len(ids), dtype=bool)
-            for row, payload in zip(rows, held, strict=True):
-                if payload is payloads[row]:
-                    continue
-                if payload != payloads[row]:
+            table = survey.table(group.ids.shape[1])
+            tables.append((table, table.used))
+            refs = (batch << _ROW_BITS) | group_rows.astype(np.int64)
+            found = table.claim(group.ids[keep], group.fingerprints[keep], refs)
+            for at in np.flatnonzero(found >= 0).tolist():  # rare: an id seen before
+                row, ref = int(group_rows[at]), int(found[at])
+                if submission is None:
+                    raise ValueError(f"report id {ids[row].decode()!r} appears twice in the log")
+                if ref >> _ROW_BITS == batch:
+                    raise ValueError(f"report id {ids[row].decode()!r} repeats in one batch")
+                if survey.batches[ref >> _ROW_BITS][ref & _ROW_MASK] != payloads[row]:
                     raise AlreadyExists(
                         f"reports[{submission.positions[row]}].report_id: "
                         f"{ids[row].decode()!r} is already stored in survey "
-                        f"{group.survey_id!r} with different content"
+                        f"{_survey_of(submission, row)!r} with different content"
                     )
+                if claim.fresh is None:
+                    claim.fresh = np.ones(claim.total, dtype=bool)
                 claim.fresh[row] = False
 
     @staticmethod
     def release(claim: Claim) -> None:
-        """Remove the ids a claim entered (its batch was not stored)."""
-        for index, ids in claim.added:
-            for report_id in ids:
-                index.pop(report_id, None)
-        claim.added = []
+        """Forget everything a claim entered (its batch was not stored)."""
+        for survey, batch, tables in reversed(claim.marks):
+            for table, used in reversed(tables):
+                table.truncate(used)
+            del survey.batches[batch:]
+        claim.marks = []
+
+
+def _survey_of(submission: Submission, row: int) -> str:
+    for group in submission.groups:
+        at = int(np.searchsorted(group.rows, row))
+        if at < len(group.rows) and group.rows[at] == row:
+            return group.survey_id
+    raise AssertionError(f"row {row} is in no group")  # pragma: no cover

@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aggregator._errors import InvalidArgument
-from aggregator._log_format import LogFormatError, expand
+from aggregator._log_format import expand
 from aggregator.storage._base import (
     Selection,
     Storage,
@@ -99,10 +99,9 @@ class SqliteStorage(Storage):
             (pb.SURVEY_STATE_OPEN,),
         ):
             try:
-                ids, payloads = decode_log(reports)
-            except (LogFormatError, InvalidArgument) as error:
+                self._index.load(survey_id, *decode_log(reports))
+            except (ValueError, InvalidArgument) as error:  # LogFormatError is a ValueError
                 raise StorageError(f"log row {seq} of {self.path!r} is damaged: {error}") from None
-            self._index.load(survey_id, ids, payloads)
 
     def _with_count(self, spec: bytes, state: int, survey_id: str) -> pb.Survey:
         survey = pb.Survey.FromString(spec)
