@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from aggregator._errors import InvalidArgument, ResourceExhausted
 from aggregator._log_format import COMPACT_UNIFORM, compact_columns, compact_uniform, varint
-from aggregator.storage._ids import ReportIds, UniformPayloads
+from aggregator.storage._ids import KEY, IdGroup, ReportIds, UniformPayloads, kernels
 from shared.deniable.v1 import aggregator_pb2 as pb
 
 __all__ = ["DecodedBatch", "Group", "decode_batch", "frame"]
@@ -32,6 +32,8 @@ __all__ = ["DecodedBatch", "Group", "decode_batch", "frame"]
 REPORT_ID_PATTERN = "[A-Za-z0-9_.-]{1,128}"
 _REPORT_ID = re.compile(REPORT_ID_PATTERN)
 _ID_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
+_ID_ALLOWED = np.zeros(256, dtype=np.bool_)
+_ID_ALLOWED[np.frombuffer(_ID_BYTES, dtype=np.uint8)] = True
 _REPORTS_TAG = 0x0A  # SubmitReportsRequest.reports: field 1, length-delimited
 _BIT_TAG = 0x28  # Report.bit: field 5, varint
 
@@ -168,39 +170,27 @@ def _decode_uniform(data: bytes, max_batch: int) -> DecodedBatch | None:
     id_end = start + _id_field_size(template.report_id)
     id_start = id_end - len(template.report_id)
     rows = np.frombuffer(data, dtype=np.uint8).reshape(count, size)
-    bits = rows[:, -1]
-    if bits.max() > 1:
+    ok, id_columns, prints = kernels().scan_uniform(rows, id_start, id_end, _ID_ALLOWED, KEY)
+    if not ok:  # another layout, a byte outside the id alphabet, or a bit other than 0/1
         return None
-    # Every record must equal the first outside its id and bit: blank those, compare once.
-    id_length = id_end - id_start
-    blanked = bytearray(data)
-    columns = np.frombuffer(blanked, dtype=np.uint8).reshape(count, size)
-    columns[:, id_start:id_end] = 0
-    columns[:, -1] = 0
-    if blanked != bytes(columns[0]) * count:
-        return None
-    first = rows[0]
-    id_columns = np.ascontiguousarray(rows[:, id_start:id_end])
-    id_bytes = id_columns.tobytes()
-    if id_bytes.translate(None, _ID_BYTES):
-        return None  # a byte outside the id alphabet
-    ids = ReportIds.uniform(id_columns)
-    ordered = np.sort(ids.groups[0].fingerprints)
+    ordered = np.sort(prints)
     if (ordered[1:] == ordered[:-1]).any():
         return None  # maybe repeated ids: the exact path tells identical from conflicting
-    stem = bytes(first[id_end:-1])
-    values = bits.copy()  # not a view: the request's bytes are not kept
-    payloads = UniformPayloads(stem, values)
+    id_length = id_end - id_start
+    ids = ReportIds(count, [IdGroup(np.arange(count), id_columns, prints)])
+    bits = rows[:, -1].copy()  # not a view: the request's bytes are not kept
+    stem = bytes(rows[0, id_end:-1])
+    payloads = UniformPayloads(stem, bits)
     everything = np.arange(count)
 
     def encode(selected: NDArray[np.intp]) -> bytes:
         if len(selected) == count:
-            return compact_uniform(stem, id_length, id_bytes, bits.tobytes())
+            return compact_uniform(stem, id_length, id_columns.tobytes(), bits.tobytes())
         return compact_uniform(
             stem, id_length, id_columns[selected].tobytes(), bits[selected].tobytes()
         )
 
-    group = Group(template=template, first=0, rows=everything, values=values)
+    group = Group(template=template, first=0, rows=everything, values=bits)
     return DecodedBatch(count, ids, payloads, [group], encode, range(count))
 
 

@@ -1,4 +1,4 @@
-"""Compiled loops (numba) for report-id fingerprints and the open-addressing id table.
+"""Compiled loops (numba): report-id fingerprints, the uniform batch scan, the id table.
 
 Kept to plain loops over numpy arrays; :mod:`aggregator.storage._ids` and
 :mod:`aggregator.storage._id_table` wrap them with types and checks. Every kernel releases
@@ -19,21 +19,72 @@ _SHIFT = np.uint64(33)
 
 
 @njit(cache=True, nogil=True)
+def _fingerprint(ids, i, key):  # type: ignore[no-untyped-def]
+    # Four FNV-1a lanes over bytes j = 0, 1, 2, 3 (mod 4), so that the multiplications of
+    # different lanes overlap; then the lanes are folded and avalanched (murmur3 fmix64).
+    length = ids.shape[1]
+    h0 = key ^ (np.uint64(length) * _FNV_PRIME)
+    h1 = h0 ^ _MIX_1
+    h2 = h0 ^ _MIX_2
+    h3 = h1 ^ _MIX_2
+    j = 0
+    while j + 4 <= length:
+        h0 = (h0 ^ np.uint64(ids[i, j])) * _FNV_PRIME
+        h1 = (h1 ^ np.uint64(ids[i, j + 1])) * _FNV_PRIME
+        h2 = (h2 ^ np.uint64(ids[i, j + 2])) * _FNV_PRIME
+        h3 = (h3 ^ np.uint64(ids[i, j + 3])) * _FNV_PRIME
+        j += 4
+    while j < length:
+        h0 = (h0 ^ np.uint64(ids[i, j])) * _FNV_PRIME
+        j += 1
+    h = h0
+    for lane in (h1, h2, h3):
+        h = (h ^ (h >> _SHIFT)) * _MIX_1 ^ lane
+    h ^= h >> _SHIFT
+    h *= _MIX_1
+    h ^= h >> _SHIFT
+    h *= _MIX_2
+    h ^= h >> _SHIFT
+    return h | _ONE  # 0 marks an empty slot
+
+
+@njit(cache=True, nogil=True)
 def fingerprints(ids, key):  # type: ignore[no-untyped-def]
     """A keyed 64-bit hash of each row of ``ids`` ((m, length) uint8), never 0."""
-    count, length = ids.shape
-    out = np.empty(count, np.uint64)
-    for i in range(count):
-        h = key ^ (np.uint64(length) * _FNV_PRIME)
-        for j in range(length):
-            h = (h ^ np.uint64(ids[i, j])) * _FNV_PRIME
-        h ^= h >> _SHIFT
-        h *= _MIX_1
-        h ^= h >> _SHIFT
-        h *= _MIX_2
-        h ^= h >> _SHIFT
-        out[i] = h | _ONE  # 0 marks an empty slot
+    out = np.empty(ids.shape[0], np.uint64)
+    for i in range(ids.shape[0]):
+        out[i] = _fingerprint(ids, i, key)
     return out
+
+
+@njit(cache=True, nogil=True)
+def scan_uniform(records, id_start, id_end, allowed, key):  # type: ignore[no-untyped-def]
+    """Check records that should differ only in id and last byte; (ok, ids, fingerprints).
+
+    ``records`` is (count, size) uint8. Every record must equal the first outside
+    ``[id_start, id_end)`` and its last byte, every id byte must be ``allowed`` and every
+    last byte 0 or 1. The ids are copied out as an (count, id length) matrix.
+    """
+    count, size = records.shape
+    length = id_end - id_start
+    ids = np.empty((count, length), np.uint8)
+    prints = np.empty(count, np.uint64)
+    for i in range(count):
+        if records[i, size - 1] > 1:
+            return False, ids, prints
+        for j in range(id_start):
+            if records[i, j] != records[0, j]:
+                return False, ids, prints
+        for j in range(id_end, size - 1):
+            if records[i, j] != records[0, j]:
+                return False, ids, prints
+        for j in range(length):
+            byte = records[i, id_start + j]
+            if not allowed[byte]:
+                return False, ids, prints
+            ids[i, j] = byte
+        prints[i] = _fingerprint(ids, i, key)
+    return True, ids, prints
 
 
 @njit(cache=True, nogil=True)

@@ -74,5 +74,5 @@ class IdTable:
             slots = len(self._table)
             while 2 * needed > slots:
                 slots *= 2
-            self._table = np.zeros((slots, 2), dtype=np.uint64)
+            self._table = np.empty((slots, 2), dtype=np.uint64)  # rebuild zeroes it
             kernels().rebuild(self._table, self._fps, self.used)

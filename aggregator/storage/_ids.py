@@ -12,11 +12,11 @@ from typing import overload
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["IdGroup", "ReportIds", "UniformPayloads", "fingerprints", "kernels"]
+__all__ = ["KEY", "IdGroup", "ReportIds", "UniformPayloads", "fingerprints", "kernels"]
 
 # Keyed per process, so that clients cannot choose ids that collide in the id table
 # (which would only slow it down: ids are always compared in full).
-_KEY = np.uint64(secrets.randbits(64))
+KEY = np.uint64(secrets.randbits(64))
 
 
 @cache
@@ -29,7 +29,7 @@ def kernels() -> ModuleType:
 
 def fingerprints(ids: NDArray[np.uint8]) -> NDArray[np.uint64]:
     """This process's keyed 64-bit fingerprint of each row of an (m, length) id matrix."""
-    result: NDArray[np.uint64] = kernels().fingerprints(np.ascontiguousarray(ids), _KEY)
+    result: NDArray[np.uint64] = kernels().fingerprints(np.ascontiguousarray(ids), KEY)
     return result
 
 
