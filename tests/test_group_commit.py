@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -110,4 +111,25 @@ def test_concurrent_batches_are_stored_once_each(tmp_path: Path) -> None:
     with pytest.raises(AlreadyExists, match="'b0-0' is already stored"):
         storage.submit(submission([report("new", 1), report("b0-0", 1)]))
     assert storage.tally("s1", "q1") == Tally(600, (300,))
+    storage.close()
+
+
+def test_a_failing_group_releases_every_batch_in_it(tmp_path: Path) -> None:
+    """Two batches claimed in one group, then the transaction fails: neither is stored."""
+    storage = open_storage(f"sqlite:///{tmp_path / 'x.db'}")
+    storage.create_survey(survey())
+    first = submission([report(f"a{i}", 1) for i in range(5)])
+    second = submission([report(f"b{i}", 0, "q2") for i in range(5)] + [report("a0", 1)])
+
+    def boom(keep: object) -> list[int]:
+        raise RuntimeError("disk on fire")
+
+    broken = replace(second, groups=[replace(second.groups[0], tally=boom), *second.groups[1:]])
+    with storage._lock, pytest.raises(RuntimeError, match="disk on fire"):
+        storage._commit_locked([first, broken])  # type: ignore[attr-defined]
+    assert storage.tally("s1", "q1") == Tally(0)
+    assert storage.submit(first) == SubmitOutcome(stored=5, already_stored=0)
+    assert storage.submit(second) == SubmitOutcome(stored=5, already_stored=1)
+    for question in ("q1", "q2"):
+        assert storage.tally("s1", question) == recount(storage, "s1", question)
     storage.close()

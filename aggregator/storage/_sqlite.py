@@ -199,8 +199,8 @@ class SqliteStorage(Storage):
                 self._db.execute("ROLLBACK")
                 raise
         except BaseException:
-            for _, _, claim in claims:  # nothing of these batches is stored: forget them
-                self._index.release(claim)
+            for _, _, claim in reversed(claims):  # none of these is stored: forget them,
+                self._index.release(claim)  # latest first, as the index requires
             raise
         self._tallies.update(tallies)  # only once committed
         for position, _, claim in claims:
