@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,6 +13,7 @@ import pytest
 from aggregator._errors import AlreadyExists
 from aggregator.storage import SubmitOutcome, Tally, open_storage
 from aggregator.storage._group_commit import GroupCommitter
+from aggregator.storage._sqlite import SqliteStorage
 from shared.deniable.v1 import aggregator_pb2 as pb
 from tests.test_storage_contract import logged, recount, report, submission, survey
 
@@ -116,7 +117,7 @@ def test_concurrent_batches_are_stored_once_each(tmp_path: Path) -> None:
 
 def test_a_failing_group_releases_every_batch_in_it(tmp_path: Path) -> None:
     """Two batches claimed in one group, then the transaction fails: neither is stored."""
-    storage = open_storage(f"sqlite:///{tmp_path / 'x.db'}")
+    storage = SqliteStorage(str(tmp_path / "x.db"))
     storage.create_survey(survey())
     first = submission([report(f"a{i}", 1) for i in range(5)])
     second = submission([report(f"b{i}", 0, "q2") for i in range(5)] + [report("a0", 1)])
@@ -126,7 +127,7 @@ def test_a_failing_group_releases_every_batch_in_it(tmp_path: Path) -> None:
 
     broken = replace(second, groups=[replace(second.groups[0], tally=boom), *second.groups[1:]])
     with storage._lock, pytest.raises(RuntimeError, match="disk on fire"):
-        storage._commit_locked([first, broken])  # type: ignore[attr-defined]
+        storage._commit_locked([first, broken])
     assert storage.tally("s1", "q1") == Tally(0)
     assert storage.submit(first) == SubmitOutcome(stored=5, already_stored=0)
     assert storage.submit(second) == SubmitOutcome(stored=5, already_stored=1)
