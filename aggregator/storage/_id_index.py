@@ -132,6 +132,8 @@ class IdIndex:
         submission: Submission | None,
     ) -> None:
         """Enter the ids at ``rows`` (ascending) as one batch of ``survey``."""
+        if len(ids) > _ROW_MASK + 1:
+            raise ValueError(f"a batch of {len(ids)} reports exceeds the index's {_ROW_MASK + 1}")
         batch = len(survey.batches)
         survey.batches.append(payloads)
         tables: list[tuple[IdTable, int]] = []

@@ -12,7 +12,15 @@ from typing import overload
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["KEY", "IdGroup", "ReportIds", "UniformPayloads", "fingerprints", "kernels"]
+__all__ = [
+    "KEY",
+    "IdGroup",
+    "ReportIds",
+    "UniformPayloads",
+    "fingerprints",
+    "kernels",
+    "warm_up",
+]
 
 # Keyed per process, so that clients cannot choose ids that collide in the id table
 # (which would only slow it down: ids are always compared in full).
@@ -21,10 +29,27 @@ KEY = np.uint64(secrets.randbits(64))
 
 @cache
 def kernels() -> ModuleType:
-    """The compiled loops, imported (and compiled, or loaded from numba's cache) on first use."""
+    """The compiled loops, imported (and compiled, or loaded from numba's cache) on first use.
+
+    The first call in a process takes a few tenths of a second; a daemon makes it when it
+    opens its storage (:func:`warm_up`), not on its first batch.
+    """
     from aggregator.storage import _id_kernels
 
     return _id_kernels
+
+
+@cache
+def warm_up() -> None:
+    """Load every compiled loop once (each process pays this once)."""
+    from aggregator.storage._id_table import IdTable
+
+    table = IdTable(1)
+    ids = np.zeros((1, 1), dtype=np.uint8)
+    table.claim(ids, fingerprints(ids), np.zeros(1, dtype=np.int64))
+    table.truncate(0)
+    records = np.zeros((1, 3), dtype=np.uint8)
+    kernels().scan_uniform(records, 1, 2, np.ones(256, dtype=np.bool_), KEY)
 
 
 def fingerprints(ids: NDArray[np.uint8]) -> NDArray[np.uint64]:

@@ -24,6 +24,7 @@ from aggregator.storage._base import (
 )
 from aggregator.storage._group_commit import GroupCommitter
 from aggregator.storage._id_index import Claim, IdIndex
+from aggregator.storage._ids import warm_up
 from aggregator.storage._lock import exclusive_lock
 from aggregator.storage._migrate import migrate
 from shared.deniable.v1 import aggregator_pb2 as pb
@@ -70,6 +71,7 @@ class SqliteStorage(Storage):
             self._db.execute("PRAGMA busy_timeout=10000")
             migrate(self._db)
             self._index = IdIndex()
+            warm_up()
             self._load_index()
             self._tallies: dict[tuple[str, str], Tally] = {}
             self._committer = GroupCommitter(self._commit_locked, self._lock)
