@@ -31,6 +31,7 @@ lint: $(VENV)/.installed-dev
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/perturb_throughput.py
+	$(BIN)/python bench/mechanism_throughput.py
 	$(BIN)/python bench/ingest_throughput.py
 
 # Regenerate the committed wire code (tests/test_proto_drift.py fails when it is stale).
