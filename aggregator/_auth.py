@@ -12,7 +12,13 @@ from typing import Any
 
 import grpc
 
-__all__ = ["ADMIN_METHODS", "AdminTokenInterceptor", "check_token", "load_or_create_token"]
+__all__ = [
+    "ADMIN_METHODS",
+    "AdminTokenInterceptor",
+    "check_token",
+    "load_or_create_token",
+    "read_token_file",
+]
 
 ADMIN_METHODS = frozenset(
     {"/deniable.v1.Aggregator/CreateSurvey", "/deniable.v1.Aggregator/CloseSurvey"}
@@ -63,6 +69,15 @@ class AdminTokenInterceptor(grpc.ServerInterceptor):
         return continuation(details)
 
 
+def read_token_file(path: Path) -> str:
+    """A token file's stripped text; ValueError naming the file if it cannot be read."""
+    try:
+        return path.read_text().strip()
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+        raise ValueError(f"cannot read admin token file {path}: {reason}") from None
+
+
 def load_or_create_token(token_file: Path | None, data_dir: Path) -> tuple[str, Path, bool]:
     """Read the admin token from ``token_file``, or from (or into) ``data_dir/admin-token``.
 
@@ -71,7 +86,7 @@ def load_or_create_token(token_file: Path | None, data_dir: Path) -> tuple[str, 
     """
     path = token_file or data_dir / "admin-token"
     if token_file is not None or path.exists():
-        return check_token(path.read_text().strip(), f"admin token file {path}"), path, False
+        return check_token(read_token_file(path), f"admin token file {path}"), path, False
     path.parent.mkdir(parents=True, exist_ok=True)
     token = secrets.token_urlsafe(32)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
-import enum
 import math
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import Any
 
-import click
+import numpy as np
+from google.protobuf.unknown_fields import UnknownFieldSet
 
-from client._remote import RETRYABLE, RemoteError, exit_code_for
+from client._errors import (
+    ExitCode,
+    InvalidAnswerError,
+    NotFoundError,
+    ParticipantError,
+    RefusedError,
+    UnreachableError,
+    from_remote,
+)
 from client._values import perturbed_values
 from shared._wire import Spec, describe_mechanism, question_spec
 from shared.deniable.v1 import aggregator_pb2 as pb
@@ -26,10 +34,12 @@ __all__ = [
     "RefusedError",
     "UnreachableError",
     "answer_hint",
+    "build_report",
     "build_reports",
     "check_mechanism",
     "check_open",
     "from_remote",
+    "new_report_id",
     "parse_answer",
     "parse_answers",
 ]
@@ -38,70 +48,6 @@ Answer = bool | int | float
 """A true answer: yes/no, an option's index, or a number. It never leaves the device."""
 YES = ("yes", "y")
 NO = ("no", "n")
-
-
-class ExitCode(enum.IntEnum):
-    """Exit codes of the ``deniable`` command (also listed in ``deniable --help``)."""
-
-    OK = 0  # success
-    RUNTIME = 1  # unexpected or runtime error
-    USAGE = 2  # invalid usage or answer
-    UNREACHABLE = 3  # aggregator unreachable (UNAVAILABLE/DEADLINE_EXCEEDED after retries)
-    NOT_FOUND = 4  # survey or question not found
-    REFUSED = 5  # survey closed or mechanism refused (FAILED_PRECONDITION / policy)
-
-
-class ParticipantError(click.ClickException):
-    """A failure reported as one line, ``Error: ...`` on stderr; exit code 1 (runtime)."""
-
-    exit_code = ExitCode.RUNTIME
-
-    def __init__(self, message: str) -> None:
-        super().__init__(" ".join(message.split()))  # always one line
-
-    def show(self, file: IO[Any] | None = None) -> None:
-        """Print ``Error: <message>`` on one line (stderr unless ``file`` is given)."""
-        click.echo(f"Error: {self.format_message()}", file=file, err=file is None)
-
-
-class InvalidAnswerError(ParticipantError):
-    """Invalid usage or answer (exit code 2)."""
-
-    exit_code = ExitCode.USAGE
-
-
-class UnreachableError(ParticipantError):
-    """The aggregator could not be reached, even after retries (exit code 3)."""
-
-    exit_code = ExitCode.UNREACHABLE
-
-
-class NotFoundError(ParticipantError):
-    """Unknown survey or question (exit code 4)."""
-
-    exit_code = ExitCode.NOT_FOUND
-
-
-class RefusedError(ParticipantError):
-    """Survey closed or mechanism refused, by the aggregator or by this device (exit code 5)."""
-
-    exit_code = ExitCode.REFUSED
-
-
-def from_remote(error: RemoteError, target: str) -> ParticipantError:
-    """Map an aggregator status to a one-line error with the matching exit code."""
-    if error.code in RETRYABLE:
-        return UnreachableError(
-            f"cannot reach the aggregator at {target} after {error.attempts} attempt(s) "
-            f"({error.code.name}: {error.details})"
-        )
-    exit_code = exit_code_for(error.code)
-    if exit_code == ExitCode.NOT_FOUND:
-        return NotFoundError(error.details)
-    if exit_code == ExitCode.REFUSED:
-        return RefusedError(f"refused by the aggregator: {error.details}")
-    message = f"aggregator error {error.code.name}: {error.details}"
-    return InvalidAnswerError(message) if exit_code == ExitCode.USAGE else ParticipantError(message)
 
 
 def check_open(survey: pb.Survey) -> None:
@@ -113,27 +59,52 @@ def check_open(survey: pb.Survey) -> None:
 
 
 def check_mechanism(question: pb.Question) -> Spec:
-    """The participant's privacy policy for one question: the mechanism to perturb with.
+    """The mechanism to perturb one question's answer with, if this device accepts it.
 
     ε is always recomputed here from the mechanism's parameters; the server's ``privacy``
-    field is never read. RefusedError (exit code 5): an unknown kind of question, a missing
-    or unknown mechanism or one that does not fit the question, invalid parameters, and
-    mechanisms without privacy (ε = inf, such as α = 1).
+    field is never read. RefusedError (exit code 5): a kind of question or mechanism this
+    version does not know, a missing mechanism or one that does not fit the question,
+    invalid parameters, and mechanisms without privacy (ε = inf, such as α = 1). The
+    participant's limits (maximum ε, budget) are checked by :mod:`client._policy`.
 
     Raises:
-        RefusedError: the question's mechanism is refused.
+        RefusedError: the question's mechanism is refused; the message says what to do.
     """
     where = f"question {question.id!r}"
+    unknown = _unknown_kind(question)
+    if unknown:
+        raise RefusedError(
+            f"{where}: its {unknown} is of a kind this version of deniable does not know, so "
+            "its privacy cannot be checked; refusing to answer, nothing was sent. A newer "
+            "version of deniable may support it"
+        )
     try:
         spec = question_spec(question)
     except ValueError as error:
-        raise RefusedError(f"{where}: {error}; refusing to answer") from None
+        raise RefusedError(
+            f"{where}: {error}; refusing to answer, nothing was sent. The survey's privacy "
+            "setting is invalid: tell the survey's organizer"
+        ) from None
     if not math.isfinite(spec.epsilon):
         raise RefusedError(
             f"{where}: {describe_mechanism(question.mechanism)} gives no privacy "
-            "(epsilon = inf); refusing to answer"
+            "(epsilon = inf: the server would learn your true answer); refusing to answer, "
+            "nothing was sent. Ask the survey's organizer for a setting with privacy"
         )
     return spec
+
+
+def _unknown_kind(question: pb.Question) -> str | None:
+    """``"mechanism"`` or ``"question"`` when it carries a kind unknown to this version.
+
+    A newer server's kind arrives as an unknown field: no known kind is set, yet the
+    message is not empty.
+    """
+    if question.mechanism.WhichOneof("kind") is None and len(UnknownFieldSet(question.mechanism)):
+        return "mechanism"
+    if question.WhichOneof("kind") is None and len(UnknownFieldSet(question)):
+        return "question"
+    return None
 
 
 def answer_hint(question: pb.Question) -> str:
@@ -213,10 +184,20 @@ def parse_answers(options: Iterable[str], questions: Sequence[pb.Question]) -> d
 
 @dataclass(frozen=True)
 class PreparedReport:
-    """One randomized report, ready to send, with the mechanism it was perturbed by."""
+    """One randomized report, ready to send, with the mechanism it was perturbed by.
+
+    ``reused`` marks a memoized report: sent before for the same answer, so resending it
+    costs no privacy.
+    """
 
     report: pb.Report
     mechanism: Spec
+    reused: bool = False
+
+    @property
+    def cost(self) -> float:
+        """The ε this report adds to the ledger: its mechanism's, or 0 when reused."""
+        return 0.0 if self.reused else self.mechanism.epsilon
 
     def summary(self) -> dict[str, Any]:
         """What is sent, as JSON fields: never the true answer."""
@@ -232,6 +213,8 @@ class PreparedReport:
             kind or "value": value,
             "mechanism": self.mechanism.kind,
             "epsilon": self.mechanism.epsilon,
+            "reused": self.reused,
+            "charged": self.cost,
         }
         alpha = getattr(self.mechanism, "alpha", None)
         return summary if alpha is None else {**summary, "alpha": alpha}
@@ -251,12 +234,35 @@ class PreparedReport:
         return repr(self.report.number)
 
 
-def build_reports(survey: pb.Survey, answers: Mapping[str, Answer]) -> list[PreparedReport]:
-    """Perturb every true answer with the OS CSPRNG and wrap it in a report.
+def new_report_id(rng: np.random.Generator | None = None) -> str:
+    """A fresh report id: 32 hex digits from the OS CSPRNG (or the injected test generator)."""
+    return secrets.token_hex(16) if rng is None else rng.bytes(16).hex()
+
+
+def build_report(
+    survey_id: str,
+    question: pb.Question,
+    mechanism: Spec,
+    answer: Answer,
+    rng: np.random.Generator | None = None,
+) -> PreparedReport:
+    """Perturb one true answer with ``mechanism`` and wrap it in a report.
 
     The true answer goes only into the mechanism (:func:`perturbed_values`); the report
     carries the randomized value, a fresh random ``report_id`` and a copy of the question's
-    mechanism.
+    mechanism. Randomness is the OS CSPRNG unless a seeded generator is injected (tests).
+    """
+    report_id = new_report_id(rng)  # drawn first: with a test generator, never truth-dependent
+    (value,) = perturbed_values(mechanism, [answer], rng)
+    report = pb.Report(report_id=report_id, survey_id=survey_id, question_id=question.id, **value)
+    report.mechanism.CopyFrom(question.mechanism)
+    return PreparedReport(report, mechanism)
+
+
+def build_reports(
+    survey: pb.Survey, answers: Mapping[str, Answer], rng: np.random.Generator | None = None
+) -> list[PreparedReport]:
+    """Perturb every true answer (OS CSPRNG unless ``rng``) into a fresh report, in order.
 
     Raises:
         RefusedError: a question's mechanism is refused.
@@ -267,13 +273,5 @@ def build_reports(survey: pb.Survey, answers: Mapping[str, Answer]) -> list[Prep
         mechanism = check_mechanism(question)
         if question.id not in answers:
             raise InvalidAnswerError(f"no answer for question {question.id!r}")
-        (value,) = perturbed_values(mechanism, [answers[question.id]])
-        report = pb.Report(
-            report_id=secrets.token_hex(16),
-            survey_id=survey.id,
-            question_id=question.id,
-            **value,
-        )
-        report.mechanism.CopyFrom(question.mechanism)
-        prepared.append(PreparedReport(report, mechanism))
+        prepared.append(build_report(survey.id, question, mechanism, answers[question.id], rng))
     return prepared

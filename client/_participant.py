@@ -3,28 +3,25 @@
 from __future__ import annotations
 
 import json
-import math
-import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
-from typing import Any
 
 import click
 
 from client._answer import (
     Answer,
     InvalidAnswerError,
-    PreparedReport,
     answer_hint,
-    build_reports,
-    check_mechanism,
     check_open,
     from_remote,
     parse_answer,
     parse_answers,
 )
+from client._display import Say, answer_document, show_question, show_reports
+from client._guard import LocalState, Plan
+from client._options import json_option, policy_from_context, policy_options, server_option
 from client._remote import AggregatorClient, RemoteError
 from shared.deniable.v1 import aggregator_pb2 as pb
 
@@ -32,30 +29,6 @@ __all__ = ["answer_command", "surveys_command"]
 
 ATTEMPTS = 4  # UNAVAILABLE / DEADLINE_EXCEEDED are retried, with the same report_ids
 CHOICES = click.Choice(["yes", "no", "y", "n"], case_sensitive=False)
-SERVER = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):([0-9]{1,5})")
-Say = Callable[[str], None]
-
-
-def _check_server(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    """Accept ``HOST:PORT`` (or ``[IPv6]:PORT``) with a port in 1..65535."""
-    match = SERVER.fullmatch(value)
-    if not match or not 0 < int(match.group(2)) < 65536:
-        raise InvalidAnswerError(f"--server {value!r}: expected HOST:PORT, e.g. 127.0.0.1:50051")
-    return value
-
-
-server_option = click.option(
-    "--server",
-    envvar="DENIABLE_SERVER",
-    show_envvar=True,
-    required=True,
-    metavar="HOST:PORT",
-    callback=_check_server,
-    help="Address of the aggregator.",
-)
-json_option = click.option(
-    "--json", "as_json", is_flag=True, help="Print one JSON document on stdout; text to stderr."
-)
 
 
 @contextmanager
@@ -97,34 +70,6 @@ def surveys_command(server: str, as_json: bool) -> None:
             )
 
 
-def _show_question(say: Say, index: int, total: int, question: pb.Question) -> None:
-    """Text, plain-language privacy and exact ε, computed here from the mechanism."""
-    mechanism = check_mechanism(question)
-    say(f"\n[{index}/{total}] {question.id}: {question.text}")
-    if question.WhichOneof("kind") == "categorical":
-        for number, option in enumerate(question.categorical.options, 1):
-            say(f"  {number:>4}. {option}")
-    elif question.WhichOneof("kind") == "numeric":
-        say(f"  Answer with a number from {question.numeric.min!r} to {question.numeric.max!r}.")
-    say(f"  Privacy: {mechanism.explain()}")
-    alpha = getattr(mechanism, "alpha", None)
-    source = f"alpha = {alpha!r}" if alpha is not None else f"the {mechanism.kind} parameters"
-    say(f"  Exact epsilon: {mechanism.epsilon!r}, from {source} (computed on this device)")
-
-
-def _show_reports(say: Say, target: str, prepared: list[PreparedReport]) -> None:
-    """Exactly what will be sent: randomized answers only, never a true answer."""
-    say(f"\nWill be sent to {target} (your true answers never leave this device):")
-    say(f"  {'REPORT_ID':<32}  {'QUESTION':<12}  {'REPORTED':<24}  MECHANISM")
-    for item in prepared:
-        say(
-            f"  {item.report.report_id:<32}  {item.report.question_id:<12}  "
-            f"{item.shown():<24}  {item.mechanism.kind}"
-        )
-    total = math.ceil(math.fsum(item.mechanism.epsilon for item in prepared) * 10_000) / 10_000
-    say(f"  Privacy cost of this survey: epsilon <= {total:.4f} in total (epsilons add up).")
-
-
 @click.command("answer")
 @server_option
 @click.argument("survey_id")
@@ -136,13 +81,16 @@ def _show_reports(say: Say, target: str, prepared: list[PreparedReport]) -> None
     help="Answer question QID without a prompt (repeatable): yes/no/y/n, an option's name "
     "or number (from 1), or a number in the question's range.",
 )
-@click.option("--dry-run", is_flag=True, help="Show the randomized reports; send nothing.")
+@click.option(
+    "--dry-run", is_flag=True, help="Show the randomized reports; send and record nothing."
+)
 @click.option("--yes", "assume_yes", is_flag=True, help="Send without asking for confirmation.")
 @click.option(
     "--interactive/--no-interactive",
     default=None,
     help="Prompt for missing answers and for confirmation. Default: when stdin is a terminal.",
 )
+@policy_options
 @json_option
 def answer_command(
     server: str,
@@ -151,51 +99,70 @@ def answer_command(
     dry_run: bool,
     assume_yes: bool,
     interactive: bool | None,
+    max_epsilon: float | None,
+    budget: float | None,
     as_json: bool,
 ) -> None:
     """Answer a survey; your answers are randomized on this device first.
 
     For each question of survey SURVEY_ID you see its text, what its privacy
     setting means and its exact epsilon, computed here from the mechanism (the
-    server's figures are not used). Each answer is randomized with the OS's
-    cryptographic random source, you see exactly what will be sent (never your
-    true answers), and all answers go in one batch.
+    server's figures are not used). A question whose epsilon is above
+    --max-epsilon is refused, and so is an answer that would take the epsilon
+    spent at this aggregator over --budget (see deniable budget). Each answer is
+    randomized with the OS's cryptographic random source, you see exactly what
+    will be sent (never your true answers), and all answers go in one batch.
+
+    The same answer to the same question is always resent as the same report,
+    at no new privacy cost; a changed answer costs its epsilon again. The cost
+    is recorded in your ledger before anything is sent.
 
     Answers come from --answer or, when interactive, from prompts; you then
     confirm before anything is sent (--yes skips that). Declining sends nothing
     and exits 0. Exit codes: see deniable --help.
     """
+    policy = policy_from_context(max_epsilon, budget)
     if interactive is None:
         interactive = stdin_is_tty()
     say: Say = partial(click.echo, err=as_json)
     with _connect(server) as client:
         survey = client.get_survey(survey_id)
         check_open(survey)
-        ids = [question.id for question in survey.questions]
-        for question in survey.questions:
-            check_mechanism(question)  # refuse before asking anything
+        specs = {q.id: policy.check(q) for q in survey.questions}  # refuse before asking
         answers = parse_answers(answer_options, survey.questions)
-        missing = [q for q in survey.questions if q.id not in answers]
-        if missing and not interactive:
-            first = missing[0]
-            value = "yes|no" if first.WhichOneof("kind") == "binary" else "VALUE"
-            hint = "" if value == "yes|no" else f" ({answer_hint(first)})"
-            raise InvalidAnswerError(
-                f"no answer for question {first.id!r}; pass --answer {first.id}={value}{hint}"
-            )
+        _require_answers(survey, answers, interactive)
         say(f"Survey {survey.id}: {survey.title}")
         for index, question in enumerate(survey.questions, 1):
-            _show_question(say, index, len(ids), question)
+            show_question(say, index, len(survey.questions), question, specs[question.id])
             if question.id in answers:
                 say("  Answered with --answer.")
             else:
                 answers[question.id] = _prompt(question, as_json)
-        prepared = build_reports(survey, answers)
-        del answers  # the true answers are not needed past this point
-        _show_reports(say, server, prepared)
-        response = _send(client, say, prepared, dry_run, interactive and not assume_yes, as_json)
+        on_wait = partial(click.echo, err=True)
+        with LocalState().session(write=not dry_run, on_wait=on_wait) as session:
+            plan = session.plan(server, survey, specs, answers)
+            del answers  # the true answers are not needed past this point
+            plan.check_budget(policy)  # refuse before anything is sent
+            show_reports(say, server, plan, policy)
+            confirm = interactive and not assume_yes
+            go = _decide(say, client.target, plan, dry_run, confirm, as_json)
+            if go:
+                session.commit(plan)  # charged and memoized before sending: never under-counted
+        response = _send(client, say, plan) if go else None
     if as_json:
-        click.echo(json.dumps(_result(survey.id, prepared, response), indent=2))
+        click.echo(json.dumps(answer_document(plan, policy, go, response), indent=2))
+
+
+def _require_answers(survey: pb.Survey, answers: dict[str, Answer], interactive: bool) -> None:
+    """Without prompts, every question needs an --answer; name the first one missing."""
+    missing = [q for q in survey.questions if q.id not in answers]
+    if missing and not interactive:
+        first = missing[0]
+        value = "yes|no" if first.WhichOneof("kind") == "binary" else "VALUE"
+        hint = "" if value == "yes|no" else f" ({answer_hint(first)})"
+        raise InvalidAnswerError(
+            f"no answer for question {first.id!r}; pass --answer {first.id}={value}{hint}"
+        )
 
 
 def _prompt(question: pb.Question, as_json: bool) -> Answer:
@@ -210,38 +177,31 @@ def _prompt(question: pb.Question, as_json: bool) -> Answer:
             click.echo(f"  {error}", err=True)
 
 
-def _send(
-    client: AggregatorClient,
-    say: Say,
-    prepared: list[PreparedReport],
-    dry_run: bool,
-    confirm: bool,
-    as_json: bool,
-) -> pb.SubmitReportsResponse | None:
-    """Submit all reports in one batch (retried with the same ids), unless not wanted."""
-    count = len(prepared)
+def _decide(say: Say, target: str, plan: Plan, dry_run: bool, confirm: bool, as_json: bool) -> bool:
+    """Whether to charge and send: not in a dry run, nor when the participant declines."""
     if dry_run:
-        say("Dry run: nothing was sent.")
-        return None
+        say("Dry run: nothing was sent. Nothing was recorded in your ledger or memo.")
+        return False
+    count = len(plan.prepared)
     if confirm and not click.confirm(
-        f"Send these {count} randomized answers to {client.target}?", default=False, err=as_json
+        f"Send these {count} randomized answers to {target}?", default=False, err=as_json
     ):
         say("Nothing was sent.")
-        return None
-    response = client.submit_reports([item.report for item in prepared])
+        return False
+    return True
+
+
+def _send(client: AggregatorClient, say: Say, plan: Plan) -> pb.SubmitReportsResponse:
+    """Submit all reports in one batch (retried with the same ids); they are already charged."""
+    try:
+        response = client.submit_reports([item.report for item in plan.prepared])
+    except RemoteError as error:
+        failure = from_remote(error, client.target)
+        raise type(failure)(
+            f"{failure.message}. Your answers stay recorded in your ledger: running the same "
+            "command again resends the same reports at no extra privacy cost"
+        ) from None
+    count = len(plan.prepared)
     before = f" ({response.already_stored} were already stored)" if response.already_stored else ""
     say(f"Sent {count} randomized answers; the server stored {response.stored}.{before}")
     return response
-
-
-def _result(
-    survey_id: str, prepared: list[PreparedReport], response: pb.SubmitReportsResponse | None
-) -> dict[str, Any]:
-    """The ``--json`` document: the randomized reports and the server's acknowledgement."""
-    return {
-        "survey_id": survey_id,
-        "sent": response is not None,
-        "reports": [item.summary() for item in prepared],
-        "stored": response.stored if response else 0,
-        "already_stored": response.already_stored if response else 0,
-    }

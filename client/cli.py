@@ -7,6 +7,7 @@ import json
 import click
 
 from client._answer import ExitCode
+from client._budget import budget_command
 from client._participant import answer_command, surveys_command
 from shared import RandomizedResponseSpec
 
@@ -18,7 +19,8 @@ EXIT_CODES: dict[ExitCode, str] = {
     ExitCode.USAGE: "invalid usage or answer",
     ExitCode.UNREACHABLE: "aggregator unreachable (after retries)",
     ExitCode.NOT_FOUND: "survey or question not found",
-    ExitCode.REFUSED: "survey closed or mechanism refused",
+    ExitCode.REFUSED: "refused: survey closed, mechanism or answer refused by your privacy "
+    "policy or budget, or ledger unreadable",
 }
 """Every exit code of ``deniable``, as listed in its help text."""
 
@@ -30,10 +32,15 @@ def cli() -> None:
 
     \b
     Environment: every option can also be set as DENIABLE_<COMMAND>_<OPTION>,
-    for example DENIABLE_EXPLAIN_EPSILON=1; --server also as DENIABLE_SERVER.
+    for example DENIABLE_EXPLAIN_EPSILON=1; --server also as DENIABLE_SERVER,
+    --max-epsilon as DENIABLE_MAX_EPSILON, --budget as DENIABLE_BUDGET.
+    Config file: $XDG_CONFIG_HOME/deniable/config.toml, a [participant] table
+    with max_epsilon and budget (command line > environment > file > defaults).
+    Files: ledger, memo and lock in $XDG_DATA_HOME/deniable.
     Exit codes: 0 success, 1 unexpected or runtime error,
     2 invalid usage or answer, 3 aggregator unreachable (after retries),
-    4 survey or question not found, 5 survey closed or mechanism refused.
+    4 survey or question not found, 5 refused: survey closed, mechanism or
+    answer refused by your privacy policy or budget, or ledger unreadable.
     """
 
 
@@ -64,6 +71,7 @@ def explain(alpha: float | None, epsilon: float | None, as_json: bool) -> None:
 
 cli.add_command(surveys_command)
 cli.add_command(answer_command)
+cli.add_command(budget_command)
 
 
 def main() -> None:

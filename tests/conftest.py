@@ -24,6 +24,21 @@ BIN = Path(sys.executable).parent
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
 
 
+@pytest.fixture(autouse=True)
+def participant_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """A fresh XDG data and config directory per test, inherited by every subprocess.
+
+    The participant's ledger, memo and config file live there, never in the real home; a
+    test that plays several participants gives each its own ``XDG_DATA_HOME``.
+    """
+    home = tmp_path_factory.mktemp("participant")
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    return home
+
+
 @pytest.fixture
 def run_cli() -> RunCli:
     """Run an installed console script (``deniable`` or ``deniable-aggregator``)."""

@@ -49,10 +49,11 @@ def test_serve_create_answer_estimate(run_cli: RunCli, daemon: Daemon, tmp_path:
     survey_id = create(run_cli, daemon, write_spec(tmp_path))
     assert len(survey_id) == 16
     answers = [("yes", "no"), ("no", "no"), ("yes", "yes")]
-    for cheated, copied in answers:
+    for participant, (cheated, copied) in enumerate(answers):
         done = run_cli(
             "deniable", "answer", "--server", daemon.address, survey_id,
             "--answer", f"cheated={cheated}", "--answer", f"copied={copied}", "--yes", "--json",
+            env={"XDG_DATA_HOME": str(tmp_path / f"participant-{participant}")},
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
         sent = json.loads(done.stdout)
@@ -106,6 +107,14 @@ def test_survey_commands_and_their_errors(run_cli: RunCli, daemon: Daemon, tmp_p
           str(spec))  # fmt: skip
     fails(2, "does not hold a valid admin token", "survey", "create", *server,
           "--admin-token-file", str(spec), str(spec))  # fmt: skip
+    missing = tmp_path / "no-such-token"
+    for command in (("survey", "create", *server, str(spec)), ("serve", "--listen", "127.0.0.1:0")):
+        fails(2, "does not exist", *command, "--admin-token-file", str(missing))
+    binary = tmp_path / "binary-token"
+    binary.write_bytes(b"\xff\xfe" * 20)
+    fails(2, f"cannot read admin token file {binary}: not UTF-8 text", "serve", "--listen",
+          "127.0.0.1:0", "--db", f"sqlite:///{tmp_path / 'other.db'}",
+          "--admin-token-file", str(binary))  # fmt: skip
     bad = write_spec(tmp_path, {"title": "T", "questions": [{"id": "q", "text": "t", "alpha": 2}]})
     fails(2, "spec.questions[0]: alpha must be in (0, 1], got 2.0", "survey", "create", *server,
           "--admin-token-file", str(daemon.token_file), str(bad))  # fmt: skip
@@ -141,10 +150,11 @@ def test_daemon_restart_keeps_every_report(run_cli: RunCli, tmp_path: Path) -> N
     first = start_daemon(tmp_path)
     try:
         survey_id = create(run_cli, first, write_spec(tmp_path))
-        for _ in range(2):
+        for participant in range(2):
             done = run_cli(
                 "deniable", "answer", "--server", first.address, survey_id,
                 "--answer", "cheated=yes", "--answer", "copied=no", "--yes",
+                env={"XDG_DATA_HOME": str(tmp_path / f"participant-{participant}")},
             )  # fmt: skip
             assert done.returncode == 0, done.stderr
         before = run_cli(

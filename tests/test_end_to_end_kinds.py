@@ -30,11 +30,13 @@ def test_create_answer_estimate_every_kind(run_cli: RunCli, daemon: Daemon, tmp_
     assert "one of [iOS, Android, Linux], grr, epsilon = 1.0000 (exact)" in shown.stdout
     assert "one of [iOS, Android, Linux], oue" in shown.stdout
     assert "a number in [0, 40], hybrid, epsilon = 1.0000 (exact)" in shown.stdout
-    for os_answer, hours in [("Android", "12.5"), ("3", "40"), ("ios", "0")]:
+    answers = [("Android", "12.5"), ("3", "40"), ("ios", "0")]
+    for participant, (os_answer, hours) in enumerate(answers):
         done = run_cli(
             "deniable", "answer", "--server", daemon.address, survey_id,
             "--answer", f"os={os_answer}", "--answer", "os2=linux", "--answer", f"hours={hours}",
             "--answer", "late=no", "--yes", "--json",
+            env={"XDG_DATA_HOME": str(tmp_path / f"participant-{participant}")},
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
         sent = json.loads(done.stdout)

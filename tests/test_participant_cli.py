@@ -332,3 +332,18 @@ def test_malformed_server_address_is_a_usage_error(server: str) -> None:
     done = CliRunner().invoke(cli, ["surveys", "--server", server])
     assert done.exit_code == ExitCode.USAGE
     assert done.stderr == f"Error: --server {server!r}: expected HOST:PORT, e.g. 127.0.0.1:50051\n"
+
+
+def test_help_documents_the_guardrails_and_their_sources() -> None:
+    runner = CliRunner()
+    group = " ".join(runner.invoke(cli, ["--help"]).output.split())
+    for text in ("budget", "DENIABLE_MAX_EPSILON", "DENIABLE_BUDGET", "config.toml"):
+        assert text in group
+    for command in ("answer", "budget"):
+        shown = " ".join(runner.invoke(cli, [command, "--help"]).output.split())
+        assert "--max-epsilon EPSILON" in shown
+        assert "env var: DENIABLE_MAX_EPSILON" in shown
+        assert "env var: DENIABLE_BUDGET" in shown
+    answer = " ".join(runner.invoke(cli, ["answer", "--help"]).output.split())
+    assert "send and record nothing" in answer
+    assert "recorded in your ledger before anything is sent" in answer

@@ -138,10 +138,11 @@ def token_option(function: F) -> F:
 
 def read_token(token_file: Path | None) -> str:
     """The admin token from the file, else ``DENIABLE_ADMIN_TOKEN``; a usage error if none."""
-    from aggregator._auth import check_token
+    from aggregator._auth import check_token, read_token_file
 
     if token_file is not None:
-        token, source = token_file.read_text().strip(), f"admin token file {token_file}"
+        with user_errors():
+            token, source = read_token_file(token_file), f"admin token file {token_file}"
     else:
         token, source = os.environ.get("DENIABLE_ADMIN_TOKEN", "").strip(), "DENIABLE_ADMIN_TOKEN"
         if not token:

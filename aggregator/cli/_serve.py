@@ -30,7 +30,7 @@ log = logging.getLogger("deniable.aggregator")
 @click.option("--listen", default=DEFAULT_LISTEN, show_default=True, help="HOST:PORT (0: any).")
 @click.option(
     "--admin-token-file",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
     help="File holding the admin token. Default: generated at first start into "
     "$XDG_DATA_HOME/deniable/admin-token (mode 0600).",
 )

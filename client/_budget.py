@@ -1,0 +1,98 @@
+"""``deniable budget``: the privacy spent and left, per aggregator and survey, from the ledger."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from client._guard import LocalState
+from client._ledger import Ledger, aggregator_name
+from client._options import (
+    json_option,
+    optional_server_option,
+    policy_from_context,
+    policy_options,
+)
+from client._policy import Policy, round_down, round_up
+
+__all__ = ["budget_command", "budget_document"]
+
+
+def budget_document(ledger: Ledger, policy: Policy, aggregators: list[str]) -> dict[str, Any]:
+    """Spent and remaining ε per aggregator, with each survey's charges."""
+    rows = []
+    for aggregator in aggregators:
+        spent = ledger.spent(aggregator)
+        surveys = [
+            {
+                "survey_id": survey_id,
+                "answers": len(ledger.of(aggregator, survey_id)),
+                "spent": ledger.spent(aggregator, survey_id),
+                "charges": [charge.to_json() for charge in ledger.of(aggregator, survey_id)],
+            }
+            for survey_id in ledger.surveys(aggregator)
+        ]
+        rows.append(
+            {
+                "aggregator": aggregator,
+                "spent": spent,
+                "budget": policy.budget,
+                "remaining": max(policy.budget - spent, 0.0),
+                "surveys": surveys,
+            }
+        )
+    return {
+        "policy": {
+            "max_epsilon": policy.max_epsilon,
+            "budget": policy.budget,
+            "sources": {name: policy.source(name) for name in ("max_epsilon", "budget")},
+        },
+        "aggregators": rows,
+    }
+
+
+@click.command("budget")
+@optional_server_option
+@policy_options
+@json_option
+def budget_command(
+    server: str | None, max_epsilon: float | None, budget: float | None, as_json: bool
+) -> None:
+    """Show the privacy (epsilon) spent and left, per aggregator and survey.
+
+    Reads this device's ledger ($XDG_DATA_HOME/deniable/ledger.json); contacts
+    no aggregator. Each aggregator (by its HOST:PORT) may collect at most
+    --budget epsilon from this device over all its surveys; answers resent as
+    they were cost nothing. --server shows one aggregator only.
+    """
+    policy = policy_from_context(max_epsilon, budget)
+    state = LocalState()
+    ledger = state.read_ledger()
+    aggregators = [aggregator_name(server)] if server else ledger.aggregators()
+    document = budget_document(ledger, policy, aggregators)
+    if as_json:
+        click.echo(json.dumps({"ledger": str(state.ledger_path), **document}, indent=2))
+        return
+    click.echo(
+        f"Budget: epsilon {policy.budget!r} per aggregator ({policy.source('budget')}); "
+        f"at most {policy.max_epsilon!r} per answer ({policy.source('max_epsilon')})."
+    )
+    click.echo(f"Ledger: {state.ledger_path}")
+    if not aggregators:
+        click.echo("No privacy spent yet.")
+        return
+    width = max(len("AGGREGATOR"), *(len(row["aggregator"]) for row in document["aggregators"]))
+    click.echo(f"\n{'AGGREGATOR':<{width}}  {'SURVEY':<16}  ANSWERS    SPENT     LEFT")
+    for row in document["aggregators"]:
+        answers = sum(survey["answers"] for survey in row["surveys"])
+        click.echo(
+            f"{row['aggregator']:<{width}}  {'(all)':<16}  {answers:>7}  "
+            f"{round_up(row['spent']):>7}  {round_down(row['remaining']):>7}"
+        )
+        for survey in row["surveys"]:
+            click.echo(
+                f"{'':<{width}}  {survey['survey_id']:<16}  {survey['answers']:>7}  "
+                f"{round_up(survey['spent']):>7}"
+            )

@@ -1,0 +1,79 @@
+"""What ``deniable answer`` shows the participant: questions, reports, cost and budget."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from client._guard import Plan
+from client._policy import Policy, round_down, round_up
+from shared._wire import Spec
+from shared.deniable.v1 import aggregator_pb2 as pb
+
+__all__ = ["Say", "answer_document", "show_question", "show_reports"]
+
+Say = Callable[[str], None]
+
+
+def show_question(say: Say, index: int, total: int, question: pb.Question, spec: Spec) -> None:
+    """Text, plain-language privacy and exact ε, computed here from the mechanism."""
+    say(f"\n[{index}/{total}] {question.id}: {question.text}")
+    if question.WhichOneof("kind") == "categorical":
+        for number, option in enumerate(question.categorical.options, 1):
+            say(f"  {number:>4}. {option}")
+    elif question.WhichOneof("kind") == "numeric":
+        say(f"  Answer with a number from {question.numeric.min!r} to {question.numeric.max!r}.")
+    say(f"  Privacy: {spec.explain()}")
+    alpha = getattr(spec, "alpha", None)
+    source = f"alpha = {alpha!r}" if alpha is not None else f"the {spec.kind} parameters"
+    say(f"  Exact epsilon: {spec.epsilon!r}, from {source} (computed on this device)")
+
+
+def show_reports(say: Say, target: str, plan: Plan, policy: Policy) -> None:
+    """Exactly what will be sent (randomized answers only), what it costs, what is left."""
+    say(f"\nWill be sent to {target} (your true answers never leave this device):")
+    say(f"  {'REPORT_ID':<32}  {'QUESTION':<12}  {'REPORTED':<24}  {'MECHANISM':<19}  EPSILON")
+    for item in plan.prepared:
+        cost = "0 (resent as before)" if item.reused else round_up(item.mechanism.epsilon)
+        say(
+            f"  {item.report.report_id:<32}  {item.report.question_id:<12}  "
+            f"{item.shown():<24}  {item.mechanism.kind:<19}  {cost}"
+        )
+    reused = sum(item.reused for item in plan.prepared)
+    if reused == len(plan.prepared):
+        say("  Privacy cost now: none; every report was sent before for the same answer and is")
+        say("  resent as it was.")
+    else:
+        note = ""
+        if reused:
+            were = "report was" if reused == 1 else "reports were"
+            note = f"; {reused} {were} sent before for the same answer and cost nothing again"
+        say(f"  Privacy cost now: epsilon <= {round_up(plan.cost)} (epsilons add up{note}).")
+    say(
+        f"  Your budget at {plan.aggregator}: {round_up(plan.spent_before)} spent before, "
+        f"{round_down(policy.budget - plan.spent_after)} left after this, "
+        f"of {policy.budget!r}."
+    )
+
+
+def answer_document(
+    plan: Plan, policy: Policy, charged: bool, response: pb.SubmitReportsResponse | None
+) -> dict[str, Any]:
+    """The ``--json`` document of ``deniable answer``: reports, acknowledgement, privacy."""
+    spent = plan.spent_after if charged else plan.spent_before
+    return {
+        "survey_id": plan.survey_id,
+        "sent": response is not None,
+        "reports": [item.summary() for item in plan.prepared],
+        "stored": response.stored if response else 0,
+        "already_stored": response.already_stored if response else 0,
+        "privacy": {
+            "aggregator": plan.aggregator,
+            "cost": plan.cost,
+            "charged": charged,
+            "spent": spent,
+            "budget": policy.budget,
+            "remaining": max(policy.budget - spent, 0.0),
+            "max_epsilon": policy.max_epsilon,
+        },
+    }

@@ -1,0 +1,163 @@
+"""The privacy ledger: every ε this device has spent, per aggregator and survey."""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from client._files import load_document, write_document
+
+__all__ = ["LEDGER_NAME", "Charge", "Ledger", "aggregator_name", "load_ledger", "save_ledger"]
+
+LEDGER_NAME = "ledger.json"
+_FORMAT = "deniable-ledger"
+_VERSION = 1
+_FIELDS = ("question_id", "mechanism", "epsilon", "report_id", "at")
+
+
+def aggregator_name(target: str) -> str:
+    """The ledger's name for an aggregator: its ``HOST:PORT`` target, normalized.
+
+    Host names are lowercased without a trailing dot, IP addresses written canonically and
+    the port without leading zeros. Names are not resolved: ``localhost:50051`` and
+    ``127.0.0.1:50051`` are two aggregators to the ledger.
+
+    Example:
+        >>> aggregator_name("LocalHost.:050051"), aggregator_name("[0:0::1]:7")
+        ('localhost:50051', '[::1]:7')
+    """
+    host, sep, port = target.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"aggregator must be HOST:PORT, got {target!r}")
+    bracketed = host.startswith("[") and host.endswith("]")
+    host = host[1:-1] if bracketed else host
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        host = host.lower().rstrip(".")
+    else:
+        host = f"[{address.compressed}]" if address.version == 6 else address.compressed
+    return f"{host}:{int(port)}"
+
+
+@dataclass(frozen=True)
+class Charge:
+    """One answer's privacy loss, as recorded before its report is sent."""
+
+    aggregator: str
+    survey_id: str
+    question_id: str
+    mechanism: str
+    epsilon: float
+    report_id: str
+    at: str  # UTC time of the charge, ISO 8601
+
+    def __post_init__(self) -> None:
+        for name in ("aggregator", "survey_id", "question_id", "mechanism", "report_id", "at"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+        epsilon = self.epsilon
+        if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
+            raise ValueError(f"epsilon must be a number, got {epsilon!r}")
+        if not (math.isfinite(epsilon) and epsilon >= 0):
+            raise ValueError(f"epsilon must be finite and >= 0, got {epsilon!r}")
+        object.__setattr__(self, "epsilon", float(epsilon))
+
+    def to_json(self) -> dict[str, Any]:
+        """The charge as stored under its aggregator and survey."""
+        return {name: getattr(self, name) for name in _FIELDS}
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """All charges, oldest first. ε adds up (sequential composition).
+
+    Example:
+        >>> ledger = Ledger().add([Charge("h:1", "s", "q", "grr", 1.5, "r1", "t")])
+        >>> ledger.spent("h:1"), ledger.spent("h:2")
+        (1.5, 0.0)
+    """
+
+    charges: tuple[Charge, ...] = ()
+
+    def add(self, charges: Iterable[Charge]) -> Ledger:
+        """A ledger with ``charges`` appended."""
+        return Ledger((*self.charges, *charges))
+
+    def aggregators(self) -> list[str]:
+        """The aggregators charged so far, in order of first charge."""
+        return list(dict.fromkeys(charge.aggregator for charge in self.charges))
+
+    def of(self, aggregator: str, survey_id: str | None = None) -> list[Charge]:
+        """The charges for one aggregator (and survey)."""
+        return [
+            charge
+            for charge in self.charges
+            if charge.aggregator == aggregator and survey_id in (None, charge.survey_id)
+        ]
+
+    def spent(self, aggregator: str, survey_id: str | None = None) -> float:
+        """Total ε spent at an aggregator (or on one of its surveys), summed exactly."""
+        return math.fsum(charge.epsilon for charge in self.of(aggregator, survey_id))
+
+    def surveys(self, aggregator: str) -> list[str]:
+        """The surveys charged at an aggregator, in order of first charge."""
+        return list(dict.fromkeys(charge.survey_id for charge in self.of(aggregator)))
+
+    def to_json(self) -> dict[str, Any]:
+        """The file's document: charges nested by aggregator, then survey."""
+        nested: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        for charge in self.charges:
+            surveys = nested.setdefault(charge.aggregator, {})
+            surveys.setdefault(charge.survey_id, []).append(charge.to_json())
+        return {"format": _FORMAT, "version": _VERSION, "aggregators": nested}
+
+    @classmethod
+    def from_json(cls, document: Any) -> Ledger:
+        """Parse and validate a ledger document.
+
+        Raises:
+            ValueError: naming the first bad field by its path in the document.
+        """
+        if not isinstance(document, dict) or document.get("format") != _FORMAT:
+            raise ValueError(f"format must be {_FORMAT!r}")
+        if document.get("version") != _VERSION:
+            raise ValueError(f"version must be {_VERSION}, got {document.get('version')!r}")
+        aggregators = document.get("aggregators")
+        if not isinstance(aggregators, dict):
+            raise ValueError(f"aggregators must be an object, got {aggregators!r}")
+        charges = []
+        for aggregator, surveys in aggregators.items():
+            if not isinstance(surveys, dict):
+                raise ValueError(f"aggregators[{aggregator!r}] must be an object")
+            for survey_id, entries in surveys.items():
+                where = f"aggregators[{aggregator!r}][{survey_id!r}]"
+                if not isinstance(entries, list):
+                    raise ValueError(f"{where} must be a list")
+                for index, entry in enumerate(entries):
+                    if not isinstance(entry, dict) or set(entry) != set(_FIELDS):
+                        raise ValueError(f"{where}[{index}] must have the keys {list(_FIELDS)}")
+                    try:
+                        charges.append(Charge(aggregator, survey_id, **entry))
+                    except ValueError as error:
+                        raise ValueError(f"{where}[{index}]: {error}") from None
+        return cls(tuple(charges))
+
+
+def load_ledger(path: Path) -> Ledger:
+    """The ledger in ``path``; an empty one when the file does not exist yet.
+
+    Raises:
+        LocalStateError: the file is unreadable or not a valid ledger (fail closed).
+    """
+    return load_document(path, Ledger.from_json, Ledger(), "ledger")
+
+
+def save_ledger(path: Path, ledger: Ledger) -> None:
+    """Write the ledger atomically (temporary file, fsync, rename, fsync the directory)."""
+    write_document(path, ledger.to_json())
