@@ -6,7 +6,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -18,7 +18,26 @@ from client import RandomizedResponse
 from shared import RandomizedResponseSpec
 from shared._validate import as_count, check_open_unit, check_unit_interval
 
-__all__ = ["SimulationResult", "Submit", "simulate_binary"]
+__all__ = ["SimulationResult", "Submit", "agreed", "simulate_binary"]
+
+Estimate = TypeVar("Estimate")
+
+
+def agreed(
+    remote: Estimate, local: Estimate, n: int, detail: Callable[[Estimate], str]
+) -> Estimate:
+    """The aggregator's estimate, which must equal the one computed here from the same reports.
+
+    Raises:
+        RuntimeError: they differ (a report was lost or counted twice on the way).
+    """
+    if remote != local:
+        raise RuntimeError(
+            f"the aggregator's estimate disagrees with the {n} reports sent: "
+            f"{detail(remote)} (expected {detail(local)})"
+        )
+    return remote
+
 
 Submit = Callable[[NDArray[np.bool_]], ProportionEstimate]
 """Sends one survey's randomized reports to an aggregator and returns its estimate."""
@@ -113,13 +132,8 @@ def simulate_binary(
         reports = rr.perturb_many(truth, rng=perturb_rng)
         ones[run] = np.count_nonzero(reports)
         if submit is not None:
-            remote = submit(reports)
             local = estimate_proportion(int(ones[run]), n, spec.alpha, level, method)
-            if remote != local:
-                raise RuntimeError(
-                    f"the aggregator's estimate disagrees with the {n} reports sent: "
-                    f"n={remote.n}, estimate_raw={remote.estimate_raw} (expected {local})"
-                )
+            remote = agreed(submit(reports), local, n, _proportion_detail)
             first = first or remote
         if progress is not None:
             progress(1)
@@ -145,3 +159,7 @@ def simulate_binary(
         std_theory=math.sqrt(spec.estimator_variance(share, n, "population")),
         reports_per_second=n * runs / elapsed if elapsed > 0 else math.inf,
     )
+
+
+def _proportion_detail(estimate: ProportionEstimate) -> str:
+    return f"n={estimate.n}, estimate_raw={estimate.estimate_raw}"

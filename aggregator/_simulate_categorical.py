@@ -13,6 +13,7 @@ import numpy as np
 from aggregator._distributions import check_option_names, check_shares
 from aggregator._frequency import FrequencyEstimate, estimate_frequencies, frequency_arrays
 from aggregator._intervals import check_method
+from aggregator._simulate import agreed
 from aggregator._support import support_counts
 from client._categorical import categorical_mechanism
 from shared._frequency_oracle import CategoricalSpec
@@ -173,14 +174,13 @@ def simulate_categorical(
         reports = mechanism.perturb_many(truth, rng=perturb_rng)
         counts[run] = support_counts(spec, reports)
         if submit is not None:
-            remote = submit(reports)
             local = estimate_frequencies(counts[run], n, spec, level, "population", method)
-            if remote != local:
-                raise RuntimeError(
-                    f"the aggregator's estimate disagrees with the {n} reports sent: "
-                    f"n={remote.n}, support_counts={list(remote.support_counts)} "
-                    f"(expected {list(local.support_counts)})"
-                )
+            remote = agreed(
+                submit(reports),
+                local,
+                n,
+                lambda e: f"n={e.n}, support_counts={list(e.support_counts)}",
+            )
             first = first or remote
         if progress is not None:
             progress(1)

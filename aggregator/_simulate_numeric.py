@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 
 from aggregator._distributions import NumericDistribution
 from aggregator._mean import MeanEstimate, MeanTally, estimate_mean
+from aggregator._simulate import agreed
 from client._numeric import perturb_numeric
 from shared._numeric import NumericSpec
 from shared._validate import as_count, check_open_unit
@@ -140,13 +141,8 @@ def simulate_numeric(
         reports = perturb_numeric(spec, values, rng=perturb_rng)
         local = estimate_mean(spec, MeanTally.empty(spec).add(spec, reports), level)
         if submit is not None:
-            remote = submit(reports)
-            if remote != local:
-                raise RuntimeError(
-                    f"the aggregator's estimate disagrees with the {n} reports sent: "
-                    f"n={remote.n}, estimate_raw={remote.estimate_raw} "
-                    f"(expected {local.estimate_raw})"
-                )
+            detail = "n={0.n}, estimate_raw={0.estimate_raw}".format
+            remote = agreed(submit(reports), local, n, detail)
             first = first or remote
         first = first or local
         raw[run], low[run], high[run] = local.estimate_raw, local.ci_low, local.ci_high
