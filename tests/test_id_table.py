@@ -20,7 +20,14 @@ def matrix(ids: list[bytes]) -> np.ndarray:
 def claim(table: IdTable, ids: list[bytes], refs: list[int], fps: list[int] | None = None):  # type: ignore[no-untyped-def]
     m = matrix(ids)
     prints = fingerprints(m) if fps is None else np.array(fps, dtype=np.uint64)
-    return table.claim(m, prints, np.array(refs, dtype=np.int64)).tolist()
+    found = table.claim(m, prints, np.array(refs, dtype=np.int64)).tolist()
+    assert_occupancy(table)
+    return found
+
+
+def assert_occupancy(table: IdTable) -> None:
+    """The table holds exactly one slot per id: no stale slot eats into the load bound."""
+    assert np.count_nonzero(table._arrays.table[:, 0]) == table.used
 
 
 def test_new_ids_are_entered_and_known_ids_give_their_reference() -> None:
@@ -61,26 +68,112 @@ def test_truncate_forgets_the_latest_ids_only() -> None:
         table.truncate(4)
 
 
+def test_truncate_keeps_every_earlier_id_reachable_in_a_wrapped_cluster() -> None:
+    """Undo inside a probe run that wraps from the table's last slot to its first.
+
+    Every id's home slot is one of the table's last three, so their run wraps to slot 0;
+    undoing any number of the latest ids must leave every earlier one reachable.
+    """
+    table = IdTable(2)
+    last = 2 * table.capacity - 1  # the table's last slot: every home below is near the end
+    ids = [bytes([65 + i, 66]) for i in range(12)]
+    fps = [(last - (i % 3)) | 1 for i in range(12)]
+    refs = list(range(12))
+    for i in range(12):  # one claim per id, so that undo marks exist between them
+        assert claim(table, ids[i : i + 1], refs[i : i + 1], fps[i : i + 1]) == [-1]
+    for keep in (11, 7, 3, 0):
+        table.truncate(keep)
+        again = claim(table, ids, [100 + r for r in refs], fps)
+        assert again == refs[:keep] + [-1] * (12 - keep)
+        table.truncate(12)  # the re-entered ids are the latest: undo them again...
+        table.truncate(keep)  # ...and every id after the first `keep`
+
+
+def test_background_growth_gives_the_same_answers_and_capacity() -> None:
+    """Doubled arrays prepared in a thread lose no id.
+
+    Above ``background_from`` the next arrays are prepared in the background: ids entered
+    before, during and after the preparation are all found, with their references.
+    """
+    table = IdTable(6, background_from=512)
+    rng = np.random.default_rng(11)
+    ids = [bytes(row) for row in rng.choice(np.frombuffer(ALPHABET, np.uint8), (6000, 6))]
+    ids = list(dict.fromkeys(ids))
+    for start in range(0, len(ids), 97):
+        chunk = ids[start : start + 97]
+        assert claim(table, chunk, list(range(start, start + len(chunk)))) == [-1] * len(chunk)
+    table.settle()
+    assert table.used == len(ids) <= table.capacity < 4 * len(ids)
+    assert claim(table, ids[::-1], [0] * len(ids)) == list(range(len(ids)))[::-1]
+
+
+def test_undo_below_a_background_copy_discards_it() -> None:
+    """Undoing ids that a background preparation copied makes the preparation stale.
+
+    Adopting it anyway would bring the forgotten ids' slots back into the table.
+    """
+    table = IdTable(4, background_from=512)
+    rng = np.random.default_rng(3)
+    ids = [bytes(row) for row in rng.choice(np.frombuffer(ALPHABET, np.uint8), (3000, 4))]
+    ids = list(dict.fromkeys(ids))
+    claim(table, ids[:300], list(range(300)))
+    claim(table, ids[300:400], list(range(300, 400)))  # 400 >= 3/4 of 512: preparation starts
+    table.truncate(300)
+    assert_occupancy(table)
+    # 700 ids need the doubled capacity (1024), which the preparation would offer.
+    assert claim(table, ids[400:800], list(range(400, 800))) == [-1] * 400
+    assert table.capacity == 1024
+    assert claim(table, ids[300:400], [7] * 100) == [-1] * 100
+    expected = list(range(300)) + [7] * 100 + list(range(400, 800))
+    assert claim(table, ids[:800], [-9] * 800) == expected
+
+
 def test_bad_shapes_are_refused() -> None:
     with pytest.raises(ValueError, match=r"an \(m, 2\) matrix"):
         claim(IdTable(2), [b"abc"], [1])
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.lists(st.binary(min_size=1, max_size=4), max_size=60), max_size=6))
-def test_the_table_agrees_with_a_set(batches: list[list[bytes]]) -> None:
-    """Batches of ids (padded to one length) against a Python dict of first references."""
-    table, seen, ref = IdTable(4), dict[bytes, int](), 0
-    for batch in batches:
-        ids = list(dict.fromkeys(i.ljust(4, b"_") for i in batch))
+@given(
+    st.lists(
+        st.tuples(st.lists(st.binary(min_size=1, max_size=3), max_size=400), st.booleans()),
+        max_size=8,
+    ),
+    st.sampled_from([0, 1, 2, 3]),
+)
+def test_the_table_agrees_with_a_dict(batches: list[tuple[list[bytes], bool]], bits: int) -> None:
+    """Batches of ids, some undone again, against a dict of first references.
+
+    Ids are padded to one length. In some runs fingerprints keep only ``bits`` bits
+    (besides the low 1), so that probe runs are long and ids are told apart by bytes.
+    """
+    table, seen, ref = IdTable(3, background_from=512), dict[bytes, int](), 0
+
+    def prints(ids: list[bytes]) -> list[int]:
+        full = fingerprints(matrix(ids))
+        kept = full & np.uint64((1 << bits) - 1) | np.uint64(1) if bits else full
+        return [int(f) for f in kept]
+
+    for batch, undo in batches:
+        ids = list(dict.fromkeys(i.ljust(3, b"_") for i in batch))
         if not ids:
             continue
         refs = list(range(ref, ref + len(ids)))
         ref += len(ids)
         expected = [seen.get(i, -1) for i in ids]
-        assert claim(table, ids, refs) == expected
-        for i, r in zip(ids, refs, strict=True):
-            seen.setdefault(i, r)
+        mark = table.used
+        assert claim(table, ids, refs, prints(ids)) == expected
+        if undo:
+            table.truncate(mark)
+            assert_occupancy(table)
+        else:
+            for i, r in zip(ids, refs, strict=True):
+                seen.setdefault(i, r)
+    table.settle()
+    everything = list(seen)
+    if everything:
+        found = claim(table, everything, [-7] * len(everything), prints(everything))
+        assert found == list(seen.values())
 
 
 def test_report_ids_group_by_length_and_index_like_a_list() -> None:

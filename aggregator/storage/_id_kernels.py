@@ -130,14 +130,55 @@ def claim(table, arena, arena_fps, arena_refs, used, fps, ids, refs):  # type: i
 
 
 @njit(cache=True, nogil=True)
-def rebuild(table, arena_fps, used):  # type: ignore[no-untyped-def]
-    """Refill ``table`` with the first ``used`` arena rows (distinct ids)."""
+def insert_rows(table, arena_fps, start, end):  # type: ignore[no-untyped-def]
+    """Enter arena rows ``start`` to ``end`` (distinct ids, not in ``table``) in order."""
     mask = np.uint64(table.shape[0] - 1)
-    table[:, :] = 0
-    for row in range(used):
+    for row in range(start, end):
         f = arena_fps[row]
         s = f & mask
         while table[s, 0] != 0:
             s = (s + _ONE) & mask
         table[s, 0] = f
         table[s, 1] = row
+
+
+@njit(cache=True, nogil=True)
+def remove_rows(table, arena_fps, start, end):  # type: ignore[no-untyped-def]
+    """Take arena rows ``start`` to ``end``, the latest entered, out of ``table``.
+
+    Clearing a slot is enough: the table always holds exactly what entering its rows in
+    order gives (``rebuild`` and ``insert_rows`` enter them in order too), and the latest
+    row took the first free slot of its probe run, which no earlier row needed to pass.
+    Removing rows latest first therefore restores the earlier state exactly.
+    """
+    mask = np.uint64(table.shape[0] - 1)
+    for row in range(end - 1, start - 1, -1):
+        f = arena_fps[row]
+        s = f & mask
+        while not (table[s, 0] == f and table[s, 1] == np.uint64(row)):
+            s = (s + _ONE) & mask
+        table[s, 0] = 0
+        table[s, 1] = 0
+
+
+@njit(cache=True, nogil=True)
+def copy_rows(target, source, count):  # type: ignore[no-untyped-def]
+    """Copy the first ``count`` rows of ``source`` and zero the rest of ``target``.
+
+    Writing every page of ``target`` here, off the request path, takes its page faults.
+    """
+    flat_target = target.reshape(-1)
+    flat_source = source.reshape(-1)
+    width = flat_target.shape[0] // target.shape[0]
+    n = count * width
+    for i in range(n):
+        flat_target[i] = flat_source[i]
+    for i in range(n, flat_target.shape[0]):
+        flat_target[i] = 0
+
+
+@njit(cache=True, nogil=True)
+def rebuild(table, arena_fps, used):  # type: ignore[no-untyped-def]
+    """Refill ``table`` with the first ``used`` arena rows (distinct ids)."""
+    table[:, :] = 0
+    insert_rows(table, arena_fps, 0, used)

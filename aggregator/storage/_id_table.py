@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass, field
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -9,26 +12,85 @@ from aggregator.storage._ids import kernels
 
 __all__ = ["IdTable"]
 
-_MIN_SLOTS = 1 << 10
+_MIN_CAPACITY = 1 << 9
+# From this capacity on, the next, larger arrays are prepared by a background thread.
+_BACKGROUND_FROM = 1 << 15
+
+
+@dataclass
+class _Arrays:
+    """An arena of ``capacity`` ids with fingerprints and references, and its table."""
+
+    table: NDArray[np.uint64]  # (2 * capacity, 2): fingerprint (0: empty), arena row
+    arena: NDArray[np.uint8]
+    fps: NDArray[np.uint64]
+    refs: NDArray[np.int64]
+
+    @classmethod
+    def empty(cls, capacity: int, length: int) -> _Arrays:
+        return cls(
+            np.zeros((2 * capacity, 2), dtype=np.uint64),
+            np.zeros((capacity, length), dtype=np.uint8),
+            np.zeros(capacity, dtype=np.uint64),
+            np.zeros(capacity, dtype=np.int64),
+        )
+
+    @property
+    def capacity(self) -> int:
+        return len(self.fps)
+
+
+@dataclass
+class _Growth:
+    """Larger arrays being filled in the background with the first ``rows`` ids."""
+
+    rows: int
+    arrays: _Arrays
+    thread: threading.Thread = field(init=False)
+
+
+def _grown(old: _Arrays, rows: int, capacity: int) -> _Arrays:
+    """New arrays of ``capacity`` holding ``old``'s first ``rows`` ids, every page touched."""
+    length = old.arena.shape[1]
+    new = _Arrays(
+        np.empty((2 * capacity, 2), dtype=np.uint64),
+        np.empty((capacity, length), dtype=np.uint8),
+        np.empty(capacity, dtype=np.uint64),
+        np.empty(capacity, dtype=np.int64),
+    )
+    k = kernels()
+    for target, source in ((new.arena, old.arena), (new.fps, old.fps), (new.refs, old.refs)):
+        k.copy_rows(target, source, rows)
+    k.rebuild(new.table, new.fps, rows)
+    return new
 
 
 class IdTable:
     """The stored ids of one length in one survey, and a reference for each.
 
     The ids live in an append-only arena (one row of bytes each) with their fingerprints
-    and references; a power-of-two table of fingerprints, kept at most half full, points
-    into it by linear probing. Equal fingerprints are only a hint: ids are compared in
-    full. Memory: the id's bytes plus 16 bytes per id in the arena, and 32 to 64 bytes
-    of table per id (16 bytes per slot, between one quarter and one half full).
+    and references; a power-of-two table of fingerprints with twice the arena's capacity,
+    so at most half full, points into it by linear probing. Equal fingerprints are only
+    a hint: ids are compared in full. Memory: the id's bytes plus 16 bytes per id in the
+    arena, and 32 to 64 bytes of table per id.
+
+    Growth doubles the capacity. Once the arena is three quarters full (from
+    ``background_from`` ids on), a background thread prepares the doubled arrays (copy,
+    rebuild, and the page faults of fresh memory, all without the GIL), so that the
+    batch that needs them only adds the ids entered since.
     """
 
-    def __init__(self, length: int) -> None:
+    def __init__(self, length: int, *, background_from: int = _BACKGROUND_FROM) -> None:
         self.length = length
         self.used = 0
-        self._table = np.zeros((_MIN_SLOTS, 2), dtype=np.uint64)  # fingerprint, arena row
-        self._arena = np.zeros((_MIN_SLOTS // 2, length), dtype=np.uint8)
-        self._fps = np.zeros(_MIN_SLOTS // 2, dtype=np.uint64)
-        self._refs = np.zeros(_MIN_SLOTS // 2, dtype=np.int64)
+        self._background_from = background_from
+        self._arrays = _Arrays.empty(_MIN_CAPACITY, length)
+        self._growth: _Growth | None = None
+
+    @property
+    def capacity(self) -> int:
+        """How many ids fit before the arrays grow."""
+        return self._arrays.capacity
 
     def claim(
         self, ids: NDArray[np.uint8], fps: NDArray[np.uint64], refs: NDArray[np.int64]
@@ -40,39 +102,62 @@ class IdTable:
         if ids.shape[1:] != (self.length,) or not len(ids) == len(fps) == len(refs):
             raise ValueError(f"ids must be an (m, {self.length}) matrix with m fps and refs")
         self._reserve(self.used + len(ids))
+        a = self._arrays
         found: NDArray[np.int64]
         found, self.used = kernels().claim(
-            self._table,
-            self._arena,
-            self._fps,
-            self._refs,
-            self.used,
-            fps,
-            np.ascontiguousarray(ids),
-            refs,
+            a.table, a.arena, a.fps, a.refs, self.used, fps, np.ascontiguousarray(ids), refs
         )
+        self._prepare()
         return found
 
     def truncate(self, used: int) -> None:
         """Forget every id entered after the first ``used`` (undoing the latest claims)."""
         if not 0 <= used <= self.used:
             raise ValueError(f"cannot truncate {self.used} ids to {used}")
-        if used < self.used:
-            self.used = used
-            kernels().rebuild(self._table, self._fps, used)
+        if self._growth is not None and used < self._growth.rows:
+            self._growth.thread.join()  # it copied rows that are about to be overwritten
+            self._growth = None
+        kernels().remove_rows(self._arrays.table, self._arrays.fps, used, self.used)
+        self.used = used
+
+    def settle(self) -> None:
+        """Wait for a background preparation to finish (for tests and shutdown)."""
+        if self._growth is not None:
+            self._growth.thread.join()
+
+    def _prepare(self) -> None:
+        capacity = self.capacity
+        if self._growth is None and 4 * self.used >= 3 * capacity >= 3 * self._background_from:
+            growth = _Growth(self.used, _Arrays.empty(0, self.length))
+            old, rows = self._arrays, self.used
+
+            def run() -> None:
+                growth.arrays = _grown(old, rows, 2 * capacity)
+
+            growth.thread = threading.Thread(target=run, name="id-table-growth", daemon=True)
+            self._growth = growth
+            growth.thread.start()
 
     def _reserve(self, needed: int) -> None:
-        """Grow the arena to hold ``needed`` ids and the table to stay at most half full."""
-        if needed > len(self._arena):
-            size = max(needed, 2 * len(self._arena))
-            for name in ("_arena", "_fps", "_refs"):
-                old = getattr(self, name)
-                new = np.zeros((size, *old.shape[1:]), dtype=old.dtype)
-                new[: self.used] = old[: self.used]
-                setattr(self, name, new)
-        if 2 * needed > len(self._table):
-            slots = len(self._table)
-            while 2 * needed > slots:
-                slots *= 2
-            self._table = np.empty((slots, 2), dtype=np.uint64)  # rebuild zeroes it
-            kernels().rebuild(self._table, self._fps, self.used)
+        """Grow the arrays to hold ``needed`` ids."""
+        if needed <= self.capacity:
+            return
+        growth, self._growth = self._growth, None
+        if growth is not None:
+            growth.thread.join()
+            if growth.arrays.capacity >= needed:
+                self._adopt(growth)
+                return
+        capacity = self.capacity
+        while capacity < needed:
+            capacity *= 2
+        self._arrays = _grown(self._arrays, self.used, capacity)
+
+    def _adopt(self, growth: _Growth) -> None:
+        """Switch to prepared arrays, adding the ids entered since they were copied."""
+        new, old, start = growth.arrays, self._arrays, growth.rows
+        new.arena[start : self.used] = old.arena[start : self.used]
+        new.fps[start : self.used] = old.fps[start : self.used]
+        new.refs[start : self.used] = old.refs[start : self.used]
+        kernels().insert_rows(new.table, new.fps, start, self.used)
+        self._arrays = new
