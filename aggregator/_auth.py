@@ -21,7 +21,11 @@ __all__ = [
 ]
 
 ADMIN_METHODS = frozenset(
-    {"/deniable.v1.Aggregator/CreateSurvey", "/deniable.v1.Aggregator/CloseSurvey"}
+    {
+        "/deniable.v1.Aggregator/CreateSurvey",
+        "/deniable.v1.Aggregator/CloseSurvey",
+        "/deniable.v1.Aggregator/IssueTokens",
+    }
 )
 
 

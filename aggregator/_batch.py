@@ -70,6 +70,8 @@ class DecodedBatch:
         encode: the log row of the reports at ``rows`` (see :mod:`aggregator._log_format`):
             compact for a fast-path batch, a canonical ``SubmitReportsRequest`` otherwise.
         positions: each distinct report's index in the request.
+        enrollment_token: the request's ``enrollment_token`` ("" when absent). It is never
+            part of the log encoding.
     """
 
     size: int
@@ -78,6 +80,7 @@ class DecodedBatch:
     groups: list[Group]
     encode: Callable[[NDArray[np.intp]], bytes]
     positions: Sequence[int]
+    enrollment_token: str = ""
 
 
 def _read_varint(data: bytes, pos: int) -> tuple[int, int] | None:
@@ -139,7 +142,12 @@ def decode_batch(data: bytes, max_batch: int) -> DecodedBatch:
 
 
 def _decode_uniform(data: bytes, max_batch: int) -> DecodedBatch | None:
-    """The fast path: canonical records identical outside id and bit, or None."""
+    """The fast path: canonical records identical outside id and bit, or None.
+
+    Only a request made of ``reports`` entries alone qualifies: any other field (such as
+    ``enrollment_token``) starts a row with another tag byte, and ``scan_uniform`` compares
+    every row's bytes before the id, tag included, with the first report's.
+    """
     if len(data) < 2 or data[0] != _REPORTS_TAG:
         return None
     header = _read_varint(data, 1)
@@ -255,7 +263,13 @@ def _decode_exact(data: bytes, max_batch: int) -> DecodedBatch:
         return b"".join(records[i] for i in selected.tolist())
 
     return DecodedBatch(
-        len(reports), ReportIds.of(ids), payloads, decoded_groups, encode, positions
+        len(reports),
+        ReportIds.of(ids),
+        payloads,
+        decoded_groups,
+        encode,
+        positions,
+        request.enrollment_token,
     )
 
 

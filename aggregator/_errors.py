@@ -9,6 +9,7 @@ __all__ = [
     "InvalidArgument",
     "NotFound",
     "ResourceExhausted",
+    "Unauthenticated",
 ]
 
 
@@ -50,3 +51,9 @@ class ResourceExhausted(AggregatorError):
     """Too much at once (batch larger than the limit)."""
 
     code = "RESOURCE_EXHAUSTED"
+
+
+class Unauthenticated(AggregatorError):
+    """Missing or unknown credentials (an enrollment token); messages never contain them."""
+
+    code = "UNAUTHENTICATED"

@@ -4,25 +4,34 @@ from __future__ import annotations
 
 import logging
 from concurrent import futures
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from aggregator._auth import AdminTokenInterceptor
+from aggregator._limits import ServerLimits
 from aggregator._service import AggregatorService
 from aggregator._servicer import AggregatorServicer, add_to_server
+from aggregator._tls import ServerTls
 from aggregator.storage import Storage
 from shared.deniable.v1 import aggregator_pb2 as pb
 
-__all__ = ["DEFAULT_LISTEN", "MAX_MESSAGE_BYTES", "RunningServer", "start_server"]
+__all__ = [
+    "DEFAULT_LISTEN",
+    "MAX_MESSAGE_BYTES",
+    "RunningServer",
+    "ServerLimits",
+    "ServerTls",
+    "start_server",
+]
 
 log = logging.getLogger("deniable.aggregator")
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
 # A full batch of 10,000 yes/no reports is about 1 MB on the wire; allow headroom.
-MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+MAX_MESSAGE_BYTES = ServerLimits().max_message_bytes
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Aggregator"].full_name
 
 
@@ -35,6 +44,8 @@ class RunningServer:
     health: health.HealthServicer
     service: AggregatorService
     storage: Storage
+    limits: ServerLimits = field(default_factory=ServerLimits)
+    tls: ServerTls | None = None
 
     @property
     def address(self) -> str:
@@ -54,21 +65,26 @@ def start_server(
     admin_token: str,
     listen: str = DEFAULT_LISTEN,
     *,
-    max_workers: int = 16,
-    max_message_bytes: int = MAX_MESSAGE_BYTES,
+    limits: ServerLimits | None = None,
+    tls: ServerTls | None = None,
 ) -> RunningServer:
-    """Start serving ``storage`` on ``listen`` (port 0 picks a free port)."""
-    service = AggregatorService(storage)
-    options = [
-        ("grpc.max_receive_message_length", max_message_bytes),
-        ("grpc.max_send_message_length", max_message_bytes),
-        ("grpc.so_reuseport", 0),
-    ]
+    """Start serving ``storage`` on ``listen`` (port 0 picks a free port).
+
+    Args:
+        storage: the backend; closed by :meth:`RunningServer.stop`.
+        admin_token: the bearer token admin calls must carry.
+        listen: ``HOST:PORT``.
+        limits: message size, batch size, concurrency, workers and keepalive
+            (default: :class:`ServerLimits`'s documented defaults).
+        tls: serve TLS (mutual TLS when it has a client CA); default plaintext.
+    """
+    limits = limits or ServerLimits()
+    service = AggregatorService(storage, max_batch=limits.max_batch)
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="rpc"),
+        futures.ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="rpc"),
         interceptors=[AdminTokenInterceptor(admin_token)],
-        options=options,
-        maximum_concurrent_rpcs=max_workers * 8,
+        options=[*limits.channel_options(), ("grpc.so_reuseport", 0)],
+        maximum_concurrent_rpcs=limits.max_concurrent_rpcs,
     )
     add_to_server(AggregatorServicer(service), server)
     health_servicer = health.HealthServicer()
@@ -76,10 +92,13 @@ def start_server(
     reflection.enable_server_reflection(
         (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
     )
-    port = server.add_insecure_port(listen)
+    if tls is None:
+        port = server.add_insecure_port(listen)
+    else:
+        port = server.add_secure_port(listen, tls.credentials())
     if port == 0:
         raise OSError(f"cannot listen on {listen}")
     server.start()
     for name in ("", SERVICE_NAME):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return RunningServer(server, port, health_servicer, service, storage)
+    return RunningServer(server, port, health_servicer, service, storage, limits, tls)

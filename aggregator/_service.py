@@ -8,7 +8,15 @@ import time
 from collections.abc import Sequence
 
 from aggregator._batch import Group, decode_batch
-from aggregator._errors import FailedPrecondition, InvalidArgument, NotFound
+from aggregator._enrollment import (
+    check_min_reports,
+    check_token_batch,
+    check_token_count,
+    gate_message,
+    new_tokens,
+    token_hash,
+)
+from aggregator._errors import FailedPrecondition, InvalidArgument, NotFound, Unauthenticated
 from aggregator._intervals import METHODS
 from aggregator._questions import check_question, estimate, group_tally
 from aggregator.storage import ReportGroup, Storage, Submission
@@ -51,11 +59,14 @@ class AggregatorService:
             raise InvalidArgument(
                 f"questions: need 1..{MAX_QUESTIONS} questions, got {len(request.questions)}"
             )
+        check_min_reports(request.min_reports)
         survey = pb.Survey(
             id=secrets.token_hex(8),
             title=title,
             state=pb.SURVEY_STATE_OPEN,
             created_unix_ms=time.time_ns() // 1_000_000,
+            min_reports=request.min_reports,
+            enrollment_required=request.enrollment_required,
         )
         seen: set[str] = set()
         for index, question in enumerate(request.questions):
@@ -98,13 +109,25 @@ class AggregatorService:
         """Validate every report, then store the batch in one durable transaction.
 
         ``request`` may be the serialized message as received on the wire: the server
-        hands over raw bytes so that a well-formed batch is validated in bulk.
+        hands over raw bytes so that a well-formed batch is validated in bulk. A batch
+        with an ``enrollment_token`` holds one survey's reports, one per question; the
+        storage checks the token and its earlier answers in the batch's transaction.
         """
         data = request if isinstance(request, bytes) else request.SerializeToString()
         batch = decode_batch(data, self.max_batch)
-        groups = [self._check_group(group, batch.positions) for group in batch.groups]
+        token = batch.enrollment_token
+        if token:
+            check_token_batch(batch.groups, batch.positions)
+        groups = [self._check_group(group, batch.positions, bool(token)) for group in batch.groups]
         outcome = self.storage.submit(
-            Submission(batch.report_ids, batch.payloads, groups, batch.encode, batch.positions)
+            Submission(
+                batch.report_ids,
+                batch.payloads,
+                groups,
+                batch.encode,
+                batch.positions,
+                token_hash(token) if token else None,
+            )
         )
         # Identical repeats inside the batch were dropped when decoding: counted once.
         repeats = batch.size - len(batch.report_ids)
@@ -112,8 +135,13 @@ class AggregatorService:
             stored=outcome.stored, already_stored=outcome.already_stored + repeats
         )
 
-    def _check_group(self, group: Group, positions: Sequence[int]) -> ReportGroup:
+    def _check_group(
+        self, group: Group, positions: Sequence[int], enrolled: bool = False
+    ) -> ReportGroup:
         """Check a group of reports against its survey and question; its tally function.
+
+        ``enrolled`` tells whether the batch carries an enrollment token: it must if, and
+        only if, the survey requires enrollment.
 
         A survey's questions never change, so its spec is read once and cached; whether it
         is still open is checked by the storage inside the batch's transaction.
@@ -129,6 +157,13 @@ class AggregatorService:
             if survey.state != pb.SURVEY_STATE_OPEN:
                 raise FailedPrecondition(f"{where}: survey {survey.id!r} is closed")
             self._specs[survey.id] = survey
+        if survey.enrollment_required and not enrolled:
+            raise Unauthenticated(f"{where}: survey {survey.id!r} requires an enrollment token")
+        if enrolled and not survey.enrollment_required:
+            raise InvalidArgument(
+                f"enrollment_token: survey {survey.id!r} of {where} does not use enrollment "
+                "tokens; send its reports without one"
+            )
         question = _find_question(survey, report.question_id, f"{where}.question_id")
         if report.mechanism != question.mechanism:
             raise FailedPrecondition(
@@ -150,6 +185,25 @@ class AggregatorService:
             spec = self._question_specs[key] = question_spec(question)
         return spec
 
+    def issue_tokens(self, request: pb.IssueTokensRequest) -> pb.IssueTokensResponse:
+        """New enrollment tokens for an open survey that requires enrollment.
+
+        Only the tokens' hashes are stored, durably, before the reply: the response is the
+        only place the tokens ever appear.
+        """
+        check_token_count(request.count)
+        survey = self.get_survey(request.survey_id)
+        if survey.state != pb.SURVEY_STATE_OPEN:
+            raise FailedPrecondition(f"survey_id: survey {survey.id!r} is closed")
+        if not survey.enrollment_required:
+            raise FailedPrecondition(
+                f"survey_id: survey {survey.id!r} does not require enrollment; tokens are "
+                "issued only for surveys created with enrollment_required"
+            )
+        tokens = new_tokens(request.count)
+        self.storage.issue_tokens(survey.id, [token_hash(token) for token in tokens])
+        return pb.IssueTokensResponse(survey_id=survey.id, tokens=tokens)
+
     def get_estimate(self, request: pb.GetEstimateRequest) -> pb.Estimate:
         """O(1) estimate from the question's running tally."""
         survey = self.get_survey(request.survey_id)
@@ -166,6 +220,8 @@ class AggregatorService:
             )
         tally = self.storage.tally(survey.id, request.question_id)
         assert tally is not None
+        if tally.n < survey.min_reports:  # the release gate
+            raise FailedPrecondition(gate_message(question.id, tally.n, survey.min_reports))
         if tally.n == 0:
             raise FailedPrecondition(
                 f"question_id: no reports yet for question {request.question_id!r}"

@@ -18,6 +18,8 @@ log = logging.getLogger("deniable.aggregator")
 SERVICE = pb.DESCRIPTOR.services_by_name["Aggregator"]
 # RPCs whose handler receives the request's bytes: the service validates them in bulk.
 RAW_REQUESTS = frozenset({"SubmitReports"})
+# A call with this little time left when its handler starts cannot be answered in time.
+DEADLINE_MARGIN_S = 0.005
 Request = TypeVar("Request")
 Response = TypeVar("Response")
 
@@ -36,6 +38,21 @@ def _call(
     handler: Callable[[Request], Response],
     request: Request,
 ) -> Response:
+    """Run ``handler`` unless the caller's deadline has passed; map every failure to a status.
+
+    A call that waited for a worker until its deadline (nearly) passed is not run: it
+    aborts with DEADLINE_EXCEEDED and stores nothing, since nobody waits for its answer.
+    Once a handler runs, it runs to the end: a SubmitReports whose deadline passes during
+    its commit is still committed, and the client's retry with the same report_ids is
+    then acknowledged as already stored.
+    """
+    remaining = context.time_remaining()
+    if remaining is not None and remaining <= DEADLINE_MARGIN_S:
+        log.info("deadline passed before the call ran", extra={"rpc": method})
+        context.abort(
+            grpc.StatusCode.DEADLINE_EXCEEDED,
+            f"{method}: the caller's deadline passed before the call was handled; nothing done",
+        )
     try:
         return handler(request)
     except Exception as error:  # every failure leaves through _abort with a status code
@@ -94,6 +111,16 @@ class AggregatorServicer:
     ) -> pb.Estimate:
         """The estimate for one question."""
         return _call(context, "GetEstimate", self.service.get_estimate, request)
+
+    def IssueTokens(  # noqa: N802
+        self, request: pb.IssueTokensRequest, context: grpc.ServicerContext
+    ) -> pb.IssueTokensResponse:
+        """Issue one-time enrollment tokens (admin). Never logs the tokens."""
+        response = _call(context, "IssueTokens", self.service.issue_tokens, request)
+        log.info(
+            "tokens issued", extra={"survey_id": response.survey_id, "count": len(response.tokens)}
+        )
+        return response
 
 
 def add_to_server(servicer: AggregatorServicer, server: grpc.Server) -> None:

@@ -18,6 +18,7 @@ from aggregator._proportion import ProportionEstimate
 from aggregator._server import start_server
 from aggregator.storage import open_storage
 from client._remote import AggregatorClient
+from client._tls import TlsConfig
 from client._values import report_values
 from shared import RandomizedResponseSpec
 from shared._frequency_oracle import CategoricalSpec
@@ -133,18 +134,25 @@ class GrpcSubmitter(GrpcTransport):
 
 @contextmanager
 def aggregator_connection(
-    server: str | None = None, admin_token: str | None = None, batch_size: int = 1000
+    server: str | None = None,
+    admin_token: str | None = None,
+    batch_size: int = 1000,
+    tls: TlsConfig | None = None,
 ) -> Iterator[tuple[AggregatorClient, str]]:
     """Yield an admin client and its address: ``server``, or an embedded daemon on 127.0.0.1.
 
     The embedded daemon listens on a port chosen by the OS, stores into a temporary
-    SQLite database, and is stopped (and the database removed) on exit.
+    SQLite database, and is stopped (and the database removed) on exit. ``tls`` applies
+    to ``server`` only (the embedded daemon is plaintext on loopback).
 
     Raises:
-        ValueError: ``batch_size`` outside 1..10000, or ``server`` without ``admin_token``.
+        ValueError: ``batch_size`` outside 1..10000, ``server`` without ``admin_token``,
+            or ``tls`` without ``server``.
     """
     if not 1 <= batch_size <= 10_000:
         raise ValueError(f"batch_size must be in 1..10000, got {batch_size}")
+    if tls is not None and server is None:
+        raise ValueError("--tls-ca, --tls-cert and --tls-key need --server")
     with ExitStack() as stack:
         if server is None:
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="deniable-sim-"))
@@ -158,7 +166,8 @@ def aggregator_connection(
             if not admin_token:
                 raise ValueError("simulating against --server needs the admin token")
             address = server
-        yield stack.enter_context(AggregatorClient(address, admin_token=admin_token)), address
+        client = AggregatorClient(address, admin_token=admin_token, tls=tls)
+        yield stack.enter_context(client), address
 
 
 @contextmanager
@@ -170,13 +179,14 @@ def grpc_submitter(
     server: str | None = None,
     admin_token: str | None = None,
     batch_size: int = 1000,
+    tls: TlsConfig | None = None,
 ) -> Iterator[GrpcSubmitter]:
     """Yield a yes/no submitter for ``server``, or for an embedded daemon on 127.0.0.1.
 
     See :func:`aggregator_connection`; the kinds' submitters are in
     :mod:`aggregator._simulate_grpc_kinds`.
     """
-    with aggregator_connection(server, admin_token, batch_size) as (client, address):
+    with aggregator_connection(server, admin_token, batch_size, tls) as (client, address):
         yield GrpcSubmitter(
             client, spec, address, confidence, method, batch_size, embedded=server is None
         )

@@ -19,6 +19,7 @@ from aggregator._frequency import FrequencyEstimate
 from aggregator._mean import MeanEstimate
 from aggregator._simulate_grpc import GrpcTransport, aggregator_connection, from_estimate
 from client._categorical import OlhReports
+from client._tls import TlsConfig
 from shared._frequency_oracle import CategoricalSpec
 from shared._numeric import NumericSpec
 
@@ -73,6 +74,7 @@ def categorical_grpc_submitter(
     server: str | None = None,
     admin_token: str | None = None,
     batch_size: int = 1000,
+    tls: TlsConfig | None = None,
 ) -> Iterator[CategoricalGrpcSubmitter]:
     """Yield a multiple-choice submitter for ``server``, or for an embedded daemon.
 
@@ -84,7 +86,7 @@ def categorical_grpc_submitter(
     names = check_option_names(
         options if options is not None else [str(v) for v in range(spec.k)], spec.k
     )
-    with aggregator_connection(server, admin_token, batch_size) as (client, address):
+    with aggregator_connection(server, admin_token, batch_size, tls) as (client, address):
         yield CategoricalGrpcSubmitter(
             client, spec, address, confidence, method, batch_size,
             embedded=server is None, options=names,
@@ -99,6 +101,7 @@ def numeric_grpc_submitter(
     server: str | None = None,
     admin_token: str | None = None,
     batch_size: int = 1000,
+    tls: TlsConfig | None = None,
 ) -> Iterator[NumericGrpcSubmitter]:
     """Yield a numeric submitter for ``server``, or for an embedded daemon.
 
@@ -107,7 +110,7 @@ def numeric_grpc_submitter(
     """
     if not isinstance(spec, NumericSpec):
         raise TypeError(f"spec must be a numeric spec, got {type(spec).__name__}")
-    with aggregator_connection(server, admin_token, batch_size) as (client, address):
+    with aggregator_connection(server, admin_token, batch_size, tls) as (client, address):
         yield NumericGrpcSubmitter(
             client, spec, address, confidence, "", batch_size, embedded=server is None
         )

@@ -98,6 +98,12 @@ class BareServicer(pb_grpc.AggregatorServicer):
         """Not part of the baseline."""
         _unimplemented(context)
 
+    def IssueTokens(  # noqa: N802
+        self, request: pb.IssueTokensRequest, context: grpc.ServicerContext
+    ) -> pb.IssueTokensResponse:
+        """Not part of the baseline."""
+        _unimplemented(context)
+
     def SubmitReports(  # noqa: N802
         self, request: pb.SubmitReportsRequest, context: grpc.ServicerContext
     ) -> pb.SubmitReportsResponse:

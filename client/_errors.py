@@ -10,6 +10,7 @@ import click
 from client._remote import RETRYABLE, RemoteError, exit_code_for
 
 __all__ = [
+    "AuthError",
     "ExitCode",
     "InvalidAnswerError",
     "NotFoundError",
@@ -29,6 +30,7 @@ class ExitCode(enum.IntEnum):
     UNREACHABLE = 3  # aggregator unreachable (UNAVAILABLE/DEADLINE_EXCEEDED after retries)
     NOT_FOUND = 4  # survey or question not found
     REFUSED = 5  # survey closed or mechanism refused (FAILED_PRECONDITION / policy)
+    AUTH = 6  # enrollment token missing or refused (UNAUTHENTICATED / PERMISSION_DENIED)
 
 
 class ParticipantError(click.ClickException):
@@ -68,6 +70,12 @@ class RefusedError(ParticipantError):
     exit_code = ExitCode.REFUSED
 
 
+class AuthError(ParticipantError):
+    """The aggregator wants credentials this participant lacks: an enrollment token (6)."""
+
+    exit_code = ExitCode.AUTH
+
+
 def from_remote(error: RemoteError, target: str) -> ParticipantError:
     """Map an aggregator status to a one-line error with the matching exit code."""
     if error.code in RETRYABLE:
@@ -80,5 +88,7 @@ def from_remote(error: RemoteError, target: str) -> ParticipantError:
         return NotFoundError(error.details)
     if exit_code == ExitCode.REFUSED:
         return RefusedError(f"refused by the aggregator: {error.details}")
+    if exit_code == ExitCode.AUTH:
+        return AuthError(f"refused by the aggregator: {error.details}")
     message = f"aggregator error {error.code.name}: {error.details}"
     return InvalidAnswerError(message) if exit_code == ExitCode.USAGE else ParticipantError(message)

@@ -1,16 +1,20 @@
-"""Options shared by the participant's commands: server, JSON output, privacy policy."""
+"""Options shared by the participant's commands: server, TLS, JSON output, privacy policy."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any, TypeVar, cast
 
 import click
 from click.core import ParameterSource
 
 from client._answer import InvalidAnswerError
 from client._policy import DEFAULT_BUDGET, DEFAULT_MAX_EPSILON, ENV_VARS, Policy, resolve_policy
+from client._tls import TlsError, load_client_tls
+from client._token import read_enrollment_token
 
 __all__ = [
     "json_option",
@@ -18,6 +22,8 @@ __all__ = [
     "policy_from_context",
     "policy_options",
     "server_option",
+    "tls_options",
+    "token_options",
 ]
 
 SERVER = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):([0-9]{1,5})")
@@ -49,6 +55,46 @@ def _server_option(required: bool, text: str) -> Callable[[Command], Command]:
 
 server_option = _server_option(True, "Address of the aggregator.")
 optional_server_option = _server_option(False, "Show only this aggregator.")
+
+
+_TLS_OPTIONS = (
+    ("--tls-ca", "DENIABLE_TLS_CA", "CA certificate(s) (PEM) that sign the aggregator's "
+     "certificate: connect over TLS and verify the aggregator."),
+    ("--tls-cert", "DENIABLE_TLS_CERT", "This client's certificate (PEM), for mutual TLS; "
+     "needs --tls-key. Without --tls-ca the system's CAs verify the aggregator."),
+    ("--tls-key", "DENIABLE_TLS_KEY", "The private key (PEM, unencrypted) of --tls-cert."),
+)  # fmt: skip
+
+
+def tls_options(command: Command) -> Command:
+    """``--tls-ca``, ``--tls-cert`` and ``--tls-key``, folded into one ``tls`` parameter.
+
+    The command receives ``tls``: the checked :class:`client._tls.TlsConfig`, or None
+    (plaintext) when none of the three is given. Files are read before the command runs;
+    one that cannot be used is a one-line error naming it, with exit code 2.
+    """
+
+    @functools.wraps(command)
+    def with_tls(
+        *args: Any, tls_ca: Path | None, tls_cert: Path | None, tls_key: Path | None, **kw: Any
+    ) -> Any:
+        try:
+            tls = load_client_tls(tls_ca, tls_cert, tls_key)
+        except TlsError as error:
+            raise InvalidAnswerError(str(error)) from None
+        return command(*args, tls=tls, **kw)
+
+    decorated: Callable[..., Any] = with_tls
+    for name, envvar, text in reversed(_TLS_OPTIONS):
+        decorated = click.option(
+            name,
+            type=click.Path(path_type=Path),
+            envvar=envvar,
+            show_envvar=True,
+            metavar="FILE",
+            help=text,
+        )(decorated)
+    return cast(Command, decorated)
 
 
 json_option = click.option(
@@ -98,3 +144,37 @@ def policy_from_context(max_epsilon: float | None, budget: float | None) -> Poli
         source = ctx.get_parameter_source(name)
         given[name] = (value, _SOURCES.get(source, "default") if source else "default")
     return resolve_policy(given)
+
+
+def token_options(command: Command) -> Command:
+    """``--token`` / ``--token-file`` (exclusive), folded into one ``enrollment_token``.
+
+    The command receives the stripped token, or None when neither is given. ``--token``
+    also comes from ``DENIABLE_TOKEN``; a file that cannot be read, an empty token or both
+    options at once are a one-line error with exit code 2, before anything is sent.
+    """
+
+    @functools.wraps(command)
+    def with_token(*args: Any, token: str | None, token_file: Path | None, **kw: Any) -> Any:
+        source = click.get_current_context().get_parameter_source("token")
+        named = "DENIABLE_TOKEN" if source == ParameterSource.ENVIRONMENT else "--token"
+        enrollment_token = read_enrollment_token(token, token_file, named)
+        return command(*args, enrollment_token=enrollment_token, **kw)
+
+    token_file = click.option(
+        "--token-file",
+        type=click.Path(path_type=Path),
+        envvar="DENIABLE_TOKEN_FILE",
+        show_envvar=True,
+        metavar="FILE",
+        help="Read the enrollment token from FILE instead (exclusive with --token).",
+    )
+    token = click.option(
+        "--token",
+        envvar="DENIABLE_TOKEN",
+        show_envvar=True,
+        metavar="TOKEN",
+        help="Your enrollment token, for a survey that requires one: it lets you store one "
+        "answer per question. Exit code 6 when it is missing or refused.",
+    )
+    return cast(Command, token(token_file(with_token)))

@@ -21,8 +21,17 @@ from client._answer import (
 )
 from client._display import Say, answer_document, show_question, show_reports
 from client._guard import LocalState, Plan
-from client._options import json_option, policy_from_context, policy_options, server_option
+from client._options import (
+    json_option,
+    policy_from_context,
+    policy_options,
+    server_option,
+    tls_options,
+    token_options,
+)
 from client._remote import AggregatorClient, RemoteError
+from client._tls import TlsConfig
+from client._token import check_enrollment, refused_with_token
 from shared.deniable.v1 import aggregator_pb2 as pb
 
 __all__ = ["answer_command", "surveys_command"]
@@ -32,10 +41,10 @@ CHOICES = click.Choice(["yes", "no", "y", "n"], case_sensitive=False)
 
 
 @contextmanager
-def _connect(target: str) -> Iterator[AggregatorClient]:
+def _connect(target: str, tls: TlsConfig | None = None) -> Iterator[AggregatorClient]:
     """A client for ``target``; aggregator errors become one-line errors with exit codes."""
     try:
-        with AggregatorClient(target, attempts=ATTEMPTS) as client:
+        with AggregatorClient(target, attempts=ATTEMPTS, tls=tls) as client:
             yield client
     except RemoteError as error:
         raise from_remote(error, target) from None
@@ -48,10 +57,11 @@ def stdin_is_tty() -> bool:
 
 @click.command("surveys")
 @server_option
+@tls_options
 @json_option
-def surveys_command(server: str, as_json: bool) -> None:
+def surveys_command(server: str, tls: TlsConfig | None, as_json: bool) -> None:
     """List the open surveys: id, questions, reports so far and title."""
-    with _connect(server) as client:
+    with _connect(server, tls) as client:
         surveys = client.list_surveys()
     rows = [
         {"id": s.id, "title": s.title, "questions": len(s.questions), "reports": s.reports}
@@ -72,6 +82,7 @@ def surveys_command(server: str, as_json: bool) -> None:
 
 @click.command("answer")
 @server_option
+@tls_options
 @click.argument("survey_id")
 @click.option(
     "--answer",
@@ -91,9 +102,11 @@ def surveys_command(server: str, as_json: bool) -> None:
     help="Prompt for missing answers and for confirmation. Default: when stdin is a terminal.",
 )
 @policy_options
+@token_options
 @json_option
 def answer_command(
     server: str,
+    tls: TlsConfig | None,
     survey_id: str,
     answer_options: tuple[str, ...],
     dry_run: bool,
@@ -101,6 +114,7 @@ def answer_command(
     interactive: bool | None,
     max_epsilon: float | None,
     budget: float | None,
+    enrollment_token: str | None,
     as_json: bool,
 ) -> None:
     """Answer a survey; your answers are randomized on this device first.
@@ -117,6 +131,12 @@ def answer_command(
     at no new privacy cost; a changed answer costs its epsilon again. The cost
     is recorded in your ledger before anything is sent.
 
+    A survey that requires enrollment needs the token its organizer gave you
+    (--token, --token-file or DENIABLE_TOKEN): each token stores one answer per
+    question, so resending the same answers is acknowledged while a different
+    answer is refused (exit code 5). The token is sent with the reports and
+    never written to your ledger or memo.
+
     Answers come from --answer or, when interactive, from prompts; you then
     confirm before anything is sent (--yes skips that). Declining sends nothing
     and exits 0. Exit codes: see deniable --help.
@@ -125,9 +145,10 @@ def answer_command(
     if interactive is None:
         interactive = stdin_is_tty()
     say: Say = partial(click.echo, err=as_json)
-    with _connect(server) as client:
+    with _connect(server, tls) as client:
         survey = client.get_survey(survey_id)
         check_open(survey)
+        check_enrollment(survey, enrollment_token)  # before anything is asked or charged
         specs = {q.id: policy.check(q) for q in survey.questions}  # refuse before asking
         answers = parse_answers(answer_options, survey.questions)
         _require_answers(survey, answers, interactive)
@@ -148,7 +169,7 @@ def answer_command(
             go = _decide(say, client.target, plan, dry_run, confirm, as_json)
             if go:
                 session.commit(plan)  # charged and memoized before sending: never under-counted
-        response = _send(client, say, plan) if go else None
+        response = _send(client, say, plan, enrollment_token) if go else None
     if as_json:
         click.echo(json.dumps(answer_document(plan, policy, go, response), indent=2))
 
@@ -191,11 +212,17 @@ def _decide(say: Say, target: str, plan: Plan, dry_run: bool, confirm: bool, as_
     return True
 
 
-def _send(client: AggregatorClient, say: Say, plan: Plan) -> pb.SubmitReportsResponse:
+def _send(
+    client: AggregatorClient, say: Say, plan: Plan, enrollment_token: str | None
+) -> pb.SubmitReportsResponse:
     """Submit all reports in one batch (retried with the same ids); they are already charged."""
     try:
-        response = client.submit_reports([item.report for item in plan.prepared])
+        reports = [item.report for item in plan.prepared]
+        response = client.submit_reports(reports, enrollment_token=enrollment_token)
     except RemoteError as error:
+        refused = refused_with_token(error, plan.survey_id) if enrollment_token else None
+        if refused is not None:
+            raise refused from None
         failure = from_remote(error, client.target)
         raise type(failure)(
             f"{failure.message}. Your answers stay recorded in your ledger: running the same "

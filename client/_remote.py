@@ -9,13 +9,13 @@ from typing import Any, TypeVar
 
 import grpc
 
+from client._tls import MAX_MESSAGE_BYTES, TlsConfig, open_channel
 from shared.deniable.v1 import aggregator_pb2 as pb
 from shared.deniable.v1 import aggregator_pb2_grpc as pb_grpc
 
 __all__ = ["RETRYABLE", "AggregatorClient", "RemoteError", "exit_code_for"]
 
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
-MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 # The exit code both command-line tools use for each aggregator status (1 for the rest).
 _EXIT_CODES = {
     grpc.StatusCode.INVALID_ARGUMENT: 2,
@@ -51,7 +51,9 @@ class AggregatorClient:
 
     Idempotent calls (reads, CloseSurvey, SubmitReports, which is idempotent per
     report_id) are retried on UNAVAILABLE and DEADLINE_EXCEEDED, at most ``attempts``
-    times with exponential backoff; CreateSurvey is never retried.
+    times with exponential backoff; CreateSurvey and IssueTokens are never retried. With
+    ``tls`` the channel is TLS (mutual TLS when it holds a client certificate), else
+    plaintext; a failed handshake is UNAVAILABLE.
     """
 
     def __init__(
@@ -63,6 +65,7 @@ class AggregatorClient:
         attempts: int = 4,
         backoff: float = 0.25,
         sleep: Callable[[float], None] = time.sleep,
+        tls: TlsConfig | None = None,
     ) -> None:
         if attempts < 1:
             raise ValueError(f"attempts must be >= 1, got {attempts}")
@@ -72,13 +75,8 @@ class AggregatorClient:
         self._attempts = attempts
         self._backoff = backoff
         self._sleep = sleep
-        self._channel = grpc.insecure_channel(
-            target,
-            options=[
-                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-            ],
-        )
+        self.tls = tls
+        self._channel = open_channel(target, tls, MAX_MESSAGE_BYTES)
         self.stub = pb_grpc.AggregatorStub(self._channel)
 
     def __enter__(self) -> AggregatorClient:
@@ -120,9 +118,21 @@ class AggregatorClient:
                 raise RemoteError(code, details, attempt) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def create_survey(self, title: str, questions: Sequence[pb.Question]) -> pb.Survey:
+    def create_survey(
+        self,
+        title: str,
+        questions: Sequence[pb.Question],
+        *,
+        min_reports: int = 0,
+        enrollment_required: bool = False,
+    ) -> pb.Survey:
         """Create a survey (admin token needed). Not retried: it is not idempotent."""
-        request = pb.CreateSurveyRequest(title=title, questions=questions)
+        request = pb.CreateSurveyRequest(
+            title=title,
+            questions=questions,
+            min_reports=min_reports,
+            enrollment_required=enrollment_required,
+        )
         return self._call(self.stub.CreateSurvey, request, admin=True, retry=False)
 
     def get_survey(self, survey_id: str) -> pb.Survey:
@@ -139,9 +149,26 @@ class AggregatorClient:
         request = pb.CloseSurveyRequest(survey_id=survey_id)
         return self._call(self.stub.CloseSurvey, request, admin=True)
 
-    def submit_reports(self, reports: Sequence[pb.Report]) -> pb.SubmitReportsResponse:
-        """Submit a batch; safe to retry because report_ids make it idempotent."""
-        return self._call(self.stub.SubmitReports, pb.SubmitReportsRequest(reports=reports))
+    def submit_reports(
+        self, reports: Sequence[pb.Report], enrollment_token: str | None = None
+    ) -> pb.SubmitReportsResponse:
+        """Submit a batch; safe to retry because report_ids make it idempotent.
+
+        ``enrollment_token`` is required by surveys with ``enrollment_required``; the same
+        batch resent with the same token is acknowledged as already stored, so retries
+        stay safe.
+        """
+        request = pb.SubmitReportsRequest(reports=reports, enrollment_token=enrollment_token or "")
+        return self._call(self.stub.SubmitReports, request)
+
+    def issue_tokens(self, survey_id: str, count: int) -> list[str]:
+        """Issue ``count`` enrollment tokens (admin token needed); shown once, never stored.
+
+        Not retried: a retry after a lost reply would issue a second set.
+        """
+        request = pb.IssueTokensRequest(survey_id=survey_id, count=count)
+        response = self._call(self.stub.IssueTokens, request, admin=True, retry=False)
+        return list(response.tokens)
 
     def get_estimate(
         self, survey_id: str, question_id: str, confidence: float = 0.95, method: str = ""

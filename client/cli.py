@@ -6,6 +6,7 @@ import json
 
 import click
 
+import client._grpc_env  # noqa: F401  (before grpc is imported: see the module)
 from client._answer import ExitCode
 from client._budget import budget_command
 from client._participant import answer_command, surveys_command
@@ -21,6 +22,7 @@ EXIT_CODES: dict[ExitCode, str] = {
     ExitCode.NOT_FOUND: "survey or question not found",
     ExitCode.REFUSED: "refused: survey closed, mechanism or answer refused by your privacy "
     "policy or budget, or ledger unreadable",
+    ExitCode.AUTH: "enrollment token missing or refused",
 }
 """Every exit code of ``deniable``, as listed in its help text."""
 
@@ -33,14 +35,18 @@ def cli() -> None:
     \b
     Environment: every option can also be set as DENIABLE_<COMMAND>_<OPTION>,
     for example DENIABLE_EXPLAIN_EPSILON=1; --server also as DENIABLE_SERVER,
-    --max-epsilon as DENIABLE_MAX_EPSILON, --budget as DENIABLE_BUDGET.
+    --max-epsilon as DENIABLE_MAX_EPSILON, --budget as DENIABLE_BUDGET,
+    --tls-ca, --tls-cert, --tls-key as DENIABLE_TLS_CA, _CERT, _KEY.
+    TLS: --tls-ca CA.pem verifies the aggregator; add --tls-cert and --tls-key
+    for mutual TLS. A failed TLS handshake exits 3 (see docs/security.md).
     Config file: $XDG_CONFIG_HOME/deniable/config.toml, a [participant] table
     with max_epsilon and budget (command line > environment > file > defaults).
     Files: ledger, memo and lock in $XDG_DATA_HOME/deniable.
     Exit codes: 0 success, 1 unexpected or runtime error,
     2 invalid usage or answer, 3 aggregator unreachable (after retries),
     4 survey or question not found, 5 refused: survey closed, mechanism or
-    answer refused by your privacy policy or budget, or ledger unreadable.
+    answer refused by your privacy policy or budget, or ledger unreadable,
+    6 enrollment token missing or refused.
     """
 
 

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,8 +124,11 @@ class Daemon:
         return self.process.returncode
 
 
-def start_daemon(tmp_path: Path, db_url: str | None = None) -> Daemon:
-    """Start ``deniable-aggregator serve`` on 127.0.0.1:0 and wait for its 'listening' log."""
+def start_daemon(tmp_path: Path, db_url: str | None = None, args: Sequence[str] = ()) -> Daemon:
+    """Start ``deniable-aggregator serve`` on 127.0.0.1:0 and wait for its 'listening' log.
+
+    ``args`` are more ``serve`` options, such as ``--tls-cert FILE``.
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
     env["XDG_DATA_HOME"] = str(tmp_path / "data")
     env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
@@ -135,7 +138,7 @@ def start_daemon(tmp_path: Path, db_url: str | None = None) -> Daemon:
     stderr_path = tmp_path / f"daemon-{time.monotonic_ns()}.log"
     process = subprocess.Popen(
         [str(BIN / "deniable-aggregator"), "serve", "--listen", "127.0.0.1:0",
-         "--db", db_url, "--admin-token-file", str(token_file), "--grace", "5"],
+         "--db", db_url, "--admin-token-file", str(token_file), "--grace", "5", *args],
         stdout=subprocess.DEVNULL, stderr=stderr_path.open("w"), text=True, env=env,
     )  # fmt: skip
     deadline = time.monotonic() + 30

@@ -73,7 +73,7 @@ def test_a_version_1_database_is_upgraded_in_place(tmp_path: Path) -> None:
     tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
     db.close()
-    assert tables == {"surveys", "tallies", "log"}
+    assert tables == {"surveys", "tallies", "log", "tokens", "token_counts", "token_answers"}
 
 
 def test_a_database_from_a_newer_version_is_refused(tmp_path: Path) -> None:

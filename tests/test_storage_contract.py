@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from functools import partial
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from aggregator._batch import decode_batch
-from aggregator._errors import AlreadyExists, FailedPrecondition
+from aggregator._errors import AlreadyExists, FailedPrecondition, NotFound, Unauthenticated
 from aggregator.storage import (
     ReportGroup,
     Storage,
@@ -252,3 +253,91 @@ def test_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     nested = tmp_path / "a" / "b" / "c.db"
     open_storage(f"sqlite:///{nested}").close()
     assert nested.exists()
+
+
+# --- enrollment: token hashes and one report per (token, question) ---------------------
+
+
+def _hash(name: str) -> bytes:
+    return hashlib.sha256(name.encode()).digest()
+
+
+def enrolled(survey_id: str = "s1") -> pb.Survey:
+    created = survey(survey_id)
+    created.enrollment_required = True
+    return created
+
+
+def submit_with(storage: Storage, token: str, reports: list[pb.Report]) -> SubmitOutcome:
+    return storage.submit(replace(submission(reports), token_hash=_hash(token)))
+
+
+def test_issue_tokens_counts_them_for_open_surveys_only(opener: Opener) -> None:
+    storage = opener()
+    storage.create_survey(enrolled())
+    storage.issue_tokens("s1", [_hash("t1"), _hash("t2")])
+    storage.issue_tokens("s1", [_hash("t3")])
+    got = storage.get_survey("s1")
+    assert got is not None
+    assert (got.tokens_issued, got.enrollment_required) == (3, True)
+    with pytest.raises(NotFound, match="unknown survey 'nope'"):
+        storage.issue_tokens("nope", [_hash("t4")])
+    with pytest.raises(Unauthenticated):  # the refused token was not stored
+        submit_with(storage, "t4", [report("a", 1)])
+    storage.close_survey("s1")
+    with pytest.raises(FailedPrecondition, match="survey 's1' is closed"):
+        storage.issue_tokens("s1", [_hash("t5")])
+    assert [s.tokens_issued for s in storage.list_surveys(True)] == [3]
+
+
+def test_a_token_stores_one_report_per_question(opener: Opener) -> None:
+    storage = opener()
+    storage.create_survey(enrolled())
+    storage.issue_tokens("s1", [_hash("mine"), _hash("yours")])
+    first = submit_with(storage, "mine", [report("a", 1), report("b", 0, "q2")])
+    assert (first.stored, first.already_stored) == (2, 0)
+    again = submit_with(storage, "mine", [report("a", 1), report("b", 0, "q2")])
+    assert (again.stored, again.already_stored) == (0, 2)
+    answered = r"reports\[0\]: this enrollment token already answered question 'q1'"
+    for different in (report("c", 1), report("a", 0)):  # another id; the same id, changed
+        with pytest.raises(AlreadyExists, match=answered):
+            submit_with(storage, "mine", [different])
+    with pytest.raises(AlreadyExists, match=r"reports\[0\].report_id: 'a' is already stored"):
+        submit_with(storage, "yours", [report("a", 1)])  # the same report, another token
+    with pytest.raises(Unauthenticated, match="not a token issued for survey 's1'"):
+        submit_with(storage, "never issued", [report("d", 1)])
+    assert storage.tally("s1", "q1") == Tally(n=1, sums=(1,))
+    assert [r.report_id for r in logged(storage)] == ["a", "b"]
+    assert submit_with(storage, "yours", [report("c", 0)]).stored == 1  # nothing was bound
+    assert recount(storage, "s1", "q1") == storage.tally("s1", "q1") == Tally(n=2, sums=(1,))
+
+
+def test_a_token_answers_only_its_own_survey(opener: Opener) -> None:
+    storage = opener()
+    storage.create_survey(enrolled())
+    storage.create_survey(enrolled("s2"))
+    storage.issue_tokens("s2", [_hash("theirs")])
+    with pytest.raises(Unauthenticated, match="not a token issued for survey 's1'"):
+        submit_with(storage, "theirs", [report("a", 1)])
+    assert storage.tally("s1", "q1") == Tally(n=0)
+    assert submit_with(storage, "theirs", [report("a", 1, survey_id="s2")]).stored == 1
+
+
+def test_token_bindings_survive_reopening(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'tokens.db'}"
+    storage = open_storage(url)
+    storage.create_survey(enrolled())
+    storage.issue_tokens("s1", [_hash("mine")])
+    submit_with(storage, "mine", [report("a", 1)])
+    storage.close()
+    reopened = open_storage(url)
+    try:
+        got = reopened.get_survey("s1")
+        assert got is not None
+        assert got.tokens_issued == 1
+        with pytest.raises(AlreadyExists, match="already answered question 'q1'"):
+            submit_with(reopened, "mine", [report("b", 0)])
+        assert submit_with(reopened, "mine", [report("a", 1)]).already_stored == 1
+        assert submit_with(reopened, "mine", [report("c", 1, "q2")]).stored == 1
+    finally:
+        reopened.close()

@@ -12,6 +12,8 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
+import client._grpc_env  # noqa: F401  (before grpc is imported: see the module)
+from client._options import tls_options
 from shared import RandomizedResponseSpec
 
 __all__ = [
@@ -24,6 +26,7 @@ __all__ = [
     "remote_errors",
     "server_option",
     "spec_from_options",
+    "tls_options",
     "token_option",
     "transport_line",
     "user_errors",
@@ -103,14 +106,21 @@ def fail(message: str, exit_code: int) -> NoReturn:
 
 @contextmanager
 def remote_errors(server: str) -> Iterator[None]:
-    """Turn an aggregator's status into one line on stderr and its exit code."""
+    """Turn an aggregator's status into one line on stderr and its exit code.
+
+    Unreachable (UNAVAILABLE, DEADLINE_EXCEEDED, a failed TLS handshake) keeps gRPC's
+    reason, which tells a refused connection from a certificate that did not verify.
+    """
     from client._remote import RETRYABLE, RemoteError, exit_code_for
 
     try:
         yield
     except RemoteError as error:
         if error.code in RETRYABLE:
-            message = f"cannot reach the aggregator at {server} ({error.code.name.lower()})"
+            reason = " ".join(error.details.split())
+            message = (
+                f"cannot reach the aggregator at {server} ({error.code.name.lower()}: {reason})"
+            )
         else:
             message = f"{error.code.name.lower().replace('_', ' ')}: {error.details}"
         fail(message, exit_code_for(error.code))

@@ -7,8 +7,9 @@ from typing import Any
 import click
 
 from aggregator._intervals import METHODS
-from aggregator.cli._common import emit_json, fail, remote_errors, server_option
+from aggregator.cli._common import emit_json, fail, remote_errors, server_option, tls_options
 from client._remote import AggregatorClient, RemoteError
+from client._tls import TlsConfig
 from shared.deniable.v1 import aggregator_pb2 as pb
 
 FIELDS = (
@@ -36,6 +37,7 @@ def estimate_to_dict(estimate: pb.Estimate) -> dict[str, Any]:
 
 @click.command("estimate")
 @server_option
+@tls_options
 @click.argument("survey_id")
 @click.option("--question", "question_id", help="Only this question (default: all).")
 @click.option("--confidence", type=float, default=0.95, show_default=True)
@@ -45,6 +47,7 @@ def estimate_to_dict(estimate: pb.Estimate) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def estimate_command(
     server: str,
+    tls: TlsConfig | None,
     survey_id: str,
     question_id: str | None,
     confidence: float,
@@ -60,7 +63,7 @@ def estimate_command(
     if not 0.0 < confidence < 1.0:
         raise click.UsageError(f"confidence must be strictly between 0 and 1, got {confidence}")
     results: list[dict[str, Any]] = []
-    with remote_errors(server), AggregatorClient(server) as client:
+    with remote_errors(server), AggregatorClient(server, tls=tls) as client:
         survey = client.get_survey(survey_id)
         ids = [q.id for q in survey.questions]
         if question_id is not None and question_id not in ids:
@@ -69,7 +72,8 @@ def estimate_command(
             try:
                 estimate = client.get_estimate(survey_id, qid, confidence, method)
             except RemoteError as error:
-                if question_id is None and error.code.name == "FAILED_PRECONDITION":
+                gated = survey.min_reports > 0  # then the refusal is the release gate's
+                if question_id is None and error.code.name == "FAILED_PRECONDITION" and not gated:
                     results.append({"question_id": qid, "n": 0})  # no reports yet
                     continue
                 raise

@@ -5,19 +5,41 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import Any, TypeVar
 
 import click
 
 from aggregator._auth import load_or_create_token
+from aggregator._limits import LimitError, ServerLimits
 from aggregator._logging import configure_logging
 from aggregator._server import DEFAULT_LISTEN, start_server
-from aggregator.cli._common import user_errors
+from aggregator._tls import TlsError, load_server_tls, warn_if_plaintext
+from aggregator.cli._common import fail, user_errors
 from aggregator.storage import StorageError, default_database_url, open_storage
 from aggregator.storage._url import data_dir
 
 log = logging.getLogger("deniable.aggregator")
+_DEFAULTS = ServerLimits()
+F = TypeVar("F", bound=Callable[..., Any])
+_FILE = click.Path(path_type=Path)
+
+
+def _limit_option(name: str, text: str) -> Callable[[F], F]:
+    """``--NAME`` (env ``DENIABLE_NAME``) with :class:`ServerLimits`'s default."""
+    field = name.replace("-", "_")
+    return click.option(
+        f"--{name}",
+        field,
+        type=int,
+        default=getattr(_DEFAULTS, field),
+        show_default=True,
+        envvar=f"DENIABLE_{field.upper()}",
+        show_envvar=True,
+        help=text,
+    )
 
 
 @click.command("serve")
@@ -36,6 +58,36 @@ log = logging.getLogger("deniable.aggregator")
 )
 @click.option("--grace", type=float, default=10.0, show_default=True, help="Shutdown grace (s).")
 @click.option(
+    "--tls-cert",
+    type=_FILE,
+    envvar="DENIABLE_TLS_CERT",
+    show_envvar=True,
+    metavar="FILE",
+    help="Serve TLS with this PEM certificate chain (needs --tls-key).",
+)
+@click.option(
+    "--tls-key",
+    type=_FILE,
+    envvar="DENIABLE_TLS_KEY",
+    show_envvar=True,
+    metavar="FILE",
+    help="The PEM private key (unencrypted) of --tls-cert.",
+)
+@click.option(
+    "--tls-client-ca",
+    type=_FILE,
+    envvar="DENIABLE_TLS_CLIENT_CA",
+    show_envvar=True,
+    metavar="FILE",
+    help="Mutual TLS: require client certificates signed by these PEM CA certificates.",
+)
+@_limit_option("max-message-bytes", "Largest request; bigger: RESOURCE_EXHAUSTED.")
+@_limit_option("max-batch", "Most reports per SubmitReports; more: RESOURCE_EXHAUSTED.")
+@_limit_option(
+    "max-concurrent-rpcs", "Calls running or queued at once; beyond: RESOURCE_EXHAUSTED."
+)
+@_limit_option("workers", "Threads that run calls (the rest queue).")
+@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
@@ -46,13 +98,35 @@ def serve_command(
     listen: str,
     admin_token_file: Path | None,
     grace: float,
+    tls_cert: Path | None,
+    tls_key: Path | None,
+    tls_client_ca: Path | None,
+    max_message_bytes: int,
+    max_batch: int,
+    max_concurrent_rpcs: int,
+    workers: int,
     log_level: str,
 ) -> None:
     """Run the aggregator daemon until SIGTERM or SIGINT.
 
     Logs are JSON lines on stderr. On a signal the health service turns NOT_SERVING,
     calls in flight finish (up to --grace seconds) and the database is closed.
+    Without TLS on an address other than loopback it logs a warning: the admin
+    token and the reports would travel unencrypted. Limits, keepalive and TLS
+    setup: docs/security.md.
     """
+    try:
+        tls = load_server_tls(tls_cert, tls_key, tls_client_ca)
+        limits = ServerLimits(
+            max_message_bytes=max_message_bytes,
+            max_batch=max_batch,
+            max_concurrent_rpcs=max_concurrent_rpcs,
+            workers=workers,
+        )
+    except LimitError as error:
+        fail(f"--{error.field.replace('_', '-')}: {error.problem}", 2)
+    except TlsError as error:
+        fail(str(error), 2)
     configure_logging(log_level)
     url = database or default_database_url()
     with user_errors():
@@ -62,7 +136,7 @@ def serve_command(
             raise click.ClickException(str(error)) from None
         token, token_path, created = load_or_create_token(admin_token_file, data_dir())
     try:
-        running = start_server(storage, token, listen)
+        running = start_server(storage, token, listen, limits=limits, tls=tls)
     except (OSError, RuntimeError) as error:
         storage.close()
         raise click.ClickException(f"cannot listen on {listen}: {error}") from None
@@ -75,8 +149,14 @@ def serve_command(
             "db": url,
             "admin_token_file": str(token_path),
             "admin_token_created": created,
+            "tls": "mutual" if tls is not None and tls.mutual else "on" if tls else "off",
+            "max_message_bytes": limits.max_message_bytes,
+            "max_batch": limits.max_batch,
+            "max_concurrent_rpcs": limits.max_concurrent_rpcs,
+            "workers": limits.workers,
         },
     )
+    warn_if_plaintext(listen, tls, log)
     stopping = threading.Event()
 
     def on_signal(number: int, frame: FrameType | None) -> None:

@@ -18,12 +18,14 @@ from aggregator.cli._common import (
     read_token,
     remote_errors,
     spec_from_options,
+    tls_options,
     token_option,
     transport_line,
     user_errors,
 )
 from aggregator.cli._kinds import kind_options, reject_options
 from aggregator.cli._simulate_kinds import simulate_kind
+from client._tls import TlsConfig
 from shared import ESTIMANDS, RandomizedResponseSpec
 
 
@@ -55,6 +57,7 @@ from shared import ESTIMANDS, RandomizedResponseSpec
     help="With --transport grpc: an existing daemon HOST:PORT (needs the admin token). "
     "Default: an embedded daemon on 127.0.0.1 with a temporary SQLite database.",
 )
+@tls_options
 @token_option
 @click.option("--batch-size", type=int, default=1000, show_default=True, help="Reports per RPC.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
@@ -75,6 +78,7 @@ def simulate_command(
     seed: int | None,
     transport: str,
     server: str | None,
+    tls: TlsConfig | None,
     admin_token_file: Path | None,
     batch_size: int,
     as_json: bool,
@@ -87,7 +91,8 @@ def simulate_command(
     answer with the client library (OS CSPRNG unless --seed is given). The reports go by
     default over gRPC to an embedded aggregator daemon (127.0.0.1, OS-chosen port, temporary
     SQLite database), or to --server, which stores them and returns the estimate;
-    --transport inprocess skips the network. With --repeats > 1 it reports the intervals'
+    --transport inprocess skips the network; --tls-ca (and --tls-cert, --tls-key)
+    connect to --server over TLS. With --repeats > 1 it reports the intervals'
     empirical coverage and the spread of the estimates beside theory.
     """
     if question_type != "binary":
@@ -96,7 +101,7 @@ def simulate_command(
             lo=lo, hi=hi, distribution=distribution, alpha=alpha, epsilon=epsilon,
             repeats=repeats, confidence=confidence, method=method, seed=seed,
             transport=transport, server=server, admin_token_file=admin_token_file,
-            batch_size=batch_size, as_json=as_json,
+            batch_size=batch_size, as_json=as_json, tls=tls,
         )  # fmt: skip
         return
     reject_options("binary", ["options", "mechanism", "lo", "hi", "distribution"])
@@ -117,7 +122,7 @@ def simulate_command(
             submitter = stack.enter_context(
                 grpc_submitter(
                     spec, confidence=confidence, method=method, server=server,
-                    admin_token=token, batch_size=batch_size,
+                    admin_token=token, batch_size=batch_size, tls=tls,
                 )
             )  # fmt: skip
         bar = None

@@ -34,6 +34,7 @@ from aggregator.cli._kinds import (
     numeric_inputs,
     reject_options,
 )
+from client._tls import TlsConfig
 from shared import ESTIMANDS
 from shared._categorical import categorical_spec
 from shared._numeric import numeric_spec
@@ -62,6 +63,7 @@ def simulate_kind(
     admin_token_file: Path | None,
     batch_size: int,
     as_json: bool,
+    tls: TlsConfig | None = None,
 ) -> None:
     """Simulate a categorical or numeric question, over gRPC or in process, and print it."""
     if question_type == "categorical":
@@ -90,6 +92,7 @@ def simulate_kind(
             values.check_range(numeric.lo, numeric.hi)
     connection: dict[str, Any] = {
         "confidence": confidence, "server": server, "admin_token": token, "batch_size": batch_size,
+        "tls": tls,
     }  # fmt: skip
     grpc: GrpcTransport | None = None
     with ExitStack() as stack:

@@ -1,4 +1,4 @@
-"""``deniable-aggregator survey``: create, list, show and close surveys on a daemon."""
+"""``deniable-aggregator survey``: create, list, show and close surveys, issue tokens."""
 
 from __future__ import annotations
 
@@ -15,9 +15,12 @@ from aggregator.cli._common import (
     read_token,
     remote_errors,
     server_option,
+    tls_options,
     token_option,
 )
+from aggregator.cli._survey_tokens import tokens_command
 from client._remote import AggregatorClient
+from client._tls import TlsConfig
 from shared import RandomizedResponseSpec
 from shared._categorical import categorical_spec
 from shared._numeric import numeric_spec
@@ -25,6 +28,8 @@ from shared._wire import Spec, mechanism_message
 from shared.deniable.v1 import aggregator_pb2 as pb
 
 STATES = {pb.SURVEY_STATE_OPEN: "open", pb.SURVEY_STATE_CLOSED: "closed"}
+SURVEY_KEYS = {"title", "questions", "min_reports", "enrollment_required"}
+MAX_MIN_REPORTS = 10**9  # as the daemon checks (aggregator._enrollment)
 _KEYS = {
     "binary": {"id", "text", "type", "alpha", "epsilon"},
     "categorical": {"id", "text", "type", "options", "alpha", "epsilon", "mechanism"},
@@ -43,7 +48,7 @@ def questions_from_spec(spec: object) -> tuple[str, list[pb.Question]]:
     """Parse a survey spec: a title and questions (see ``survey create --help``)."""
     if not isinstance(spec, dict):
         raise click.UsageError("the spec must be a JSON object with 'title' and 'questions'")
-    unknown = set(spec) - {"title", "questions"}
+    unknown = set(spec) - SURVEY_KEYS
     if unknown:
         raise click.UsageError(f"spec: unknown keys {sorted(unknown)}")
     title, items = spec.get("title"), spec.get("questions")
@@ -52,6 +57,19 @@ def questions_from_spec(spec: object) -> tuple[str, list[pb.Question]]:
     if not isinstance(items, list) or not items:
         raise click.UsageError("spec.questions: a non-empty list is required")
     return title, [_question(item, f"spec.questions[{i}]") for i, item in enumerate(items)]
+
+
+def survey_options_from_spec(spec: dict[str, Any]) -> tuple[int, bool]:
+    """The spec's optional ``min_reports`` (default 0) and ``enrollment_required`` (false)."""
+    minimum = spec.get("min_reports", 0)
+    if type(minimum) is not int or not 0 <= minimum <= MAX_MIN_REPORTS:
+        raise click.UsageError(
+            f"spec.min_reports: a whole number 0..{MAX_MIN_REPORTS:,} is required, got {minimum!r}"
+        )
+    enrollment = spec.get("enrollment_required", False)
+    if not isinstance(enrollment, bool):
+        raise click.UsageError(f"spec.enrollment_required: true or false, got {enrollment!r}")
+    return minimum, enrollment
 
 
 def _question(item: object, where: str) -> pb.Question:
@@ -104,6 +122,13 @@ def print_survey(survey: pb.Survey) -> None:
         f"{survey.id}  {survey.title}  ({STATES.get(survey.state, '?')}, "
         f"{survey.reports:,} reports)"
     )
+    enrollment = (
+        f"required, {survey.tokens_issued:,} tokens issued"
+        if survey.enrollment_required
+        else "not required"
+    )
+    gate = f"{survey.min_reports:,} reports per question" if survey.min_reports else "none"
+    click.echo(f"  enrollment: {enrollment}; release gate: {gate}")
     for question in survey.questions:
         click.echo(f"  {question.id}: {question.text}\n    {describe_question(question)}")
 
@@ -133,16 +158,24 @@ def survey_group() -> None:
 
 @survey_group.command("create")
 @server_option
+@tls_options
 @token_option
 @click.argument("spec_file", type=click.File("r"))
 @click.option("--json", "as_json", is_flag=True, help="Print the created survey as JSON.")
-def create(server: str, admin_token_file: Path | None, spec_file: Any, as_json: bool) -> None:
+def create(
+    server: str, tls: TlsConfig | None, admin_token_file: Path | None, spec_file: Any, as_json: bool
+) -> None:
     """Create a survey from SPEC_FILE (JSON; '-' reads stdin) and print its id.
 
     \b
     {"title": "Exam honesty",
      "questions": [{"id": "cheated", "text": "Have you ever cheated in an exam?",
                     "type": "binary", "epsilon": 1.0}]}
+
+    Optional survey keys: "min_reports": N withholds a question's estimate
+    until it has N reports; "enrollment_required": true accepts reports only
+    with an enrollment token (see survey tokens), one per token and question.
+
     \b
     Question types and their keys:
       binary       alpha or epsilon (randomized response)
@@ -161,9 +194,12 @@ def create(server: str, admin_token_file: Path | None, spec_file: Any, as_json: 
     except json.JSONDecodeError as error:
         fail(f"{spec_file.name}: not valid JSON ({error})", 2)
     title, questions = questions_from_spec(spec)
+    min_reports, enrollment_required = survey_options_from_spec(spec)
     token = read_token(admin_token_file)
-    with remote_errors(server), AggregatorClient(server, admin_token=token) as client:
-        survey = client.create_survey(title, questions)
+    with remote_errors(server), AggregatorClient(server, admin_token=token, tls=tls) as client:
+        survey = client.create_survey(
+            title, questions, min_reports=min_reports, enrollment_required=enrollment_required
+        )
     if as_json:
         emit_json(survey_to_dict(survey))
     else:
@@ -173,11 +209,12 @@ def create(server: str, admin_token_file: Path | None, spec_file: Any, as_json: 
 
 @survey_group.command("list")
 @server_option
+@tls_options
 @click.option("--all", "include_closed", is_flag=True, help="Include closed surveys.")
 @click.option("--json", "as_json", is_flag=True)
-def list_surveys(server: str, include_closed: bool, as_json: bool) -> None:
+def list_surveys(server: str, tls: TlsConfig | None, include_closed: bool, as_json: bool) -> None:
     """List the surveys (open ones unless --all)."""
-    with remote_errors(server), AggregatorClient(server) as client:
+    with remote_errors(server), AggregatorClient(server, tls=tls) as client:
         surveys = client.list_surveys(include_closed)
     if as_json:
         emit_json({"surveys": [survey_to_dict(s) for s in surveys]})
@@ -193,11 +230,12 @@ def list_surveys(server: str, include_closed: bool, as_json: bool) -> None:
 
 @survey_group.command("show")
 @server_option
+@tls_options
 @click.argument("survey_id")
 @click.option("--json", "as_json", is_flag=True)
-def show(server: str, survey_id: str, as_json: bool) -> None:
+def show(server: str, tls: TlsConfig | None, survey_id: str, as_json: bool) -> None:
     """Show one survey with its questions and their exact ε."""
-    with remote_errors(server), AggregatorClient(server) as client:
+    with remote_errors(server), AggregatorClient(server, tls=tls) as client:
         survey = client.get_survey(survey_id)
     if as_json:
         emit_json(survey_to_dict(survey))
@@ -207,15 +245,21 @@ def show(server: str, survey_id: str, as_json: bool) -> None:
 
 @survey_group.command("close")
 @server_option
+@tls_options
 @token_option
 @click.argument("survey_id")
 @click.option("--json", "as_json", is_flag=True)
-def close(server: str, admin_token_file: Path | None, survey_id: str, as_json: bool) -> None:
+def close(
+    server: str, tls: TlsConfig | None, admin_token_file: Path | None, survey_id: str, as_json: bool
+) -> None:
     """Close a survey: no more reports are accepted."""
     token = read_token(admin_token_file)
-    with remote_errors(server), AggregatorClient(server, admin_token=token) as client:
+    with remote_errors(server), AggregatorClient(server, admin_token=token, tls=tls) as client:
         survey = client.close_survey(survey_id)
     if as_json:
         emit_json(survey_to_dict(survey))
     else:
         click.echo(f"closed survey {survey.id!r} with {survey.reports:,} reports")
+
+
+survey_group.add_command(tokens_command)

@@ -59,6 +59,10 @@ class Submission:
         encode: the log encoding of the reports at the given rows: a serialized
             ``SubmitReportsRequest`` holding exactly those reports, in order.
         positions: each report's index in the request, for error messages.
+        token_hash: None, or the SHA-256 hash of the batch's enrollment token. Then every
+            report belongs to one survey and answers a different question, and the
+            storage binds each (token, question) to its report for good, in the batch's
+            transaction (see :meth:`Storage.submit`).
     """
 
     report_ids: Sequence[bytes]
@@ -66,6 +70,7 @@ class Submission:
     groups: Sequence[ReportGroup]
     encode: Callable[[NDArray[np.intp]], bytes]
     positions: Sequence[int]
+    token_hash: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -106,7 +111,7 @@ class Storage(ABC):
 
     @abstractmethod
     def get_survey(self, survey_id: str) -> pb.Survey | None:
-        """The survey with its state and report count, or None."""
+        """The survey with its state, report count and ``tokens_issued``, or None."""
 
     @abstractmethod
     def list_surveys(self, include_closed: bool) -> list[pb.Survey]:
@@ -123,9 +128,27 @@ class Storage(ABC):
         A report counts as stored before when its survey already holds its ``report_id``
         with the same payload.
 
+        With a ``token_hash``, the token must have been issued for the reports' survey,
+        and each (token, question) stores one report: a report the token already stored
+        counts as stored before; any other report for a question the token answered, or
+        a report id stored under another token, is refused. The bindings are stored in
+        the same transaction as the reports; batches committed together see each other's.
+
         Raises:
-            AlreadyExists: a report_id is stored in its survey with a different payload.
+            AlreadyExists: a report_id is stored in its survey with a different payload;
+                the token answered the question with another report; the report id is
+                stored under another token.
             FailedPrecondition: a survey is closed.
+            Unauthenticated: the token was not issued for the reports' survey.
+        """
+
+    @abstractmethod
+    def issue_tokens(self, survey_id: str, hashes: Sequence[bytes]) -> None:
+        """Store the hashes of new enrollment tokens of an open survey, durably, at once.
+
+        Raises:
+            FailedPrecondition: the survey is closed.
+            NotFound: the survey does not exist.
         """
 
     @abstractmethod

@@ -9,7 +9,7 @@ from aggregator.storage._base import StorageError
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "migrate"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS surveys (
     id TEXT PRIMARY KEY,
@@ -30,10 +30,31 @@ CREATE TABLE IF NOT EXISTS log (
     reports BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS log_by_survey ON log (survey_id, seq);
+CREATE TABLE IF NOT EXISTS tokens (
+    hash BLOB PRIMARY KEY,
+    survey_id TEXT NOT NULL REFERENCES surveys(id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS token_counts (
+    survey_id TEXT PRIMARY KEY REFERENCES surveys(id),
+    issued INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS token_answers (
+    token_hash BLOB NOT NULL REFERENCES tokens(hash),
+    question_id TEXT NOT NULL,
+    survey_id TEXT NOT NULL REFERENCES surveys(id),
+    report_id TEXT NOT NULL,
+    payload_digest BLOB NOT NULL,
+    PRIMARY KEY (token_hash, question_id)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS token_answers_by_report ON token_answers (survey_id, report_id);
 """
 # Version 1 kept one row per report in a `reports` table with a random primary key.
 # Version 2 introduced the batch log; version 3 also writes compact log rows, which
 # version 2 cannot read, so the tables are the same and only the number changes.
+# Version 4 adds enrollment: `tokens` holds the SHA-256 hash of every issued token (never
+# the token), `token_counts` how many each survey issued, and `token_answers` binds each
+# (token, question) to the one report it stored (its id and the SHA-256 of its payload).
+# Upgrading from 3 only creates these tables.
 _V1_CHUNK = 10_000
 
 

@@ -12,7 +12,7 @@ from typing import IO
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregator._errors import InvalidArgument
+from aggregator._errors import FailedPrecondition, InvalidArgument
 from aggregator._log_format import expand
 from aggregator.storage._base import (
     Selection,
@@ -27,6 +27,14 @@ from aggregator.storage._id_index import Claim, IdIndex
 from aggregator.storage._ids import warm_up
 from aggregator.storage._lock import exclusive_lock
 from aggregator.storage._migrate import migrate
+from aggregator.storage._sqlite_tokens import (
+    Binding,
+    PendingBindings,
+    bind,
+    insert_tokens,
+    issued,
+    store_bindings,
+)
 from shared.deniable.v1 import aggregator_pb2 as pb
 
 __all__ = ["SqliteStorage"]
@@ -42,6 +50,10 @@ class SqliteStorage(Storage):
     ``SubmitReportsRequest``; see :mod:`aggregator._log_format`), and bumps the running
     ``tallies`` in the same transaction. Rows are appended in key order, so a commit
     writes a few sequential pages however random the clients' report ids are.
+
+    Enrollment: ``tokens`` holds the SHA-256 hash of each issued token, and
+    ``token_answers`` binds each (token, question) to its one report, written in the
+    batch's transaction (see :mod:`aggregator.storage._sqlite_tokens`).
 
     Idempotency: the ids of each open survey's stored reports (with their payloads) are
     kept in memory (:class:`IdIndex`), rebuilt from the log at start; ids claimed by a
@@ -112,6 +124,7 @@ class SqliteStorage(Storage):
             "SELECT COALESCE(SUM(n), 0) FROM tallies WHERE survey_id = ?", (survey_id,)
         ).fetchone()
         survey.reports = int(row[0])
+        survey.tokens_issued = issued(self._db, survey_id)
         return survey
 
     def create_survey(self, survey: pb.Survey) -> None:
@@ -162,6 +175,17 @@ class SqliteStorage(Storage):
             self._index.forget(survey_id)
         return self.get_survey(survey_id)
 
+    def issue_tokens(self, survey_id: str, hashes: Sequence[bytes]) -> None:
+        """Store the hashes of an open survey's new tokens in one durable transaction."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                insert_tokens(self._db, survey_id, hashes)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
     def submit(self, submission: Submission) -> SubmitOutcome:
         """Append the new reports to the log and bump tallies in one durable transaction.
 
@@ -176,38 +200,59 @@ class SqliteStorage(Storage):
     ) -> list[SubmitOutcome | BaseException]:
         """Claim each batch's ids, then store every claimed batch in one transaction.
 
-        A batch refused while claiming (a closed survey, a conflicting id) gets its own
-        error and takes no part in the transaction; if the transaction fails, every batch
-        in it gets that error and nothing of them stays claimed.
+        A batch refused while claiming (a closed survey, a conflicting id, or for a batch
+        with an enrollment token a conflicting binding) gets its own error and takes no
+        part in the transaction; if the transaction fails, every batch in it gets that
+        error and nothing of them stays claimed.
         """
         results: list[SubmitOutcome | BaseException] = []
-        claims: list[tuple[int, Submission, Claim]] = []
+        claims: list[tuple[int, Submission, Claim, list[Binding]]] = []
+        pending = PendingBindings()
         for position, submission in enumerate(submissions):
             try:
-                claims.append((position, submission, self._index.claim(submission)))
-                results.append(RuntimeError("not committed"))  # replaced below
+                bindings = self._bind_locked(submission, pending)
+                claim = self._index.claim(submission)
             except Exception as error:
                 results.append(error)
+                continue
+            pending.add(bindings)
+            claims.append((position, submission, claim, bindings))
+            results.append(RuntimeError("not committed"))  # replaced below
         if not claims:
             return results
         tallies: dict[tuple[str, str], Tally] = {}
         try:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                for _, submission, claim in claims:
+                for _, submission, claim, bindings in claims:
                     self._append_locked(submission, claim.fresh, tallies)
+                    store_bindings(self._db, bindings)
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
         except BaseException:
-            for _, _, claim in reversed(claims):  # none of these is stored: forget them,
+            for _, _, claim, _ in reversed(claims):  # none of these is stored: forget them,
                 self._index.release(claim)  # latest first, as the index requires
             raise
         self._tallies.update(tallies)  # only once committed
-        for position, _, claim in claims:
+        for position, _, claim, _ in claims:
             results[position] = SubmitOutcome(claim.stored, claim.total - claim.stored)
         return results
+
+    def _bind_locked(self, submission: Submission, pending: PendingBindings) -> list[Binding]:
+        """A token batch's new (token, question) bindings, checked before its ids are claimed.
+
+        Checked first, so that a different report for an answered question is refused as
+        such (naming the question) even when it reuses the first report's id.
+        """
+        if submission.token_hash is None:
+            return []
+        for group in submission.groups:
+            if group.survey_id not in self._index:
+                first = submission.positions[int(group.rows[0])]
+                raise FailedPrecondition(f"reports[{first}]: survey {group.survey_id!r} is closed")
+        return bind(self._db, submission, pending)
 
     def _append_locked(
         self,

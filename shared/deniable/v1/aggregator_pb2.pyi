@@ -468,6 +468,9 @@ class Survey(_message.Message):
     STATE_FIELD_NUMBER: _builtins.int
     CREATED_UNIX_MS_FIELD_NUMBER: _builtins.int
     REPORTS_FIELD_NUMBER: _builtins.int
+    MIN_REPORTS_FIELD_NUMBER: _builtins.int
+    ENROLLMENT_REQUIRED_FIELD_NUMBER: _builtins.int
+    TOKENS_ISSUED_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """assigned by the server"""
     title: _builtins.str
@@ -475,6 +478,12 @@ class Survey(_message.Message):
     created_unix_ms: _builtins.int
     reports: _builtins.int
     """reports stored so far, all questions"""
+    min_reports: _builtins.int
+    """GetEstimate answers FAILED_PRECONDITION while a question has fewer reports (0: no gate)."""
+    enrollment_required: _builtins.bool
+    """Reports must come with an enrollment token; each token answers each question once."""
+    tokens_issued: _builtins.int
+    """enrollment tokens issued so far"""
     @_builtins.property
     def questions(self) -> _containers.RepeatedCompositeFieldContainer[Global___Question]: ...
     def __init__(
@@ -486,10 +495,13 @@ class Survey(_message.Message):
         state: Global___SurveyState.ValueType = ...,
         created_unix_ms: _builtins.int = ...,
         reports: _builtins.int = ...,
+        min_reports: _builtins.int = ...,
+        enrollment_required: _builtins.bool = ...,
+        tokens_issued: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_unix_ms", b"created_unix_ms", "id", b"id", "questions", b"questions", "reports", b"reports", "state", b"state", "title", b"title"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_unix_ms", b"created_unix_ms", "enrollment_required", b"enrollment_required", "id", b"id", "min_reports", b"min_reports", "questions", b"questions", "reports", b"reports", "state", b"state", "title", b"title", "tokens_issued", b"tokens_issued"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -501,7 +513,13 @@ class CreateSurveyRequest(_message.Message):
 
     TITLE_FIELD_NUMBER: _builtins.int
     QUESTIONS_FIELD_NUMBER: _builtins.int
+    MIN_REPORTS_FIELD_NUMBER: _builtins.int
+    ENROLLMENT_REQUIRED_FIELD_NUMBER: _builtins.int
     title: _builtins.str
+    min_reports: _builtins.int
+    """see Survey.min_reports"""
+    enrollment_required: _builtins.bool
+    """see Survey.enrollment_required"""
     @_builtins.property
     def questions(self) -> _containers.RepeatedCompositeFieldContainer[Global___Question]: ...
     def __init__(
@@ -509,10 +527,12 @@ class CreateSurveyRequest(_message.Message):
         *,
         title: _builtins.str = ...,
         questions: _abc.Iterable[Global___Question] | None = ...,
+        min_reports: _builtins.int = ...,
+        enrollment_required: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["questions", b"questions", "title", b"title"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["enrollment_required", b"enrollment_required", "min_reports", b"min_reports", "questions", b"questions", "title", b"title"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -688,16 +708,22 @@ class SubmitReportsRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     REPORTS_FIELD_NUMBER: _builtins.int
+    ENROLLMENT_TOKEN_FIELD_NUMBER: _builtins.int
+    enrollment_token: _builtins.str
+    """One participant's enrollment token, required by surveys with enrollment_required; every
+    report of the batch must then belong to that survey. Never logged.
+    """
     @_builtins.property
     def reports(self) -> _containers.RepeatedCompositeFieldContainer[Global___Report]: ...
     def __init__(
         self,
         *,
         reports: _abc.Iterable[Global___Report] | None = ...,
+        enrollment_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["reports", b"reports"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["enrollment_token", b"enrollment_token", "reports", b"reports"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -881,3 +907,51 @@ class OptionEstimate(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___OptionEstimate: _TypeAlias = OptionEstimate  # noqa: Y015
+
+@_typing.final
+class IssueTokensRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SURVEY_ID_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    survey_id: _builtins.str
+    count: _builtins.int
+    """1..100,000"""
+    def __init__(
+        self,
+        *,
+        survey_id: _builtins.str = ...,
+        count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "survey_id", b"survey_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___IssueTokensRequest: _TypeAlias = IssueTokensRequest  # noqa: Y015
+
+@_typing.final
+class IssueTokensResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SURVEY_ID_FIELD_NUMBER: _builtins.int
+    TOKENS_FIELD_NUMBER: _builtins.int
+    survey_id: _builtins.str
+    @_builtins.property
+    def tokens(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """shown once: only their hashes are stored"""
+
+    def __init__(
+        self,
+        *,
+        survey_id: _builtins.str = ...,
+        tokens: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["survey_id", b"survey_id", "tokens", b"tokens"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___IssueTokensResponse: _TypeAlias = IssueTokensResponse  # noqa: Y015

@@ -65,6 +65,11 @@ class AggregatorStub:
                 request_serializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.GetEstimateRequest.SerializeToString,
                 response_deserializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.Estimate.FromString,
                 _registered_method=True)
+        self.IssueTokens = channel.unary_unary(
+                '/deniable.v1.Aggregator/IssueTokens',
+                request_serializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.IssueTokensRequest.SerializeToString,
+                response_deserializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.IssueTokensResponse.FromString,
+                _registered_method=True)
 
 
 class AggregatorServicer:
@@ -114,6 +119,14 @@ class AggregatorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def IssueTokens(self, request, context):
+        """Issue one-time enrollment tokens for a survey that requires enrollment (admin). The
+        tokens are returned once; the aggregator keeps only their SHA-256 hashes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AggregatorServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -146,6 +159,11 @@ def add_AggregatorServicer_to_server(servicer, server):
                     servicer.GetEstimate,
                     request_deserializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.GetEstimateRequest.FromString,
                     response_serializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.Estimate.SerializeToString,
+            ),
+            'IssueTokens': grpc.unary_unary_rpc_method_handler(
+                    servicer.IssueTokens,
+                    request_deserializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.IssueTokensRequest.FromString,
+                    response_serializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.IssueTokensResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -311,6 +329,33 @@ class Aggregator:
             '/deniable.v1.Aggregator/GetEstimate',
             shared_dot_deniable_dot_v1_dot_aggregator__pb2.GetEstimateRequest.SerializeToString,
             shared_dot_deniable_dot_v1_dot_aggregator__pb2.Estimate.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def IssueTokens(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/deniable.v1.Aggregator/IssueTokens',
+            shared_dot_deniable_dot_v1_dot_aggregator__pb2.IssueTokensRequest.SerializeToString,
+            shared_dot_deniable_dot_v1_dot_aggregator__pb2.IssueTokensResponse.FromString,
             options,
             channel_credentials,
             insecure,

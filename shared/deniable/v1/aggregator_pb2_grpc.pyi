@@ -51,6 +51,10 @@ class AggregatorStub:
     """
     GetEstimate: _grpc.UnaryUnaryMultiCallable[_aggregator_pb2.GetEstimateRequest, _aggregator_pb2.Estimate]
     """The debiased estimate for one question, with a confidence interval and exact ε."""
+    IssueTokens: _grpc.UnaryUnaryMultiCallable[_aggregator_pb2.IssueTokensRequest, _aggregator_pb2.IssueTokensResponse]
+    """Issue one-time enrollment tokens for a survey that requires enrollment (admin). The
+    tokens are returned once; the aggregator keeps only their SHA-256 hashes.
+    """
 
 @_typing.type_check_only
 class AggregatorAsyncStub(AggregatorStub):
@@ -71,6 +75,10 @@ class AggregatorAsyncStub(AggregatorStub):
     """
     GetEstimate: _aio.UnaryUnaryMultiCallable[_aggregator_pb2.GetEstimateRequest, _aggregator_pb2.Estimate]  # type: ignore[assignment]
     """The debiased estimate for one question, with a confidence interval and exact ε."""
+    IssueTokens: _aio.UnaryUnaryMultiCallable[_aggregator_pb2.IssueTokensRequest, _aggregator_pb2.IssueTokensResponse]  # type: ignore[assignment]
+    """Issue one-time enrollment tokens for a survey that requires enrollment (admin). The
+    tokens are returned once; the aggregator keeps only their SHA-256 hashes.
+    """
 
 class AggregatorServicer(metaclass=_abc_1.ABCMeta):
     """The aggregator: surveys, randomized reports, estimates."""
@@ -124,5 +132,15 @@ class AggregatorServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_aggregator_pb2.Estimate, _abc.Awaitable[_aggregator_pb2.Estimate]]:
         """The debiased estimate for one question, with a confidence interval and exact ε."""
+
+    @_abc_1.abstractmethod
+    def IssueTokens(
+        self,
+        request: _aggregator_pb2.IssueTokensRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_aggregator_pb2.IssueTokensResponse, _abc.Awaitable[_aggregator_pb2.IssueTokensResponse]]:
+        """Issue one-time enrollment tokens for a survey that requires enrollment (admin). The
+        tokens are returned once; the aggregator keeps only their SHA-256 hashes.
+        """
 
 def add_AggregatorServicer_to_server(servicer: AggregatorServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
