@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+import client._grpc_env  # noqa: F401  (before grpc is imported)
+from aggregator.cli._check import check_command
 from aggregator.cli._estimate import estimate_command
 from aggregator.cli._plan import plan_command
 from aggregator.cli._serve import serve_command
@@ -32,6 +34,7 @@ cli.add_command(serve_command)
 cli.add_command(simulate_command)
 cli.add_command(survey_group)
 cli.add_command(estimate_command)
+cli.add_command(check_command)
 
 
 def main() -> None:
