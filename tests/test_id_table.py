@@ -116,8 +116,10 @@ def test_undo_below_a_background_copy_discards_it() -> None:
     rng = np.random.default_rng(3)
     ids = [bytes(row) for row in rng.choice(np.frombuffer(ALPHABET, np.uint8), (3000, 4))]
     ids = list(dict.fromkeys(ids))
-    claim(table, ids[:300], list(range(300)))
-    claim(table, ids[300:400], list(range(300, 400)))  # 400 >= 3/4 of 512: preparation starts
+    claim(table, ids[:200], list(range(200)))
+    claim(table, ids[200:300], list(range(200, 300)))  # over half of 512: preparation starts
+    table.settle()
+    claim(table, ids[300:400], list(range(300, 400)))  # ...and copies these ids too
     table.truncate(300)
     assert_occupancy(table)
     # 700 ids need the doubled capacity (1024), which the preparation would offer.

@@ -15,6 +15,8 @@ __all__ = ["IdTable"]
 _MIN_CAPACITY = 1 << 9
 # From this capacity on, the next, larger arrays are prepared by a background thread.
 _BACKGROUND_FROM = 1 << 15
+# Once they are ready, each claim copies at least this many later ids into them.
+_CATCH_UP = 1 << 13
 
 
 @dataclass
@@ -74,10 +76,11 @@ class IdTable:
     a hint: ids are compared in full. Memory: the id's bytes plus 16 bytes per id in the
     arena, and 32 to 64 bytes of table per id.
 
-    Growth doubles the capacity. Once the arena is three quarters full (from
-    ``background_from`` ids on), a background thread prepares the doubled arrays (copy,
-    rebuild, and the page faults of fresh memory, all without the GIL), so that the
-    batch that needs them only adds the ids entered since.
+    Growth doubles the capacity. Once the arena is half full (from ``background_from``
+    ids on), a background thread prepares the doubled arrays (copy, rebuild, and the
+    page faults of fresh memory, all without the GIL); once they are ready, every claim
+    also copies a few of the ids entered since, so that the batch that needs the larger
+    arrays finds them complete.
     """
 
     def __init__(self, length: int, *, background_from: int = _BACKGROUND_FROM) -> None:
@@ -108,6 +111,8 @@ class IdTable:
             a.table, a.arena, a.fps, a.refs, self.used, fps, np.ascontiguousarray(ids), refs
         )
         self._prepare()
+        if self._growth is not None and not self._growth.thread.is_alive():
+            self._catch_up(self._growth, max(2 * len(ids), _CATCH_UP))
         return found
 
     def truncate(self, used: int) -> None:
@@ -127,7 +132,7 @@ class IdTable:
 
     def _prepare(self) -> None:
         capacity = self.capacity
-        if self._growth is None and 4 * self.used >= 3 * capacity >= 3 * self._background_from:
+        if self._growth is None and 2 * self.used >= capacity >= self._background_from:
             growth = _Growth(self.used, _Arrays.empty(0, self.length))
             old, rows = self._arrays, self.used
 
@@ -153,11 +158,21 @@ class IdTable:
             capacity *= 2
         self._arrays = _grown(self._arrays, self.used, capacity)
 
+    def _catch_up(self, growth: _Growth, most: int) -> None:
+        """Copy up to ``most`` ids entered since ``growth`` was prepared into its arrays.
+
+        A few at each claim, so that the switch has (almost) nothing left to copy.
+        """
+        new, old, start = growth.arrays, self._arrays, growth.rows
+        end = min(self.used, start + most)
+        if end > start:
+            new.arena[start:end] = old.arena[start:end]
+            new.fps[start:end] = old.fps[start:end]
+            new.refs[start:end] = old.refs[start:end]
+            kernels().insert_rows(new.table, new.fps, start, end)
+            growth.rows = end
+
     def _adopt(self, growth: _Growth) -> None:
         """Switch to prepared arrays, adding the ids entered since they were copied."""
-        new, old, start = growth.arrays, self._arrays, growth.rows
-        new.arena[start : self.used] = old.arena[start : self.used]
-        new.fps[start : self.used] = old.fps[start : self.used]
-        new.refs[start : self.used] = old.refs[start : self.used]
-        kernels().insert_rows(new.table, new.fps, start, self.used)
-        self._arrays = new
+        self._catch_up(growth, self.used)
+        self._arrays = growth.arrays
