@@ -10,7 +10,19 @@ __all__ = [
     "NotFound",
     "ResourceExhausted",
     "Unauthenticated",
+    "shown",
 ]
+
+# Status messages travel in a header (gRPC caps metadata at 16 KiB by default): a value a
+# client sent is echoed in one at most this long.
+SHOWN_CHARACTERS = 40
+
+
+def shown(value: str) -> str:
+    """``repr(value)``, cut to :data:`SHOWN_CHARACTERS` characters with its length noted."""
+    if len(value) <= SHOWN_CHARACTERS:
+        return repr(value)
+    return f"{value[:SHOWN_CHARACTERS]!r}... ({len(value):,} characters)"
 
 
 class AggregatorError(Exception):

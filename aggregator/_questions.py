@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aggregator._batch import Group
-from aggregator._errors import InvalidArgument
+from aggregator._errors import InvalidArgument, shown
 from aggregator._frequency import estimate_frequencies
 from aggregator._mean import MeanTally, estimate_mean
 from aggregator._proportion import estimate_proportion
@@ -67,7 +67,7 @@ def _check_options(options: list[str], where: str) -> None:
         if not option.strip() or len(option) > MAX_OPTION_TEXT:
             raise InvalidArgument(f"{where}[{index}]: must be 1..{MAX_OPTION_TEXT} characters")
         if option in seen:
-            raise InvalidArgument(f"{where}[{index}]: duplicate option {option!r}")
+            raise InvalidArgument(f"{where}[{index}]: duplicate option {shown(option)}")
         seen.add(option)
 
 

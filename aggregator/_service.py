@@ -16,8 +16,14 @@ from aggregator._enrollment import (
     new_tokens,
     token_hash,
 )
-from aggregator._errors import FailedPrecondition, InvalidArgument, NotFound, Unauthenticated
-from aggregator._intervals import METHODS
+from aggregator._errors import (
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    Unauthenticated,
+    shown,
+)
+from aggregator._intervals import MAX_CONFIDENCE, METHODS
 from aggregator._questions import check_question, estimate, group_tally
 from aggregator.storage import ReportGroup, Storage, Submission
 from shared._wire import Spec, describe_mechanism, question_spec
@@ -38,7 +44,7 @@ def _find_question(survey: pb.Survey, question_id: str, where: str) -> pb.Questi
     for question in survey.questions:
         if question.id == question_id:
             return question
-    raise NotFound(f"{where}: survey {survey.id!r} has no question {question_id!r}")
+    raise NotFound(f"{where}: survey {survey.id!r} has no question {shown(question_id)}")
 
 
 class AggregatorService:
@@ -73,7 +79,7 @@ class AggregatorService:
             where = f"questions[{index}]"
             if not _QUESTION_ID.fullmatch(question.id):
                 raise InvalidArgument(
-                    f"{where}.id: {question.id!r} must match [A-Za-z0-9_.-]{{1,64}}"
+                    f"{where}.id: {shown(question.id)} must match [A-Za-z0-9_.-]{{1,64}}"
                 )
             if question.id in seen:
                 raise InvalidArgument(f"{where}.id: duplicate question id {question.id!r}")
@@ -91,7 +97,7 @@ class AggregatorService:
         """The survey, or NotFound."""
         survey = self.storage.get_survey(survey_id) if _SURVEY_ID.fullmatch(survey_id) else None
         if survey is None:
-            raise NotFound(f"survey_id: unknown survey {survey_id!r}")
+            raise NotFound(f"survey_id: unknown survey {shown(survey_id)}")
         return survey
 
     def list_surveys(self, request: pb.ListSurveysRequest) -> pb.ListSurveysResponse:
@@ -153,7 +159,9 @@ class AggregatorService:
             try:
                 survey = self.get_survey(report.survey_id)
             except NotFound:
-                raise NotFound(f"{where}.survey_id: unknown survey {report.survey_id!r}") from None
+                raise NotFound(
+                    f"{where}.survey_id: unknown survey {shown(report.survey_id)}"
+                ) from None
             if survey.state != pb.SURVEY_STATE_OPEN:
                 raise FailedPrecondition(f"{where}: survey {survey.id!r} is closed")
             self._specs[survey.id] = survey
@@ -209,14 +217,15 @@ class AggregatorService:
         survey = self.get_survey(request.survey_id)
         question = _find_question(survey, request.question_id, "question_id")
         confidence = request.confidence or 0.95
-        if not 0.0 < confidence < 1.0:
+        if not 0.0 < confidence <= MAX_CONFIDENCE:  # also refuses NaN
             raise InvalidArgument(
-                f"confidence: must be strictly between 0 and 1, got {confidence!r}"
+                f"confidence: must be in (0, {MAX_CONFIDENCE!r}], got {confidence!r} "
+                "(closer to 1 an interval's quantile is not finite)"
             )
         method = request.method or "clopper-pearson"
         if method not in METHODS:
             raise InvalidArgument(
-                f"method: unknown method {method!r}; expected one of: {', '.join(METHODS)}"
+                f"method: unknown method {shown(method)}; expected one of: {', '.join(METHODS)}"
             )
         tally = self.storage.tally(survey.id, request.question_id)
         assert tally is not None
@@ -224,7 +233,7 @@ class AggregatorService:
             raise FailedPrecondition(gate_message(question.id, tally.n, survey.min_reports))
         if tally.n == 0:
             raise FailedPrecondition(
-                f"question_id: no reports yet for question {request.question_id!r}"
+                f"question_id: no reports yet for question {shown(request.question_id)}"
             )
         fields = estimate(question, self._spec(survey.id, question), tally, confidence, method)
         return pb.Estimate(survey_id=survey.id, question_id=request.question_id, **fields)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import grpc
+from google.protobuf.message import DecodeError, Message
 
-from aggregator._errors import AggregatorError
+from aggregator._errors import AggregatorError, InvalidArgument
 from aggregator._service import AggregatorService
 from shared.deniable.v1 import aggregator_pb2 as pb
 
@@ -18,6 +19,8 @@ log = logging.getLogger("deniable.aggregator")
 SERVICE = pb.DESCRIPTOR.services_by_name["Aggregator"]
 # RPCs whose handler receives the request's bytes: the service validates them in bulk.
 RAW_REQUESTS = frozenset({"SubmitReports"})
+# Status details travel in a header, which gRPC caps at 16 KiB by default.
+MAX_DETAILS = 2000
 # A call with this little time left when its handler starts cannot be answered in time.
 DEADLINE_MARGIN_S = 0.005
 Request = TypeVar("Request")
@@ -26,8 +29,11 @@ Response = TypeVar("Response")
 
 def _abort(context: grpc.ServicerContext, error: Exception, method: str) -> NoReturn:
     if isinstance(error, AggregatorError):
-        log.info("rejected", extra={"rpc": method, "code": error.code, "detail": error.message})
-        context.abort(grpc.StatusCode[error.code], error.message)
+        message = error.message
+        if len(message) > MAX_DETAILS:  # never over gRPC's header limit, whatever is echoed
+            message = f"{message[: MAX_DETAILS - 20]}... (message cut)"
+        log.info("rejected", extra={"rpc": method, "code": error.code, "detail": message})
+        context.abort(grpc.StatusCode[error.code], message)
     log.exception("internal error", extra={"rpc": method})
     context.abort(grpc.StatusCode.INTERNAL, "internal error; see the aggregator's log")
 
@@ -123,19 +129,41 @@ class AggregatorServicer:
         return response
 
 
+def _parsing(
+    name: str, request_type: type[Message], rpc: Callable[[Any, grpc.ServicerContext], Any]
+) -> Callable[[bytes, grpc.ServicerContext], Any]:
+    """``rpc`` behind a parser that answers INVALID_ARGUMENT to bytes that do not parse.
+
+    (grpcio's own deserializer would turn them into INTERNAL.)
+    """
+
+    def handler(data: bytes, context: grpc.ServicerContext) -> Any:
+        try:
+            request = request_type.FromString(data)
+        except DecodeError:
+            full_name = request_type.DESCRIPTOR.full_name
+            _abort(context, InvalidArgument(f"request: not a valid {full_name}"), name)
+        return rpc(request, context)
+
+    return handler
+
+
 def add_to_server(servicer: AggregatorServicer, server: grpc.Server) -> None:
-    """Register the Aggregator service like the generated code, but with raw SubmitReports.
+    """Register the Aggregator service like the generated code, but parsing requests itself.
 
     A batch of reports reaches :meth:`AggregatorService.submit_reports` as the bytes
     received, so that it is parsed once, in bulk, instead of into a message per report.
+    Every other request is parsed here, so that bytes that do not parse are refused with
+    INVALID_ARGUMENT.
     """
-    handlers = {}
+    handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
     for method in SERVICE.methods:
         request_type = getattr(pb, method.input_type.name)
         response_type = getattr(pb, method.output_type.name)
+        rpc = getattr(servicer, method.name)
         handlers[method.name] = grpc.unary_unary_rpc_method_handler(
-            getattr(servicer, method.name),
-            request_deserializer=None if method.name in RAW_REQUESTS else request_type.FromString,
+            rpc if method.name in RAW_REQUESTS else _parsing(method.name, request_type, rpc),
+            request_deserializer=None,
             response_serializer=response_type.SerializeToString,
         )
     server.add_generic_rpc_handlers(

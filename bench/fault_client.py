@@ -33,6 +33,17 @@ QUESTION_ID = "cheated"
 ALPHA = 0.5
 
 
+def create_survey(admin: AggregatorClient, title: str) -> str:
+    """Create the one yes/no survey the fault clients answer; its id."""
+    question = pb.Question(
+        id=QUESTION_ID,
+        text="Have you ever cheated in an exam?",
+        binary=pb.BinaryQuestion(),
+        mechanism=pb.Mechanism(randomized_response=pb.RandomizedResponse(alpha=ALPHA)),
+    )
+    return admin.create_survey(title, [question]).id
+
+
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:

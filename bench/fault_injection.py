@@ -46,7 +46,6 @@ from fault_harness import (
 )
 
 from client._remote import AggregatorClient
-from shared.deniable.v1 import aggregator_pb2 as pb
 
 
 @dataclass
@@ -155,15 +154,7 @@ def run(config: Config, report: Callable[[Cycle], None] | None = None) -> Summar
     daemon = start_daemon(config.workdir, db_url)
     try:
         with AggregatorClient(daemon.address, admin_token=ADMIN_TOKEN, attempts=1) as admin:
-            question = pb.Question(
-                id=fault_client.QUESTION_ID,
-                text="Did you ever cheat?",
-                binary=pb.BinaryQuestion(),
-                mechanism=pb.Mechanism(
-                    randomized_response=pb.RandomizedResponse(alpha=fault_client.ALPHA)
-                ),
-            )
-            survey_id = admin.create_survey("fault injection", [question]).id
+            survey_id = fault_client.create_survey(admin, "fault injection")
         for number in range(1, config.cycles + 1):
             if time.monotonic() - started > config.max_seconds:
                 break

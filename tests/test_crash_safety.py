@@ -31,7 +31,6 @@ from fault_harness import (
 )
 
 from client._remote import AggregatorClient
-from shared.deniable.v1 import aggregator_pb2 as pb
 
 
 def test_acknowledged_reports_survive_kill_9_exactly_once(tmp_path: Path) -> None:
@@ -61,15 +60,7 @@ def survey_daemon(tmp_path: Path) -> Iterator[tuple[Daemon, str]]:
     daemon = start_daemon(tmp_path, f"sqlite:///{tmp_path / 'aggregator.db'}")
     try:
         with AggregatorClient(daemon.address, admin_token=ADMIN_TOKEN, attempts=1) as admin:
-            question = pb.Question(
-                id=fault_client.QUESTION_ID,
-                text="Retry?",
-                binary=pb.BinaryQuestion(),
-                mechanism=pb.Mechanism(
-                    randomized_response=pb.RandomizedResponse(alpha=fault_client.ALPHA)
-                ),
-            )
-            survey_id = admin.create_survey("retry", [question]).id
+            survey_id = fault_client.create_survey(admin, "retry")
         yield daemon, survey_id
     finally:
         daemon.process.send_signal(signal.SIGTERM)

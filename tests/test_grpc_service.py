@@ -12,7 +12,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from aggregator import estimate_proportion
+from aggregator._errors import InvalidArgument, shown
 from aggregator._server import RunningServer, start_server
+from aggregator._servicer import MAX_DETAILS
 from aggregator.storage import open_storage
 from client._remote import AggregatorClient, RemoteError
 from shared.deniable.v1 import aggregator_pb2 as pb
@@ -389,3 +391,30 @@ def test_unreachable_server_is_retried_then_unavailable() -> None:
     assert caught.value.code == Code.UNAVAILABLE
     assert caught.value.attempts == 3
     assert waits == [0.01, 0.02]
+
+
+def test_a_huge_error_message_is_cut_and_keeps_its_status(
+    server: RunningServer, anonymous: AggregatorClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An error message too long for a header is cut, so its status survives.
+
+    Status details travel in a header that gRPC caps at 16 KiB: a longer message would
+    turn the answer into RESOURCE_EXHAUSTED.
+    """
+
+    def refuse(survey_id: str) -> pb.Survey:
+        raise InvalidArgument("survey_id: " + "x" * 50_000)
+
+    monkeypatch.setattr(server.service, "get_survey", refuse)
+    with pytest.raises(RemoteError) as refused:
+        anonymous.get_survey("abc")
+    assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert refused.value.details.startswith("survey_id: xxx")
+    assert refused.value.details.endswith("... (message cut)")
+    assert len(refused.value.details) <= MAX_DETAILS
+
+
+def test_values_a_client_sent_are_echoed_cut_to_a_few_characters() -> None:
+    assert shown("abc") == "'abc'"
+    long = "y" * 100_000
+    assert shown(long) == f"{'y' * 40!r}... (100,000 characters)"
