@@ -165,6 +165,28 @@ def _clip(value: float, lo: float, hi: float) -> float:
     return min(max(value, lo), hi)
 
 
+def _float(value: Fraction) -> float:
+    """``value`` correctly rounded, or ±inf beyond the float range (never OverflowError)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _to_x(spec: NumericSpec, t: Fraction) -> float:
+    """The x = lo + (hi − lo)(t + 1)/2 of ``t``, correctly rounded; ±inf beyond the float range."""
+    lo, hi = Fraction(spec.lo), Fraction(spec.hi)
+    return _float(lo + (hi - lo) * (t + 1) / 2)
+
+
+def _worst_std_error(spec: NumericSpec, n: int) -> float:
+    """sqrt(spec.variance_x(n)), inf if the worst-case variance is beyond the float range."""
+    try:
+        return math.sqrt(spec.variance_x(n, "population"))
+    except OverflowError:
+        return math.inf
+
+
 def estimate_mean(spec: NumericSpec, tally: MeanTally, confidence: float = 0.95) -> MeanEstimate:
     """Estimate the population mean of x on [lo, hi] from a tally of ``spec``'s reports, O(1).
 
@@ -173,6 +195,11 @@ def estimate_mean(spec: NumericSpec, tally: MeanTally, confidence: float = 0.95)
     are clipped to [lo, hi] (the true mean lies there, so clipping keeps coverage). With one
     report there is no spread to estimate: the interval is all of [lo, hi]. When every
     report is equal (possible with Duchi and small n) s = 0 and the interval collapses.
+
+    Nothing here raises on extreme but valid inputs: a figure beyond the float range comes
+    out as ±inf (a survey's limits, ``aggregator._questions``, keep every figure finite),
+    an infinite half-width gives the interval [lo, hi], and the estimate and the interval
+    ends are always finite.
 
     Example:
         >>> from shared._numeric import DuchiSpec
@@ -185,15 +212,19 @@ def estimate_mean(spec: NumericSpec, tally: MeanTally, confidence: float = 0.95)
     tally._check_units(spec)
     n = as_count("n", tally.n, minimum=1)
     mean = tally.mean
-    raw = spec.to_x(mean)
+    raw = _to_x(spec, mean)
     half_range = (spec.hi - spec.lo) / 2.0
     if n >= 2:
         from scipy import stats  # imported here: scipy.stats adds ~0.8 s to every CLI start
 
-        se_t = math.sqrt(float(tally.sample_variance) / n)
-        half = float(stats.t.ppf((1.0 + level) / 2.0, n - 1)) * se_t
-        centre = float(mean)
-        low, high = spec.to_x(centre - half), spec.to_x(centre + half)
+        se_t = math.sqrt(_float(tally.sample_variance) / n)
+        # The upper tail (1 − c)/2 is exact, so the quantile is finite for every c < 1
+        # (t.ppf((1 + c)/2) is inf once (1 + c)/2 rounds to 1).
+        half = float(stats.t.isf((1.0 - level) / 2.0, n - 1)) * se_t
+        if math.isfinite(half):
+            low, high = _to_x(spec, mean - Fraction(half)), _to_x(spec, mean + Fraction(half))
+        else:
+            low, high = spec.lo, spec.hi
         std_error = se_t * half_range
     else:
         low, high, std_error = spec.lo, spec.hi, math.inf
@@ -202,7 +233,7 @@ def estimate_mean(spec: NumericSpec, tally: MeanTally, confidence: float = 0.95)
         estimate=_clip(raw, spec.lo, spec.hi),
         estimate_raw=raw,
         std_error=std_error,
-        std_error_worst=math.sqrt(spec.variance_x(n, "population")),
+        std_error_worst=_worst_std_error(spec, n),
         ci_low=_clip(low, spec.lo, spec.hi),
         ci_high=_clip(high, spec.lo, spec.hi),
         method="t",

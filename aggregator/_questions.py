@@ -27,9 +27,40 @@ from shared._universal_hash import HASH_PRIME
 from shared._wire import VALUE_FOR, Spec, describe_mechanism, question_kind, question_spec
 from shared.deniable.v1 import aggregator_pb2 as pb
 
-__all__ = ["MAX_OPTION_TEXT", "check_question", "estimate", "group_tally"]
+__all__ = [
+    "MAX_NUMERIC_BOUND",
+    "MAX_OPTION_TEXT",
+    "MIN_SURVEY_EPSILON",
+    "check_question",
+    "check_survey_limits",
+    "estimate",
+    "group_tally",
+]
 
 MAX_OPTION_TEXT = 200
+MIN_SURVEY_EPSILON = 1e-3
+"""Smallest exact ε of a survey question's mechanism, for every kind of mechanism.
+
+Far below any useful setting (an estimate's variance grows as 1/ε²: a yes/no share from n
+reports at ε = 0.001 has a standard error of about 1000/√n) and far above where debiasing
+in floating point breaks down: at ε >= 0.001 the gap p* − q* that every categorical and
+yes/no estimate divides by is at least about ε/g >= 2e-13 (OLH's hash range g < 2^32), and
+a Duchi report ±B is at most about 2/ε = 2000. The numeric library itself goes down to
+ε = 2^-20 (``shared._numeric_base.MIN_EPSILON``); this floor is the aggregator's.
+"""
+MAX_NUMERIC_BOUND = 1e15
+"""Largest magnitude of a numeric question's ``min`` and ``max``.
+
+Every numeric report y (on the normalized [−1, 1] scale) has |y| < 2^117: Laplace clamps
+at 2^52, Duchi's B is at most about 2000 at ε >= MIN_SURVEY_EPSILON, a Piecewise grid has
+fewer than 2^52 cells of width at most 2^65. Tallies are exact integers, so over any
+number of reports |ȳ| < 2^117 and s² < 2^235; a t-quantile is below 2^53 for every
+confidence level < 1 (2^30 up to the service's 1 − 1e-9). With |min|, |max| <= 1e15 < 2^50
+the mean and interval ends x = min + (max − min)(t + 1)/2 stay below 2^225 and the
+worst-case variance below 2^335, all far inside the float range (2^1024). The bound is
+human-scale (a quadrillion; whole numbers are exact below 2^53), far beyond any survey
+answer.
+"""
 TallyFunction = Callable[[Selection], list[int]]
 
 
@@ -54,9 +85,33 @@ def check_question(question: pb.Question, where: str) -> tuple[Spec, pb.Privacy]
             f"{where}.mechanism: {describe_mechanism(question.mechanism)} gives no privacy "
             "(epsilon = inf)"
         )
+    check_survey_limits(question, spec, where)
     approx = spec.epsilon_approx if isinstance(spec, RandomizedResponseSpec) else 0.0
     privacy = pb.Privacy(epsilon=spec.epsilon, epsilon_approx=approx, explanation=spec.explain())
     return spec, privacy
+
+
+def check_survey_limits(question: pb.Question, spec: Spec, where: str) -> None:
+    """Refuse ε below :data:`MIN_SURVEY_EPSILON` and a range beyond :data:`MAX_NUMERIC_BOUND`.
+
+    ``spec`` is the question's valid mechanism; its exact ε is what is checked.
+
+    Raises:
+        InvalidArgument: naming the field under ``where`` and the value.
+    """
+    if spec.epsilon < MIN_SURVEY_EPSILON:
+        raise InvalidArgument(
+            f"{where}.mechanism: epsilon {spec.epsilon!r} of "
+            f"{describe_mechanism(question.mechanism)} is below the minimum "
+            f"{MIN_SURVEY_EPSILON!r} (an estimate's variance grows as 1/epsilon^2)"
+        )
+    if isinstance(spec, LaplaceSpec | DuchiSpec | PiecewiseSpec | HybridSpec):
+        for field, value in (("min", spec.lo), ("max", spec.hi)):
+            if abs(value) > MAX_NUMERIC_BOUND:
+                raise InvalidArgument(
+                    f"{where}.numeric.{field}: {value!r} is beyond ±{MAX_NUMERIC_BOUND:g}, "
+                    "the largest magnitude of a numeric question's range"
+                )
 
 
 def _check_options(options: list[str], where: str) -> None:

@@ -219,8 +219,8 @@ class AggregatorService:
         confidence = request.confidence or 0.95
         if not 0.0 < confidence <= MAX_CONFIDENCE:  # also refuses NaN
             raise InvalidArgument(
-                f"confidence: must be in (0, {MAX_CONFIDENCE!r}], got {confidence!r} "
-                "(closer to 1 an interval's quantile is not finite)"
+                f"confidence: must be in (0, {MAX_CONFIDENCE!r}] (at most 1 - 1e-9), "
+                f"got {confidence!r}"
             )
         method = request.method or "clopper-pearson"
         if method not in METHODS:

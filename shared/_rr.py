@@ -32,6 +32,12 @@ def check_estimand(estimand: object) -> Estimand:
 _Spec = TypeVar("_Spec", bound="RandomizedResponseSpec")
 
 
+def _percent(share: Fraction) -> str:
+    """A probability as a whole percentage, rounded exactly; never "100%" for one below 1."""
+    whole = round(share * 100)
+    return "over 99.5%" if whole == 100 and share < 1 else f"{whole}%"
+
+
 @dataclass(frozen=True)
 class RandomizedResponseSpec:
     """Warner's randomized response with keep-probability α (DESIGN §4.1).
@@ -161,10 +167,14 @@ class RandomizedResponseSpec:
                 "No privacy: your true answer is always sent as it is "
                 "(alpha = 1, epsilon = infinity)."
             )
-        ratio = self.p_truth / (1.0 - self.p_truth)
+        # From the exact ratio: in floats, (1+α)/2 rounds to 1 for α = 1 − 2^-53, the largest
+        # α < 1, whose ratio (1+α)/(1−α) = 2^54 − 1 is finite (ε ≈ 37.4).
+        assert self.privacy_ratio is not None
+        ratio = float(self.privacy_ratio)
+        shown = f"{ratio:.2f}" if ratio < 1e6 else f"{ratio:.3g}"
         return (
             f"The server can guess your true answer right with probability "
-            f"{self.p_truth:.0%}; any report is at most {ratio:.2f} times as likely "
+            f"{_percent(self.p_truth_exact)}; any report is at most {shown} times as likely "
             f"from one answer as from the other (epsilon = {self.epsilon:.2f})."
         )
 

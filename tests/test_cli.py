@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -59,6 +60,10 @@ def test_options_are_read_from_deniable_environment_variables(run_cli: RunCli) -
             "x",
         ),
         (["simulate", "--p", "0.3", "--alpha", "0.5"], "--participants"),
+        (
+            ["estimate", "0123456789abcdef", "--confidence", "0.9999999999999999"],
+            "confidence must be in (0, 0.999999999] (at most 1 - 1e-9), got 0.9999999999999999",
+        ),
     ],
 )
 def test_invalid_input_exits_2_with_one_line_and_no_stdout(
@@ -69,6 +74,37 @@ def test_invalid_input_exits_2_with_one_line_and_no_stdout(
     assert done.stdout == ""
     assert message in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("question", "message"),
+    [
+        ({"type": "binary", "epsilon": 1e-4},
+         "spec.questions[0].mechanism: epsilon 0.0001 of randomized_response (alpha "),
+        ({"type": "categorical", "options": ["a", "b", "c"], "mechanism": "oue", "epsilon": 1e-5},
+         "spec.questions[0].mechanism: epsilon 9.99999999"),
+        ({"type": "numeric", "min": 0, "max": 40, "mechanism": "piecewise", "epsilon": 0.001},
+         "is below the minimum 0.001 (an estimate's variance grows as 1/epsilon^2); the "
+         "mechanism certified at the requested epsilon 0.001 comes out just below it"),
+        ({"type": "numeric", "min": -1e16, "max": 40, "epsilon": 1.0},
+         "spec.questions[0].numeric.min: -1e+16 is beyond ±1e+15"),
+    ],
+    ids=["binary", "oue", "piecewise-at-the-minimum", "wide-range"],
+)  # fmt: skip
+def test_survey_create_refuses_the_daemons_limits_before_sending(
+    run_cli: RunCli, tmp_path: Path, question: dict[str, object], message: str
+) -> None:
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"title": "T", "questions": [{"id": "q", "text": "t", **question}]}))
+    # Refused before the admin token is read or the (unreachable) server is called.
+    done = run_cli("deniable-aggregator", "survey", "create", "--server", "127.0.0.1:9", str(spec))
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 1, done.stderr
+    assert message in errors[0]
+    assert "is below the minimum 0.001" in errors[0] or "beyond" in errors[0]
 
 
 def test_simulate_json_has_the_estimate_with_contract_fields(run_cli: RunCli) -> None:

@@ -10,15 +10,19 @@ import grpc
 import numpy as np
 import pytest
 
+from aggregator._errors import InvalidArgument
 from aggregator._frequency import estimate_frequencies
+from aggregator._intervals import MAX_CONFIDENCE
 from aggregator._mean import estimate_mean_from_reports
+from aggregator._questions import MAX_NUMERIC_BOUND, MIN_SURVEY_EPSILON, check_question
 from aggregator._support import support_counts
 from client._categorical import OlhReports
 from client._remote import AggregatorClient, RemoteError
 from client._values import perturbed_values
-from shared._categorical import categorical_spec
+from shared._categorical import GrrSpec, OlhSpec, OueSpec, categorical_spec
 from shared._frequency_oracle import CategoricalSpec
-from shared._numeric import numeric_spec
+from shared._numeric import DuchiSpec, HybridSpec, LaplaceSpec, PiecewiseSpec, numeric_spec
+from shared._rr import RandomizedResponseSpec
 from shared._wire import Spec, mechanism_message, question_spec
 from shared.deniable.v1 import aggregator_pb2 as pb
 
@@ -154,9 +158,13 @@ def rejected(call: Callable[[], object]) -> RemoteError:
         (pb.Question(id="q", text="t", numeric=pb.NumericQuestion(min=0, max=1),
                      mechanism=pb.Mechanism(duchi=pb.Duchi(bound=math.nan))),
          "questions[0].mechanism.duchi.bound"),
+        (categorical("q", categorical_spec("oue", 5, epsilon=1e-4)),
+         "questions[0].mechanism: epsilon 9.99"),
+        (numeric("q", NUMERIC[0], lo=-1e300, hi=1e300),
+         "questions[0].numeric.min: -1e+300 is beyond ±1e+15"),
     ],
     ids=["one-option", "duplicate", "wrong-mechanism", "no-privacy", "bad-q", "empty-range",
-         "nan-bound"],
+         "nan-bound", "epsilon-below-minimum", "wide-range"],
 )  # fmt: skip
 def test_invalid_questions_are_rejected(
     admin: AggregatorClient, question: pb.Question, message: str
@@ -219,3 +227,153 @@ def test_a_report_with_another_questions_mechanism_fails_the_precondition(
     assert "reports[0].mechanism: grr (alpha 0.25) differs from the survey's grr (alpha 0.5)" in (
         error.details
     )
+
+
+# --- the survey's limits: minimum epsilon, range, confidence -------------------------------
+
+# Each mechanism as a function of one float parameter, that parameter certified at
+# ε = 0.001 (from_epsilon), and the directions in which it raises and lowers ε.
+BOUNDARY: dict[str, tuple[Callable[[float], Spec], float, float, float]] = {
+    "randomized_response": (
+        RandomizedResponseSpec,
+        RandomizedResponseSpec.from_epsilon(MIN_SURVEY_EPSILON).alpha,
+        1.0,
+        0.0,
+    ),
+    "grr": (
+        lambda alpha: GrrSpec(5, alpha),
+        GrrSpec.from_epsilon(5, MIN_SURVEY_EPSILON).alpha,
+        1.0,
+        0.0,
+    ),
+    "olh": (
+        lambda alpha: OlhSpec(5, 2, alpha),
+        OlhSpec.from_epsilon(5, MIN_SURVEY_EPSILON).alpha,
+        1.0,
+        0.0,
+    ),
+    "oue": (lambda q: OueSpec(5, q), OueSpec.from_epsilon(5, MIN_SURVEY_EPSILON).q, 0.0, 0.5),
+    "laplace": (lambda eps: LaplaceSpec(0.0, 40.0, eps), MIN_SURVEY_EPSILON, math.inf, 0.0),
+    "duchi": (
+        lambda bound: DuchiSpec(0.0, 40.0, bound),
+        DuchiSpec.from_epsilon(0.0, 40.0, MIN_SURVEY_EPSILON).bound,
+        1.0,
+        math.inf,
+    ),
+}
+
+
+def question_for(spec: Spec, lo: float = 0.0, hi: float = 40.0) -> pb.Question:
+    if isinstance(spec, RandomizedResponseSpec):
+        return pb.Question(
+            id="q", text="t", binary=pb.BinaryQuestion(), mechanism=mechanism_message(spec)
+        )
+    return (
+        categorical("q", spec) if isinstance(spec, CategoricalSpec) else numeric("q", spec, lo, hi)
+    )
+
+
+@pytest.mark.parametrize("kind", sorted(BOUNDARY))
+def test_the_smallest_parameter_reaching_the_minimum_epsilon_is_accepted(kind: str) -> None:
+    build, x, more, less = BOUNDARY[kind]
+    while build(x).epsilon < MIN_SURVEY_EPSILON:
+        x = math.nextafter(x, more)
+    while build(math.nextafter(x, less)).epsilon >= MIN_SURVEY_EPSILON:
+        x = math.nextafter(x, less)
+    at, below = build(x), build(math.nextafter(x, less))
+    spec, privacy = check_question(question_for(at), "questions[0]")
+    assert spec == at
+    assert privacy.epsilon == at.epsilon >= MIN_SURVEY_EPSILON
+    with pytest.raises(InvalidArgument) as refused:
+        check_question(question_for(below), "questions[0]")
+    assert refused.value.code == "INVALID_ARGUMENT"
+    assert refused.value.message.startswith(
+        f"questions[0].mechanism: epsilon {below.epsilon!r} of {kind} ("
+    )
+    assert "is below the minimum 0.001" in refused.value.message
+
+
+@pytest.mark.parametrize("kind", ["piecewise", "hybrid"])
+def test_grid_mechanisms_at_the_minimum_epsilon(kind: str) -> None:
+    # Piecewise certifies about 1e-6 below the request; Hybrid there is pure Duchi.
+    accepted = numeric_spec(kind, 0.0, 40.0, MIN_SURVEY_EPSILON * (1 + 1e-5))
+    assert check_question(question_for(accepted), "q")[1].epsilon == accepted.epsilon
+    below = numeric_spec(kind, 0.0, 40.0, math.nextafter(MIN_SURVEY_EPSILON, 0.0))
+    assert below.epsilon < MIN_SURVEY_EPSILON
+    with pytest.raises(InvalidArgument, match=r"^q\.mechanism: epsilon .* below the minimum"):
+        check_question(question_for(below), "q")
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi", "field"),
+    [
+        (-MAX_NUMERIC_BOUND, MAX_NUMERIC_BOUND, None),
+        (math.nextafter(-MAX_NUMERIC_BOUND, -math.inf), 0.0, "min"),
+        (0.0, math.nextafter(MAX_NUMERIC_BOUND, math.inf), "max"),
+        (1.5e15, 2e15, "min"),
+        (-1e300, 1e300, "min"),
+    ],
+)
+def test_a_numeric_range_may_reach_but_not_pass_the_bound(
+    lo: float, hi: float, field: str | None
+) -> None:
+    for spec in NUMERIC:
+        wide = numeric_spec(spec.kind, lo, hi, 1.0)
+        if field is None:
+            check_question(question_for(wide, lo, hi), "questions[2]")
+            continue
+        with pytest.raises(InvalidArgument) as refused:
+            check_question(question_for(wide, lo, hi), "questions[2]")
+        value = lo if field == "min" else hi
+        assert refused.value.message == (
+            f"questions[2].numeric.{field}: {value!r} is beyond ±1e+15, the largest magnitude "
+            "of a numeric question's range"
+        )
+
+
+def test_estimates_at_the_extremes_that_are_accepted_are_finite(
+    admin: AggregatorClient, anonymous: AggregatorClient
+) -> None:
+    # The widest range, the smallest epsilon and the highest confidence, with reports at
+    # the mechanisms' largest values: every figure of every estimate is finite.
+    specs: list[Spec] = [
+        *(numeric_spec(k, -MAX_NUMERIC_BOUND, MAX_NUMERIC_BOUND, MIN_SURVEY_EPSILON)
+          for k in ("laplace", "duchi", "hybrid")),
+        numeric_spec("piecewise", -MAX_NUMERIC_BOUND, MAX_NUMERIC_BOUND, 1.001e-3),
+        *(categorical_spec(k, 5, MIN_SURVEY_EPSILON) for k in ("grr", "olh")),
+        OlhSpec(5, 2**32 - 1, 2.5e-13),  # the largest hash range: the smallest p* - q*
+        categorical_spec("oue", 5, 1.001e-3),
+        RandomizedResponseSpec.from_epsilon(MIN_SURVEY_EPSILON),
+    ]  # fmt: skip
+    questions = []
+    for i, spec in enumerate(specs):
+        question = question_for(spec, -MAX_NUMERIC_BOUND, MAX_NUMERIC_BOUND)
+        question.id = f"q{i}"
+        questions.append(question)
+    survey = admin.create_survey("Extremes", questions)
+    reports = []
+    for question, spec in zip(survey.questions, specs, strict=True):
+        if isinstance(spec, RandomizedResponseSpec):
+            values: list[dict[str, Any]] = [{"bit": True}, {"bit": True}]
+        elif isinstance(spec, GrrSpec):
+            values = [{"option": 0}, {"option": 0}]
+        elif isinstance(spec, OlhSpec):
+            values = [{"hashed": pb.HashedOption(a=1, b=0, value=0)}] * 2
+        elif isinstance(spec, OueSpec):
+            values = [{"bits": b"\x01"}] * 2
+        elif isinstance(spec, LaplaceSpec | DuchiSpec | PiecewiseSpec | HybridSpec):
+            values = [{"number": spec.bound}] * 2  # the largest report
+        else:
+            raise AssertionError(spec)
+        reports += reports_for(survey, question.id, values)
+    assert anonymous.submit_reports(reports).stored == len(reports)
+    for question in survey.questions:
+        for method in ("clopper-pearson", "wilson", "wald", "chebyshev"):
+            got = anonymous.get_estimate(survey.id, question.id, MAX_CONFIDENCE, method)
+            figures = [got.estimate, got.estimate_raw, got.ci_low, got.ci_high, got.std_error]
+            for option in got.options:
+                figures += [option.estimate, option.estimate_raw, option.ci_low,
+                            option.ci_high, option.std_error]  # fmt: skip
+            figures += [got.std_error_worst, got.epsilon]
+            assert all(math.isfinite(f) for f in figures), (question.id, method, got)
+            assert got.confidence == MAX_CONFIDENCE

@@ -13,10 +13,13 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from aggregator import estimate_proportion
 from aggregator._errors import InvalidArgument, shown
+from aggregator._intervals import MAX_CONFIDENCE, METHODS
+from aggregator._questions import MIN_SURVEY_EPSILON
 from aggregator._server import RunningServer, start_server
 from aggregator._servicer import MAX_DETAILS
 from aggregator.storage import open_storage
 from client._remote import AggregatorClient, RemoteError
+from shared import RandomizedResponseSpec
 from shared.deniable.v1 import aggregator_pb2 as pb
 from shared.deniable.v1 import aggregator_pb2_grpc
 from tests.conftest import ADMIN_TOKEN, binary_question
@@ -332,6 +335,54 @@ def test_estimate_errors(anonymous: AggregatorClient, survey: pb.Survey) -> None
             anonymous.get_estimate(*args, **kwargs)
         assert caught.value.code == code, (args, kwargs)
         assert message in caught.value.details
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_confidence_up_to_the_bound_is_accepted_and_above_it_refused(
+    anonymous: AggregatorClient, survey: pb.Survey, method: str
+) -> None:
+    anonymous.submit_reports(make_reports(survey, [True, False, True]))
+    for level in (MAX_CONFIDENCE, 5e-324):
+        got = anonymous.get_estimate(survey.id, "cheated", level, method)
+        assert got.confidence == level
+        assert 0.0 <= got.ci_low <= got.estimate <= got.ci_high <= 1.0
+        assert math.isfinite(got.std_error)
+    assert MAX_CONFIDENCE == 0.999999999  # the documented bound, 1 - 1e-9
+    for level in (math.nextafter(MAX_CONFIDENCE, 1.0), 1 - 2**-53, 1.0, math.nan, -5e-324):
+        with pytest.raises(RemoteError) as caught:
+            anonymous.get_estimate(survey.id, "cheated", level, method)
+        assert caught.value.code == Code.INVALID_ARGUMENT
+        assert caught.value.details == (
+            f"confidence: must be in (0, 0.999999999] (at most 1 - 1e-9), got {level!r}"
+        )
+
+
+@pytest.mark.parametrize(
+    ("alpha", "accepted"),
+    [
+        (RandomizedResponseSpec.from_epsilon(MIN_SURVEY_EPSILON).alpha, True),
+        (math.nextafter(RandomizedResponseSpec.from_epsilon(MIN_SURVEY_EPSILON).alpha, 0), False),
+        (5e-324, False),
+        (1 - 2**-53, True),  # the largest alpha below 1: epsilon = ln(2^54 - 1), about 37.4
+    ],
+)
+def test_yes_no_alpha_from_the_minimum_epsilon_to_just_below_one(
+    admin: AggregatorClient, alpha: float, accepted: bool
+) -> None:
+    spec = RandomizedResponseSpec(alpha)
+    if not accepted:
+        with pytest.raises(RemoteError) as caught:
+            admin.create_survey("T", [binary_question(alpha=alpha)])
+        assert caught.value.code == Code.INVALID_ARGUMENT
+        assert caught.value.details.startswith(
+            f"questions[0].mechanism: epsilon {spec.epsilon!r} of randomized_response "
+            f"(alpha {alpha!r}) is below the minimum 0.001"
+        )
+        assert admin.list_surveys(include_closed=True) == []
+        return
+    privacy = admin.create_survey("T", [binary_question(alpha=alpha)]).questions[0].privacy
+    assert privacy.epsilon == spec.epsilon >= MIN_SURVEY_EPSILON
+    assert privacy.explanation == spec.explain()
 
 
 # --- the standard services and durability ----------------------------------------------

@@ -329,6 +329,37 @@ def test_estimate_maps_back_clips_and_reports_both_errors() -> None:
         estimate_mean(spec, tally, confidence=1.0)
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_confidence_just_below_one_gives_a_finite_t_interval(kind: str) -> None:
+    # (1 + c)/2 rounds to 1 at c = 1 - 2^-53; the quantile comes from the exact tail 2^-54.
+    spec = numeric_spec(kind, 0.0, 40.0, 1.0)
+    reports = [spec.bound, -spec.bound] * 2500 if kind != "laplace" else [1.0, -1.0] * 2500
+    est = estimate_mean_from_reports(spec, reports, confidence=1 - 2**-53)
+    quantile = stats.t.isf(2.0**-54, 4999)
+    assert 8 < quantile < 9
+    assert est.estimate == est.estimate_raw == 20.0
+    assert est.ci_low == pytest.approx(20.0 - quantile * est.std_error, rel=1e-12)
+    assert est.ci_high == pytest.approx(20.0 + quantile * est.std_error, rel=1e-12)
+    assert 0.0 < est.ci_low < est.ci_high < 40.0
+
+
+def test_figures_beyond_the_float_range_are_inf_never_an_exception() -> None:
+    # Specs a survey refuses (epsilon ~1e-308, a range of +-1e300), estimated directly.
+    top = 1.7976931348623157e308
+    duchi = DuchiSpec(0.0, 40.0, bound=top)
+    same = estimate_mean_from_reports(duchi, [top] * 3)
+    assert (same.estimate, same.estimate_raw, same.std_error) == (40.0, math.inf, 0.0)
+    assert (same.ci_low, same.ci_high, same.std_error_worst) == (40.0, 40.0, math.inf)
+    spread = estimate_mean_from_reports(duchi, [top, -top, top])
+    assert (spread.estimate, spread.estimate_raw, spread.std_error) == (40.0, math.inf, math.inf)
+    assert (spread.ci_low, spread.ci_high) == (0.0, 40.0)  # an infinite half-width
+    wide = LaplaceSpec(-1e300, 1e300, 1.0)
+    low = estimate_mean_from_reports(wide, [-(2.0**43)] * 3)
+    assert (low.estimate, low.estimate_raw, low.ci_low, low.ci_high) == (
+        -1e300, -math.inf, -1e300, -1e300,
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize("epsilon", [0.5, 1.0])
 @pytest.mark.parametrize("n", [100, 400])
 def test_duchi_t_interval_coverage_exactly(epsilon: float, n: int) -> None:

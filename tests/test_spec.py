@@ -95,6 +95,27 @@ def test_explanation_is_plain_language_with_exact_epsilon() -> None:
     assert "epsilon = 1.10" in text
 
 
+@pytest.mark.parametrize(
+    ("alpha", "share", "ratio", "epsilon"),
+    [
+        (0.99, "99%", "199.00", "5.29"),  # (1+α)/2 is just below 0.995: rounds down
+        (0.991, "over 99.5%", "221.22", "5.40"),
+        (0.999, "over 99.5%", "1999.00", "7.60"),
+        (1 - 2**-53, "over 99.5%", "1.8e+16", "37.43"),  # (1+α)/2 rounds to 1 in floats
+    ],
+)
+def test_explanation_near_alpha_one_is_finite_and_never_says_certain(
+    alpha: float, share: str, ratio: str, epsilon: str
+) -> None:
+    spec = RandomizedResponseSpec(alpha)
+    assert spec.is_private
+    assert spec.explain() == (
+        f"The server can guess your true answer right with probability {share}; any report "
+        f"is at most {ratio} times as likely from one answer as from the other "
+        f"(epsilon = {epsilon})."
+    )
+
+
 def test_very_large_epsilon_stays_private_and_certified() -> None:
     spec = RandomizedResponseSpec.from_epsilon(100.0)
     assert spec.is_private

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from aggregator._intervals import METHODS
+from aggregator._intervals import MAX_CONFIDENCE, METHODS
 from aggregator.cli._common import emit_json, fail, remote_errors, server_option, tls_options
 from client._remote import AggregatorClient, RemoteError
 from client._tls import TlsConfig
@@ -40,7 +40,13 @@ def estimate_to_dict(estimate: pb.Estimate) -> dict[str, Any]:
 @tls_options
 @click.argument("survey_id")
 @click.option("--question", "question_id", help="Only this question (default: all).")
-@click.option("--confidence", type=float, default=0.95, show_default=True)
+@click.option(
+    "--confidence",
+    type=float,
+    default=0.95,
+    show_default=True,
+    help="Confidence level of the intervals, 0 < C <= 0.999999999 (1 - 1e-9).",
+)
 @click.option(
     "--method", type=click.Choice(list(METHODS)), default="clopper-pearson", show_default=True
 )
@@ -60,8 +66,10 @@ def estimate_command(
     (unbiased) and projected onto the simplex, with an interval per option. Numeric:
     the mean, with a t-interval and the mechanism's worst-case standard error.
     """
-    if not 0.0 < confidence < 1.0:
-        raise click.UsageError(f"confidence must be strictly between 0 and 1, got {confidence}")
+    if not 0.0 < confidence <= MAX_CONFIDENCE:
+        raise click.UsageError(
+            f"confidence must be in (0, {MAX_CONFIDENCE!r}] (at most 1 - 1e-9), got {confidence}"
+        )
     results: list[dict[str, Any]] = []
     with remote_errors(server), AggregatorClient(server, tls=tls) as client:
         survey = client.get_survey(survey_id)

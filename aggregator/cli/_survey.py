@@ -9,6 +9,8 @@ from typing import Any
 import click
 from google.protobuf import json_format
 
+from aggregator._errors import InvalidArgument
+from aggregator._questions import MIN_SURVEY_EPSILON, check_survey_limits
 from aggregator.cli._common import (
     emit_json,
     fail,
@@ -113,6 +115,19 @@ def _question(item: object, where: str) -> pb.Question:
     except (TypeError, ValueError) as error:
         raise click.UsageError(f"{where}: {error}") from None
     question.mechanism.CopyFrom(mechanism_message(spec))
+    try:  # the daemon's limits, checked here so that nothing is sent
+        check_survey_limits(question, spec, where)
+    except InvalidArgument as error:
+        requested = item.get("epsilon")
+        hint = (
+            f"; the mechanism certified at the requested epsilon {requested!r} comes out "
+            "just below it: ask for a slightly larger epsilon"
+            if spec.epsilon < MIN_SURVEY_EPSILON
+            and isinstance(requested, int | float)
+            and requested >= MIN_SURVEY_EPSILON
+            else ""
+        )
+        raise click.UsageError(f"{error.message}{hint}") from None
     return question
 
 
@@ -187,7 +202,8 @@ def create(
     "options": ["iOS", "Android", "Other"], "epsilon": 1.0} or {"id": "hours",
     "text": "Hours studied?", "type": "numeric", "min": 0, "max": 40,
     "epsilon": 1.0}. The mechanism's parameters are fixed here; the daemon and
-    every participant recompute ε from them.
+    every participant recompute ε from them. Every mechanism's exact ε must be
+    at least 0.001, and a numeric min and max within ±1e15.
     """
     try:
         spec = json.load(spec_file)
