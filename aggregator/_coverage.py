@@ -8,7 +8,7 @@ from numpy.typing import NDArray
 from aggregator._intervals import check_method
 from aggregator._proportion import proportion_arrays
 from shared import Estimand, RandomizedResponseSpec, check_estimand
-from shared._validate import as_count, check_open_unit, check_unit_interval
+from shared._validate import as_count, check_confidence, check_unit_interval
 
 __all__ = ["exact_coverage", "exact_moments", "report_count_pmf"]
 
@@ -49,7 +49,7 @@ def exact_coverage(
     """Probability that the interval from n reports contains the true share p, exactly."""
     pmf = report_count_pmf(n, p, alpha, estimand)
     spec = RandomizedResponseSpec(alpha)
-    level = check_open_unit("confidence", confidence)
+    level = check_confidence(confidence)
     arrays = proportion_arrays(np.arange(n + 1), n, spec, level, check_method(method), estimand)
     covered = (arrays["ci_low"] <= p) & (p <= arrays["ci_high"])
     return float(pmf[covered].sum())

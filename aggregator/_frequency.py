@@ -12,7 +12,7 @@ from aggregator._intervals import binomial_interval, check_method
 from shared import Estimand, check_estimand
 from shared._categorical import GrrSpec
 from shared._frequency_oracle import CategoricalSpec
-from shared._validate import as_count, check_open_unit
+from shared._validate import as_count, check_confidence
 
 __all__ = [
     "FrequencyEstimate",
@@ -157,7 +157,7 @@ def estimate_frequencies(
         raise TypeError(f"spec must be a categorical spec, got {type(spec).__name__}")
     count = as_count("n", n, minimum=1)
     counts = _check_counts(support_counts, count, spec)
-    level = check_open_unit("confidence", confidence)
+    level = check_confidence(confidence)
     check_method(method)
     which = check_estimand(estimand)
     arrays = frequency_arrays(counts, count, spec, level, method, which)

@@ -6,6 +6,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
+from shared._validate import MAX_CONFIDENCE
+
 __all__ = [
     "MAX_CONFIDENCE",
     "METHODS",
@@ -14,16 +16,6 @@ __all__ = [
     "normal_quantile",
 ]
 
-MAX_CONFIDENCE = 1.0 - 1e-9
-"""Highest confidence level an estimate accepts (GetEstimate refuses levels above it).
-
-Far beyond any useful level, and far enough from 1 that the two-sided tail (1 − c)/2 is at
-least 5e-10, held to full float precision: every interval's quantile is finite there. At
-the bound: normal 6.11 (Wilson, Wald), Student t with 1 degree of freedom 6.4e8 (the
-numeric t-interval at n = 2), Chebyshev 1/(2·sqrt(n·1e-9)), and Clopper–Pearson's beta
-quantiles in [0, 1]. Closer to 1, (1 + c)/2 rounds to 1 and those quantiles become
-infinite.
-"""
 
 METHODS: dict[str, str] = {
     "clopper-pearson": "Clopper-Pearson exact binomial interval for the report rate, mapped "

@@ -8,7 +8,7 @@ from typing import Any
 
 from aggregator._intervals import normal_quantile
 from shared import RandomizedResponseSpec
-from shared._validate import as_count, as_real, check_open_unit, check_unit_interval
+from shared._validate import as_count, as_real, check_confidence, check_unit_interval
 
 __all__ = ["Plan", "margin_achieved", "participants_needed", "plan"]
 
@@ -45,7 +45,7 @@ def participants_needed(
     m = as_real("margin", margin)
     if not (0.0 < m <= 1.0):  # also rejects NaN
         raise ValueError(f"margin must be in (0, 1], got {m!r}")
-    z = normal_quantile(check_open_unit("confidence", confidence))
+    z = normal_quantile(check_confidence(confidence))
     variance = _unit_variance(spec, check_unit_interval("p", p))
     n = max(1, math.ceil(z * z * variance / (m * m)))
     # Guard against float rounding on either side of the exact ceiling.
@@ -61,7 +61,7 @@ def margin_achieved(
 ) -> float:
     """Half-width z·sqrt(V/n) of the normal-approximation interval from n participants."""
     n = as_count("participants", participants, minimum=1)
-    z = normal_quantile(check_open_unit("confidence", confidence))
+    z = normal_quantile(check_confidence(confidence))
     return z * math.sqrt(_unit_variance(spec, check_unit_interval("p", p)) / n)
 
 

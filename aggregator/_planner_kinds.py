@@ -17,7 +17,7 @@ from aggregator._sample_size import (
 )
 from shared._categorical import CATEGORICAL_KINDS, categorical_spec, choose_categorical
 from shared._numeric import NUMERIC_KINDS, numeric_spec
-from shared._validate import as_count, check_open_unit, check_unit_interval
+from shared._validate import as_count, check_confidence, check_unit_interval
 
 __all__ = ["KindPlan", "MechanismPlan", "plan_categorical", "plan_numeric"]
 
@@ -126,7 +126,7 @@ def _check_target(margin: float | None, participants: int | None, confidence: fl
         raise ValueError("give exactly one of margin or participants")
     if participants is not None:
         as_count("participants", participants, minimum=1)
-    return check_open_unit("confidence", confidence)
+    return check_confidence(confidence)
 
 
 def _plan(

@@ -10,7 +10,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from aggregator._intervals import binomial_interval, check_method
 from shared import Estimand, RandomizedResponseSpec, check_estimand
-from shared._validate import as_count, check_open_unit
+from shared._validate import as_count, check_confidence
 
 __all__ = ["ProportionEstimate", "estimate_proportion", "proportion_arrays"]
 
@@ -122,7 +122,7 @@ def estimate_proportion(
     if yes > count:
         raise ValueError(f"ones must be <= n, got ones={yes} > n={count}")
     spec = RandomizedResponseSpec(alpha)
-    level = check_open_unit("confidence", confidence)
+    level = check_confidence(confidence)
     check_method(method)
     check_estimand(estimand)
     arrays = proportion_arrays(np.array([yes]), count, spec, level, method, estimand)

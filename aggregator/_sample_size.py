@@ -8,7 +8,7 @@ from collections.abc import Callable
 from aggregator._intervals import normal_quantile
 from shared._frequency_oracle import CategoricalSpec
 from shared._numeric import NumericSpec
-from shared._validate import as_count, as_real, check_open_unit, check_unit_interval
+from shared._validate import as_count, as_real, check_confidence, check_unit_interval
 
 __all__ = [
     "Variance",
@@ -30,7 +30,7 @@ Variance = Callable[[int], float]
 
 def smallest_n(margin: float, confidence: float, variance: Variance) -> int:
     """Smallest n >= 1 with z·sqrt(variance(n)) <= margin, starting from z²·Var₁/m²."""
-    z = normal_quantile(check_open_unit("confidence", confidence))
+    z = normal_quantile(check_confidence(confidence))
     n = max(1, math.ceil(z * z * variance(1) / (margin * margin)))
     # Guard against float rounding on either side of the exact ceiling.
     while n > 1 and z * math.sqrt(variance(n - 1)) <= margin:
@@ -43,7 +43,7 @@ def smallest_n(margin: float, confidence: float, variance: Variance) -> int:
 def margin_for(participants: int, confidence: float, variance: Variance) -> float:
     """Half-width z·sqrt(variance(n)) of the normal-approximation interval."""
     n = as_count("participants", participants, minimum=1)
-    return normal_quantile(check_open_unit("confidence", confidence)) * math.sqrt(variance(n))
+    return normal_quantile(check_confidence(confidence)) * math.sqrt(variance(n))
 
 
 def categorical_variance(spec: CategoricalSpec, p: float | None) -> Variance:

@@ -16,7 +16,7 @@ from aggregator._intervals import check_method
 from aggregator._proportion import ProportionEstimate, estimate_proportion, proportion_arrays
 from client import RandomizedResponse
 from shared import RandomizedResponseSpec
-from shared._validate import as_count, check_open_unit, check_unit_interval
+from shared._validate import as_count, check_confidence, check_unit_interval
 
 __all__ = ["SimulationResult", "Submit", "agreed", "simulate_binary"]
 
@@ -116,7 +116,7 @@ def simulate_binary(
     n = as_count("participants", participants, minimum=1)
     runs = as_count("repeats", repeats, minimum=1)
     share = check_unit_interval("p", p)
-    level = check_open_unit("confidence", confidence)
+    level = check_confidence(confidence)
     check_method(method)
     rr = RandomizedResponse(spec.alpha)
     rng = np.random.default_rng(seed)

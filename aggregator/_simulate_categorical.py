@@ -17,7 +17,7 @@ from aggregator._simulate import agreed
 from aggregator._support import support_counts
 from client._categorical import categorical_mechanism
 from shared._frequency_oracle import CategoricalSpec
-from shared._validate import as_count, check_open_unit
+from shared._validate import as_count, check_confidence
 
 __all__ = [
     "CategoricalSimulation",
@@ -157,7 +157,7 @@ def simulate_categorical(
     names = check_option_names(
         options if options is not None else [str(i) for i in range(spec.k)], spec.k
     )
-    level = check_open_unit("confidence", confidence)
+    level = check_confidence(confidence)
     check_method(method)
     mechanism = categorical_mechanism(spec)
     rng = np.random.default_rng(seed)

@@ -64,6 +64,26 @@ def test_options_are_read_from_deniable_environment_variables(run_cli: RunCli) -
             ["estimate", "0123456789abcdef", "--confidence", "0.9999999999999999"],
             "confidence must be in (0, 0.999999999] (at most 1 - 1e-9), got 0.9999999999999999",
         ),
+        (
+            ["plan", "--epsilon", "1", "--margin", "0.05", "--confidence", "0.9999999999999999"],
+            "confidence must be at most 1 - 1e-9 (0.999999999), got 0.9999999999999999",
+        ),
+        (
+            [
+                "simulate",
+                "--participants",
+                "100",
+                "--p",
+                "0.3",
+                "--alpha",
+                "0.5",
+                "--transport",
+                "inprocess",
+                "--confidence",
+                "0.9999999999999999",
+            ],
+            "confidence must be at most 1 - 1e-9",
+        ),
     ],
 )
 def test_invalid_input_exits_2_with_one_line_and_no_stdout(

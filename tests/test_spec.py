@@ -11,7 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from aggregator._intervals import normal_quantile
 from shared import RandomizedResponseSpec, exp_at_least, tightest_epsilon
+from shared._validate import MAX_CONFIDENCE, check_confidence
 
 
 def test_epsilon_at_half_is_ln3_pinned_from_both_sides() -> None:
@@ -184,3 +186,14 @@ def test_variance_formulas_for_both_estimands() -> None:
         spec.estimator_variance(1.5, n)
     with pytest.raises(ValueError, match="n must be >= 1, got 0"):
         spec.estimator_variance(p, 0)
+
+
+def test_confidence_levels_stop_where_quantiles_stay_finite() -> None:
+    """Closer to 1 than 1 - 1e-9, (1 + c)/2 rounds towards 1 and a quantile is infinite."""
+    assert check_confidence(MAX_CONFIDENCE) == MAX_CONFIDENCE
+    assert math.isfinite(normal_quantile(MAX_CONFIDENCE))
+    for bad in (math.nextafter(MAX_CONFIDENCE, 1.0), 1 - 2**-53):
+        with pytest.raises(ValueError, match="confidence must be at most 1 - 1e-9"):
+            check_confidence(bad)
+    with pytest.raises(ValueError, match="confidence must be strictly between 0 and 1"):
+        check_confidence(1.0)
