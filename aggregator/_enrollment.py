@@ -13,7 +13,7 @@ import secrets
 from collections.abc import Sequence
 
 from aggregator._batch import Group
-from aggregator._errors import InvalidArgument
+from aggregator._errors import InvalidArgument, shown
 
 __all__ = [
     "MAX_MIN_REPORTS",
@@ -81,8 +81,8 @@ def check_token_batch(groups: Sequence[Group], positions: Sequence[int]) -> None
     for group in groups:
         if group.template.survey_id != survey_id:
             raise InvalidArgument(
-                f"reports[{group.first}].survey_id: {group.template.survey_id!r} differs from "
-                f"reports[0]'s {survey_id!r}; a batch with an enrollment token holds the "
+                f"reports[{group.first}].survey_id: {shown(group.template.survey_id)} differs "
+                f"from reports[0]'s {shown(survey_id)}; a batch with an enrollment token holds the "
                 "reports of one survey"
             )
         question_id = group.template.question_id
@@ -92,7 +92,7 @@ def check_token_batch(groups: Sequence[Group], positions: Sequence[int]) -> None
         if len(indexes) > 1:
             raise InvalidArgument(
                 f"reports[{indexes[1]}].question_id: a second report for question "
-                f"{question_id!r} (after reports[{indexes[0]}]); an enrollment token answers "
+                f"{shown(question_id)} (after reports[{indexes[0]}]); an enrollment token answers "
                 "each question once"
             )
         answered[question_id] = indexes[0]
