@@ -25,9 +25,15 @@ def claim(table: IdTable, ids: list[bytes], refs: list[int], fps: list[int] | No
     return found
 
 
+def home(table: IdTable, slot: int) -> int:
+    """A fingerprint whose home is ``slot`` of the table (its top bits)."""
+    bits = (2 * table.capacity).bit_length() - 1
+    return (slot << (64 - bits)) | 1
+
+
 def assert_occupancy(table: IdTable) -> None:
     """The table holds exactly one slot per id: no stale slot eats into the load bound."""
-    assert np.count_nonzero(table._arrays.table[:, 0]) == table.used
+    assert np.count_nonzero(table._table) == table.used
 
 
 def test_new_ids_are_entered_and_known_ids_give_their_reference() -> None:
@@ -77,7 +83,7 @@ def test_truncate_keeps_every_earlier_id_reachable_in_a_wrapped_cluster() -> Non
     table = IdTable(2)
     last = 2 * table.capacity - 1  # the table's last slot: every home below is near the end
     ids = [bytes([65 + i, 66]) for i in range(12)]
-    fps = [(last - (i % 3)) | 1 for i in range(12)]
+    fps = [home(table, last - (i % 3)) for i in range(12)]
     refs = list(range(12))
     for i in range(12):  # one claim per id, so that undo marks exist between them
         assert claim(table, ids[i : i + 1], refs[i : i + 1], fps[i : i + 1]) == [-1]
@@ -128,6 +134,33 @@ def test_undo_below_a_background_copy_discards_it() -> None:
     assert claim(table, ids[300:400], [7] * 100) == [-1] * 100
     expected = list(range(300)) + [7] * 100 + list(range(400, 800))
     assert claim(table, ids[:800], [-9] * 800) == expected
+
+
+def test_undo_below_a_slot_order_copy_rebuilds_in_row_order() -> None:
+    """Undo below the rows a background copy entered in slot order, after the switch.
+
+    Removing the latest rows only restores the table if they were entered after every
+    other row; the background copy enters rows in slot order, so undoing some of them (a
+    failed commit just as the table grew) must rebuild the table instead. Here a run
+    wraps from the last slot to the first: the copy meets the latest id (old slot 1)
+    before an earlier one (old slot 1023), which then has to pass it in the new table.
+    """
+    table = IdTable(2, background_from=512)
+    ids = [
+        bytes(pair)
+        for pair in np.frombuffer(ALPHABET, np.uint8)[np.indices((40, 40)).reshape(2, -1).T]
+    ]
+    fps = [home(table, 300 + i) for i in range(253)]  # fillers in the middle of the table
+    fps += [home(table, 1023), home(table, 0) | 2, home(table, 1023) | 4]  # rows 253-255
+    fps += [home(table, 300 + i) | 8 for i in range(300)]  # rows 256-555: more fillers
+    claim(table, ids[:256], list(range(256)), fps[:256])  # half full: the copy starts
+    table.settle()
+    claim(table, ids[256:556], list(range(256, 556)), fps[256:556])
+    assert table.capacity == 1024  # switched to the copy
+    table.truncate(255)  # undo row 255 (and later ones), which the copy entered early
+    assert claim(table, ids[253:256], [-1] * 3, fps[253:256]) == [253, 254, -1]
+    table.truncate(255)
+    assert claim(table, ids[:255], [-1] * 255, fps[:255]) == list(range(255))
 
 
 def test_bad_shapes_are_refused() -> None:

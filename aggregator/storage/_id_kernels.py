@@ -87,27 +87,57 @@ def scan_uniform(records, id_start, id_end, allowed, key):  # type: ignore[no-un
     return True, ids, prints
 
 
+# A table slot is one uint64: the fingerprint's high 32 bits (a hint), then the arena row
+# plus one in the low 32 bits; 0 marks an empty slot. An id's home slot in a table of 2^k
+# slots is its fingerprint's top k bits, so a slot's hint alone gives its home in a table
+# twice as large (``regrow``); tables have at most 2^32 slots.
+_HIGH = np.uint64(32)
+_LOW = np.uint64(0xFFFFFFFF)
+
+
+@njit(cache=True, nogil=True)
+def _shift(table):  # type: ignore[no-untyped-def]
+    # 64 - k for a table of 2^k slots: fingerprint >> shift is the home slot.
+    k = 0
+    while (1 << k) < table.shape[0]:
+        k += 1
+    return np.uint64(64 - k)
+
+
+@njit(cache=True, nogil=True)
+def _touch(table, fps, shift):  # type: ignore[no-untyped-def]
+    # Read each home slot first, in a loop without dependencies between iterations, so
+    # that the processor overlaps the cache misses; the probing loop then finds them cached.
+    # The callers return the result, so that the reads cannot be optimized away.
+    acc = np.uint64(0)
+    for i in range(fps.shape[0]):
+        acc ^= table[fps[i] >> shift]
+    return acc
+
+
 @njit(cache=True, nogil=True)
 def claim(table, arena, arena_fps, arena_refs, used, fps, ids, refs):  # type: ignore[no-untyped-def]
-    """Look up each id and enter the ones not present; (reference found or -1 each, used).
+    """Look up each id and enter the ones not present; (reference or -1 each, used, _).
 
-    ``table`` has a row per slot: a fingerprint (0: empty) and the arena row of its id;
-    slots are probed linearly. An id is present only if a slot with its fingerprint points
-    to an arena row with exactly its bytes; then its reference is returned. A new id is
+    ``table`` has a slot per entry (see ``_HIGH``); slots are probed linearly. An id is
+    present only if a slot with its fingerprint's hint points to an arena row with its
+    full fingerprint and exactly its bytes; then its reference is returned. A new id is
     appended to the arena with its fingerprint and ``refs`` entry. The caller keeps the
     load at most one half and the arena large enough for every id.
     """
     mask = np.uint64(table.shape[0] - 1)
+    shift = _shift(table)
     count, length = ids.shape
     found = np.empty(count, np.int64)
+    touched = _touch(table, fps, shift)
     for i in range(count):
         f = fps[i]
-        s = f & mask
+        hint = f >> _HIGH
+        s = f >> shift
         while True:
-            t = table[s, 0]
+            t = table[s]
             if t == 0:
-                table[s, 0] = f
-                table[s, 1] = used
+                table[s] = (hint << _HIGH) | np.uint64(used + 1)
                 for j in range(length):
                     arena[used, j] = ids[i, j]
                 arena_fps[used] = f
@@ -115,70 +145,74 @@ def claim(table, arena, arena_fps, arena_refs, used, fps, ids, refs):  # type: i
                 found[i] = -1
                 used += 1
                 break
-            if t == f:
-                row = table[s, 1]
-                same = True
-                for j in range(length):
-                    if arena[row, j] != ids[i, j]:
-                        same = False
-                        break
+            if t >> _HIGH == hint:
+                row = np.int64(t & _LOW) - 1
+                same = arena_fps[row] == f
+                if same:
+                    for j in range(length):
+                        if arena[row, j] != ids[i, j]:
+                            same = False
+                            break
                 if same:
                     found[i] = arena_refs[row]
                     break
             s = (s + _ONE) & mask
-    return found, used
+    return found, used, touched
 
 
 @njit(cache=True, nogil=True)
 def insert_rows(table, arena_fps, start, end):  # type: ignore[no-untyped-def]
     """Enter arena rows ``start`` to ``end`` (distinct ids, not in ``table``) in order."""
     mask = np.uint64(table.shape[0] - 1)
+    shift = _shift(table)
+    touched = _touch(table, arena_fps[start:end], shift)
     for row in range(start, end):
         f = arena_fps[row]
-        s = f & mask
-        while table[s, 0] != 0:
+        s = f >> shift
+        while table[s] != 0:
             s = (s + _ONE) & mask
-        table[s, 0] = f
-        table[s, 1] = row
+        table[s] = ((f >> _HIGH) << _HIGH) | np.uint64(row + 1)
+    return touched
+
+
+@njit(cache=True, nogil=True)
+def regrow(old, new, rows):  # type: ignore[no-untyped-def]
+    """Enter ``old``'s entries for arena rows below ``rows`` into ``new`` (twice the slots).
+
+    Reads ``old`` slot by slot, so that both tables are walked nearly in order (an entry
+    in old slot s has its home near 2s in ``new``) instead of at random. ``old`` may gain
+    entries for later rows meanwhile (another thread claiming): those are skipped, and the
+    entries for rows below ``rows`` never move. The new table's entries are then not in
+    row order, which ``remove_rows`` needs (see ``IdTable.truncate``).
+    """
+    mask = np.uint64(new.shape[0] - 1)
+    shift = _shift(new)
+    limit = np.uint64(rows)
+    for i in range(old.shape[0]):
+        t = old[i]
+        if t == 0 or (t & _LOW) > limit:
+            continue
+        s = ((t >> _HIGH) << _HIGH) >> shift
+        while new[s] != 0:
+            s = (s + _ONE) & mask
+        new[s] = t
 
 
 @njit(cache=True, nogil=True)
 def remove_rows(table, arena_fps, start, end):  # type: ignore[no-untyped-def]
     """Take arena rows ``start`` to ``end``, the latest entered, out of ``table``.
 
-    Clearing a slot is enough: the table always holds exactly what entering its rows in
-    order gives (``rebuild`` and ``insert_rows`` enter them in order too), and the latest
-    row took the first free slot of its probe run, which no earlier row needed to pass.
-    Removing rows latest first therefore restores the earlier state exactly.
+    Clearing a slot is enough if the rows were entered after every other row the table
+    holds: the latest row took the first free slot of its probe run, which no row entered
+    before it needed to pass. Removing rows latest first therefore restores the earlier
+    state exactly.
     """
     mask = np.uint64(table.shape[0] - 1)
+    shift = _shift(table)
     for row in range(end - 1, start - 1, -1):
         f = arena_fps[row]
-        s = f & mask
-        while not (table[s, 0] == f and table[s, 1] == np.uint64(row)):
+        s = f >> shift
+        entry = ((f >> _HIGH) << _HIGH) | np.uint64(row + 1)
+        while table[s] != entry:
             s = (s + _ONE) & mask
-        table[s, 0] = 0
-        table[s, 1] = 0
-
-
-@njit(cache=True, nogil=True)
-def copy_rows(target, source, count):  # type: ignore[no-untyped-def]
-    """Copy the first ``count`` rows of ``source`` and zero the rest of ``target``.
-
-    Writing every page of ``target`` here, off the request path, takes its page faults.
-    """
-    flat_target = target.reshape(-1)
-    flat_source = source.reshape(-1)
-    width = flat_target.shape[0] // target.shape[0]
-    n = count * width
-    for i in range(n):
-        flat_target[i] = flat_source[i]
-    for i in range(n, flat_target.shape[0]):
-        flat_target[i] = 0
-
-
-@njit(cache=True, nogil=True)
-def rebuild(table, arena_fps, used):  # type: ignore[no-untyped-def]
-    """Refill ``table`` with the first ``used`` arena rows (distinct ids)."""
-    table[:, :] = 0
-    insert_rows(table, arena_fps, 0, used)
+        table[s] = 0

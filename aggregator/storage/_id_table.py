@@ -8,92 +8,74 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from aggregator.storage._arena import Column
 from aggregator.storage._ids import kernels
 
 __all__ = ["IdTable"]
 
 _MIN_CAPACITY = 1 << 9
-# From this capacity on, the next, larger arrays are prepared by a background thread.
+# From this capacity on, the next, larger table is prepared by a background thread.
 _BACKGROUND_FROM = 1 << 15
-# Once they are ready, each claim copies at least this many later ids into them.
+# Once it is ready, each claim enters at least this many later ids into it.
 _CATCH_UP = 1 << 13
-
-
-@dataclass
-class _Arrays:
-    """An arena of ``capacity`` ids with fingerprints and references, and its table."""
-
-    table: NDArray[np.uint64]  # (2 * capacity, 2): fingerprint (0: empty), arena row
-    arena: NDArray[np.uint8]
-    fps: NDArray[np.uint64]
-    refs: NDArray[np.int64]
-
-    @classmethod
-    def empty(cls, capacity: int, length: int) -> _Arrays:
-        return cls(
-            np.zeros((2 * capacity, 2), dtype=np.uint64),
-            np.zeros((capacity, length), dtype=np.uint8),
-            np.zeros(capacity, dtype=np.uint64),
-            np.zeros(capacity, dtype=np.int64),
-        )
-
-    @property
-    def capacity(self) -> int:
-        return len(self.fps)
+# Slots hold the arena row plus one in 32 bits.
+_MAX_CAPACITY = 1 << 31
 
 
 @dataclass
 class _Growth:
-    """Larger arrays being filled in the background with the first ``rows`` ids."""
+    """A table for ``capacity`` ids being filled in the background with the first ``rows``.
 
-    rows: int
-    arrays: _Arrays
+    The thread copies the entries of the first ``start`` rows from the current table (in
+    slot order); later rows are entered by claims (in row order) and counted in ``rows``.
+    """
+
+    start: int
+    capacity: int
+    rows: int = 0
+    table: NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, np.uint64))
     thread: threading.Thread = field(init=False)
 
 
-def _grown(old: _Arrays, rows: int, capacity: int) -> _Arrays:
-    """New arrays of ``capacity`` holding ``old``'s first ``rows`` ids, every page touched."""
-    length = old.arena.shape[1]
-    new = _Arrays(
-        np.empty((2 * capacity, 2), dtype=np.uint64),
-        np.empty((capacity, length), dtype=np.uint8),
-        np.empty(capacity, dtype=np.uint64),
-        np.empty(capacity, dtype=np.int64),
-    )
-    k = kernels()
-    for target, source in ((new.arena, old.arena), (new.fps, old.fps), (new.refs, old.refs)):
-        k.copy_rows(target, source, rows)
-    k.rebuild(new.table, new.fps, rows)
-    return new
+def _slots(capacity: int) -> NDArray[np.uint64]:
+    """An empty table for ``capacity`` ids: twice as many slots, so at most half full."""
+    return np.zeros(2 * capacity, dtype=np.uint64)
 
 
 class IdTable:
     """The stored ids of one length in one survey, and a reference for each.
 
     The ids live in an append-only arena (one row of bytes each) with their fingerprints
-    and references; a power-of-two table of fingerprints with twice the arena's capacity,
-    so at most half full, points into it by linear probing. Equal fingerprints are only
-    a hint: ids are compared in full. Memory: the id's bytes plus 16 bytes per id in the
-    arena, and 32 to 64 bytes of table per id.
+    and references; a power-of-two table of 8-byte slots, twice as many as the ids it is
+    sized for, points into it by linear probing. Equal fingerprints are only a hint: ids
+    are compared in full. Memory: the id's bytes plus 16 bytes per id in the arena, and
+    16 to 32 bytes of table per id.
 
-    Growth doubles the capacity. Once the arena is half full (from ``background_from``
-    ids on), a background thread prepares the doubled arrays (copy, rebuild, and the
-    page faults of fresh memory, all without the GIL); once they are ready, every claim
-    also copies a few of the ids entered since, so that the batch that needs the larger
-    arrays finds them complete.
+    Growth doubles the capacity without copying the arena, which grows in place
+    (:class:`Column`). From ``background_from`` ids on, once the table is half full, a
+    background thread builds the doubled table from the current one, walking both in
+    slot order, and faults in the arena's new pages (compiled code and ``madvise``,
+    without the GIL); once it is ready, every claim also enters a few of the ids entered
+    since, so that the batch that needs the larger table finds it complete.
     """
 
     def __init__(self, length: int, *, background_from: int = _BACKGROUND_FROM) -> None:
         self.length = length
         self.used = 0
         self._background_from = background_from
-        self._arrays = _Arrays.empty(_MIN_CAPACITY, length)
+        self._table = _slots(_MIN_CAPACITY)
+        self._ids = Column(_MIN_CAPACITY, (length,), np.uint8)
+        self._fps = Column(_MIN_CAPACITY, (), np.uint64)
+        self._refs = Column(_MIN_CAPACITY, (), np.int64)
         self._growth: _Growth | None = None
+        # The table entered the rows below this in slot order (``regrow``), so that
+        # removing them latest first does not apply (see :meth:`truncate`).
+        self._ordered_from = 0
 
     @property
     def capacity(self) -> int:
-        """How many ids fit before the arrays grow."""
-        return self._arrays.capacity
+        """How many ids fit before the table grows."""
+        return len(self._table) // 2
 
     def claim(
         self, ids: NDArray[np.uint8], fps: NDArray[np.uint64], refs: NDArray[np.int64]
@@ -105,10 +87,16 @@ class IdTable:
         if ids.shape[1:] != (self.length,) or not len(ids) == len(fps) == len(refs):
             raise ValueError(f"ids must be an (m, {self.length}) matrix with m fps and refs")
         self._reserve(self.used + len(ids))
-        a = self._arrays
         found: NDArray[np.int64]
-        found, self.used = kernels().claim(
-            a.table, a.arena, a.fps, a.refs, self.used, fps, np.ascontiguousarray(ids), refs
+        found, self.used, _ = kernels().claim(
+            self._table,
+            self._ids.array,
+            self._fps.array,
+            self._refs.array,
+            self.used,
+            fps,
+            np.ascontiguousarray(ids),
+            refs,
         )
         self._prepare()
         if self._growth is not None and not self._growth.thread.is_alive():
@@ -120,9 +108,14 @@ class IdTable:
         if not 0 <= used <= self.used:
             raise ValueError(f"cannot truncate {self.used} ids to {used}")
         if self._growth is not None and used < self._growth.rows:
-            self._growth.thread.join()  # it copied rows that are about to be overwritten
+            self._growth.thread.join()  # it entered rows that are about to be overwritten
             self._growth = None
-        kernels().remove_rows(self._arrays.table, self._arrays.fps, used, self.used)
+        if used < self._ordered_from:  # rare: a failed commit just as the table grew
+            table = _slots(self.capacity)
+            kernels().insert_rows(table, self._fps.array, 0, used)
+            self._table, self._ordered_from = table, 0
+        else:
+            kernels().remove_rows(self._table, self._fps.array, used, self.used)
         self.used = used
 
     def settle(self) -> None:
@@ -130,49 +123,57 @@ class IdTable:
         if self._growth is not None:
             self._growth.thread.join()
 
+    def _grow_arena(self, capacity: int) -> None:
+        if capacity > _MAX_CAPACITY:
+            raise ValueError(f"an id table holds at most {_MAX_CAPACITY} ids")
+        for column in (self._ids, self._fps, self._refs):
+            column.grow(capacity, self.used)
+
     def _prepare(self) -> None:
+        """From half full on, start building the doubled table in the background."""
         capacity = self.capacity
         if self._growth is None and 2 * self.used >= capacity >= self._background_from:
-            growth = _Growth(self.used, _Arrays.empty(0, self.length))
-            old, rows = self._arrays, self.used
+            self._grow_arena(2 * capacity)  # in place: no copy, no new page touched yet
+            growth = _Growth(self.used, 2 * capacity, self.used)
+            old, columns = self._table, (self._ids, self._fps, self._refs)
 
             def run() -> None:
-                growth.arrays = _grown(old, rows, 2 * capacity)
+                table = _slots(growth.capacity)
+                kernels().regrow(old, table, growth.start)
+                growth.table = table
+                for column in columns:  # the rows the next claims will write
+                    column.prefault(capacity, 2 * capacity)
 
             growth.thread = threading.Thread(target=run, name="id-table-growth", daemon=True)
             self._growth = growth
             growth.thread.start()
 
     def _reserve(self, needed: int) -> None:
-        """Grow the arrays to hold ``needed`` ids."""
+        """Grow the table (and the arena) to hold ``needed`` ids."""
         if needed <= self.capacity:
             return
         growth, self._growth = self._growth, None
         if growth is not None:
             growth.thread.join()
-            if growth.arrays.capacity >= needed:
-                self._adopt(growth)
+            if growth.capacity >= needed:
+                self._catch_up(growth, self.used)
+                self._table, self._ordered_from = growth.table, growth.start
                 return
         capacity = self.capacity
         while capacity < needed:
             capacity *= 2
-        self._arrays = _grown(self._arrays, self.used, capacity)
+        self._grow_arena(capacity)
+        table = _slots(capacity)
+        kernels().insert_rows(table, self._fps.array, 0, self.used)
+        self._table, self._ordered_from = table, 0
 
     def _catch_up(self, growth: _Growth, most: int) -> None:
-        """Copy up to ``most`` ids entered since ``growth`` was prepared into its arrays.
+        """Enter up to ``most`` ids entered since ``growth`` was prepared into its table.
 
-        A few at each claim, so that the switch has (almost) nothing left to copy.
+        A few at each claim, so that the switch has (almost) nothing left to enter.
         """
-        new, old, start = growth.arrays, self._arrays, growth.rows
+        start = growth.rows
         end = min(self.used, start + most)
         if end > start:
-            new.arena[start:end] = old.arena[start:end]
-            new.fps[start:end] = old.fps[start:end]
-            new.refs[start:end] = old.refs[start:end]
-            kernels().insert_rows(new.table, new.fps, start, end)
+            kernels().insert_rows(growth.table, self._fps.array, start, end)
             growth.rows = end
-
-    def _adopt(self, growth: _Growth) -> None:
-        """Switch to prepared arrays, adding the ids entered since they were copied."""
-        self._catch_up(growth, self.used)
-        self._arrays = growth.arrays

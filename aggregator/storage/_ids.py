@@ -49,10 +49,9 @@ def warm_up() -> None:
     table.claim(ids, fingerprints(ids), np.zeros(1, dtype=np.int64))
     table.truncate(0)
     k = kernels()
-    slots = np.zeros((2, 2), dtype=np.uint64)
-    k.rebuild(slots, np.ones(1, dtype=np.uint64), 1)  # also compiles insert_rows
-    for column in (ids, np.zeros(1, dtype=np.uint64), np.zeros(1, dtype=np.int64)):
-        k.copy_rows(column.copy(), column, 1)
+    small, large = np.zeros(2, dtype=np.uint64), np.zeros(4, dtype=np.uint64)
+    k.insert_rows(small, np.ones(1, dtype=np.uint64), 0, 1)
+    k.regrow(small, large, 1)
     records = np.zeros((1, 3), dtype=np.uint8)
     kernels().scan_uniform(records, 1, 2, np.ones(256, dtype=np.bool_), KEY)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -35,9 +36,12 @@ from aggregator.storage._sqlite_tokens import (
     issued,
     store_bindings,
 )
+from aggregator.storage._wal import preallocate_wal, wal_target_size
 from shared.deniable.v1 import aggregator_pb2 as pb
 
 __all__ = ["SqliteStorage"]
+
+_logger = logging.getLogger("deniable.aggregator")
 
 _ALL = np.s_[:]  # every row of a group: a view, not a copy
 
@@ -82,6 +86,7 @@ class SqliteStorage(Storage):
             self._db.execute("PRAGMA foreign_keys=ON")
             self._db.execute("PRAGMA busy_timeout=10000")
             migrate(self._db)
+            self._preallocate_wal()
             self._index = IdIndex()
             warm_up()
             self._load_index()
@@ -93,6 +98,15 @@ class SqliteStorage(Storage):
         except StorageError:
             self._release_lockfile()
             raise
+
+    def _preallocate_wal(self) -> None:
+        """Zero-fill the log's first pass, so commits overwrite blocks (see :mod:`._wal`)."""
+        wal = f"{self.path}-wal"
+        if self.path != ":memory:" and Path(wal).exists():
+            try:
+                preallocate_wal(wal, wal_target_size(self._db))
+            except OSError as error:  # a full disk: commits will say so; this is no reason
+                _logger.warning("cannot preallocate the write-ahead log %s: %s", wal, error)
 
     def _release_lockfile(self) -> None:
         if self._lockfile is not None:
