@@ -23,7 +23,7 @@ from google.protobuf.message import DecodeError
 from numpy.typing import NDArray
 
 from aggregator._errors import InvalidArgument, ResourceExhausted
-from aggregator._log_format import COMPACT_UNIFORM, compact_columns, compact_uniform, varint
+from aggregator._log_format import COMPACT, compact_columns, compact_uniform, varint
 from aggregator.storage._ids import KEY, IdGroup, ReportIds, UniformPayloads, kernels
 from shared.deniable.v1 import aggregator_pb2 as pb
 
@@ -192,11 +192,16 @@ def _decode_uniform(data: bytes, max_batch: int) -> DecodedBatch | None:
     everything = np.arange(count)
 
     def encode(selected: NDArray[np.intp]) -> bytes:
-        if len(selected) == count:
-            return compact_uniform(stem, id_length, id_columns.tobytes(), bits.tobytes())
-        return compact_uniform(
-            stem, id_length, id_columns[selected].tobytes(), bits[selected].tobytes()
-        )
+        whole = len(selected) == count
+        chosen = id_columns if whole else id_columns[selected]
+        chosen_bits = (bits if whole else bits[selected]).tobytes()
+        if id_length % 2 == 0:
+            hex_ids, packed = kernels().pack_hex(chosen)
+            if hex_ids:  # lowercase hex digits, as clients send: half the bytes
+                return compact_uniform(
+                    stem, id_length, packed.tobytes(), chosen_bits, hex_packed=True
+                )
+        return compact_uniform(stem, id_length, chosen.tobytes(), chosen_bits)
 
     group = Group(template=template, first=0, rows=everything, values=bits)
     return DecodedBatch(count, ids, payloads, [group], encode, range(count))
@@ -297,7 +302,7 @@ def decode_log(data: bytes) -> tuple[ReportIds, Sequence[bytes]]:
         LogFormatError: a damaged compact row.
         InvalidArgument: a damaged canonical row.
     """
-    if data and data[0] == COMPACT_UNIFORM:
+    if data and data[0] in COMPACT:
         stem, ids, bits = compact_columns(data)
         return ReportIds.uniform(ids), UniformPayloads(stem, bits.copy())
     batch = decode_batch(data, max_batch=len(data))

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from aggregator._batch import _decode_exact, _decode_uniform, decode_log
 from aggregator._log_format import (
+    COMPACT_HEX,
     COMPACT_UNIFORM,
     LogFormatError,
     compact_uniform,
@@ -24,6 +25,7 @@ from tests.test_batch import listed
 from tests.test_storage_contract import logged, recount, report, submit, survey
 
 ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
+HEX = "0123456789abcdef"
 
 
 def request(ids: list[str], bits: list[bool], survey_id: str = "s1") -> bytes:
@@ -39,9 +41,10 @@ def request(ids: list[str], bits: list[bool], survey_id: str = "s1") -> bytes:
 @st.composite
 def uniform_requests(draw: st.DrawFn) -> bytes:
     length = draw(st.integers(1, 128))
+    alphabet = draw(st.sampled_from([ID_ALPHABET, HEX, HEX + "A"]))  # clients send hex
     ids = draw(
         st.lists(
-            st.text(ID_ALPHABET, min_size=length, max_size=length),
+            st.text(alphabet, min_size=length, max_size=length),
             min_size=1,
             max_size=40,
             unique=True,
@@ -63,7 +66,9 @@ def test_compact_rows_round_trip(data: bytes, draw: st.DataObject) -> None:
         sorted(draw.draw(st.sets(st.integers(0, count - 1), min_size=1))), dtype=np.intp
     )
     row = fast.encode(rows)
-    assert row[0] == COMPACT_UNIFORM
+    ids = [fast.report_ids[i] for i in rows]
+    hex_ids = len(ids[0]) % 2 == 0 and all(set(i.decode()) <= set(HEX) for i in ids)
+    assert row[0] == (COMPACT_HEX if hex_ids else COMPACT_UNIFORM)
     assert expand(row) == exact.encode(rows)  # the canonical row of the same reports
     assert listed(decode_log(row)) == listed(decode_log(exact.encode(rows)))
     assert listed(decode_log(row)) == (
@@ -83,6 +88,7 @@ def test_a_canonical_row_expands_to_itself() -> None:
 
 
 GOOD = compact_uniform(b"\x12\x02s1(", 2, b"aabb", b"\x01\x00")
+GOOD_HEX = compact_uniform(b"\x12\x02s1(", 4, b"\xab\xcd\x01\x23", b"\x01\x00", hex_packed=True)
 
 
 @pytest.mark.parametrize(
@@ -93,11 +99,15 @@ GOOD = compact_uniform(b"\x12\x02s1(", 2, b"aabb", b"\x01\x00")
         (GOOD + b"\x00", f"{len(GOOD) + 1} bytes, the header implies {len(GOOD)}"),
         (GOOD[:-1] + b"\x02", "a bit other than 0 or 1"),
         (compact_uniform(b"", 0, b"", b""), "bad header"),
+        (GOOD_HEX[:-1], f"{len(GOOD_HEX) - 1} bytes, the header implies {len(GOOD_HEX)}"),
+        (GOOD_HEX[:-1] + b"\x02", "a bit other than 0 or 1"),
+        (compact_uniform(b"", 3, b"\xab\xcd", b"\x01", hex_packed=True), "bad header"),
     ],
-    ids=["truncated", "short", "long", "bit-2", "id-length-0"],
+    ids=["truncated", "short", "long", "bit-2", "id-length-0", "hex-short", "hex-bit-2", "odd"],
 )
 def test_damaged_compact_rows_are_refused(row: bytes, message: str) -> None:
     assert listed(decode_log(GOOD)) == ([b"aa", b"bb"], [b"\x12\x02s1(\x01", b"\x12\x02s1(\x00"])
+    assert listed(decode_log(GOOD_HEX))[0] == [b"abcd", b"0123"]
     with pytest.raises(LogFormatError, match=message):
         decode_log(row)
     with pytest.raises(LogFormatError, match=message):
@@ -125,6 +135,46 @@ def test_the_sqlite_log_stores_uniform_batches_compactly(tmp_path: Path) -> None
     assert submit(reopened, uniform_reports(50)).already_stored == 50
     assert logged(reopened) == [*uniform_reports(50), report("odd", 1, "q2")]
     reopened.close()
+
+
+def test_hex_ids_are_stored_in_half_the_bytes(tmp_path: Path) -> None:
+    """Ids as clients make them (32 lowercase hex digits) take 16 bytes in the log."""
+    path = tmp_path / "x.db"
+    storage = open_storage(f"sqlite:///{path}")
+    storage.create_survey(survey())
+    hexed = [report(f"{i * 7919:032x}", i % 2 == 0) for i in range(100)]
+    submit(storage, hexed)
+    submit(storage, [report(f"{0xABC0 + i:032X}", 1) for i in range(2)])  # upper case: not packed
+    storage.close()
+    db = sqlite3.connect(path)
+    rows = [row for (row,) in db.execute("SELECT reports FROM log ORDER BY seq")]
+    db.close()
+    assert [row[0] for row in rows] == [COMPACT_HEX, COMPACT_UNIFORM]
+    stem = len(hexed[0].SerializeToString()) - 34 - 1  # a report without its id field and bit
+    assert len(rows[0]) == 11 + stem + 100 * (16 + 1)
+    reopened = open_storage(f"sqlite:///{path}")  # the id index is rebuilt from the packed row
+    assert submit(reopened, hexed).already_stored == 100
+    assert logged(reopened)[:100] == hexed
+    reopened.close()
+
+
+def test_a_version_4_database_is_upgraded_by_its_number(tmp_path: Path) -> None:
+    """Version 5 only adds hex-packed rows, which version 4 cannot read."""
+    path = tmp_path / "v4.db"
+    storage = open_storage(f"sqlite:///{path}")
+    storage.create_survey(survey())
+    submit(storage, uniform_reports(5))
+    storage.close()
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version = 4")
+    db.commit()
+    db.close()
+    upgraded = open_storage(f"sqlite:///{path}")
+    assert upgraded.tally("s1", "q1") == recount(upgraded, "s1", "q1") == Tally(5, (2,))
+    upgraded.close()
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (5,)
+    db.close()
 
 
 def test_a_damaged_log_row_is_refused_at_start(tmp_path: Path) -> None:

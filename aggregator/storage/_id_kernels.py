@@ -87,6 +87,30 @@ def scan_uniform(records, id_start, id_end, allowed, key):  # type: ignore[no-un
     return True, ids, prints
 
 
+_NIBBLE = np.full(256, 0xFF, dtype=np.uint8)  # a hex digit's value; 0xFF: not 0-9a-f
+_NIBBLE[48:58] = np.arange(10)
+_NIBBLE[97:103] = np.arange(10, 16)
+
+
+@njit(cache=True, nogil=True)
+def pack_hex(ids):  # type: ignore[no-untyped-def]
+    """Ids of lowercase hex digits (even length), two digits to a byte; (all hex?, packed).
+
+    The first digit goes in the high four bits. If some byte is not one of ``0-9a-f``,
+    the first result is False and the packed array must not be used.
+    """
+    count, length = ids.shape
+    packed = np.empty((count, length // 2), np.uint8)
+    bad = np.uint8(0)
+    for i in range(count):
+        for j in range(length // 2):
+            high = _NIBBLE[ids[i, 2 * j]]
+            low = _NIBBLE[ids[i, 2 * j + 1]]
+            bad |= high | low
+            packed[i, j] = (high << 4) | (low & 0x0F)
+    return bad < 16, packed
+
+
 # A table slot is one uint64: the fingerprint's high 32 bits (a hint), then the arena row
 # plus one in the low 32 bits; 0 marks an empty slot. An id's home slot in a table of 2^k
 # slots is its fingerprint's top k bits, so a slot's hint alone gives its home in a table

@@ -52,6 +52,7 @@ def warm_up() -> None:
     small, large = np.zeros(2, dtype=np.uint64), np.zeros(4, dtype=np.uint64)
     k.insert_rows(small, np.ones(1, dtype=np.uint64), 0, 1)
     k.regrow(small, large, 1)
+    k.pack_hex(np.zeros((1, 2), dtype=np.uint8))
     records = np.zeros((1, 3), dtype=np.uint8)
     kernels().scan_uniform(records, 1, 2, np.ones(256, dtype=np.bool_), KEY)
 

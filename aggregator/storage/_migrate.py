@@ -9,7 +9,7 @@ from aggregator.storage._base import StorageError
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "migrate"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS surveys (
     id TEXT PRIMARY KEY,
@@ -55,6 +55,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS token_answers_by_report ON token_answers (surv
 # the token), `token_counts` how many each survey issued, and `token_answers` binds each
 # (token, question) to the one report it stored (its id and the SHA-256 of its payload).
 # Upgrading from 3 only creates these tables.
+# Version 5 also writes compact rows with hex-packed ids (first byte 0x02), which version 4
+# cannot read: again the tables are the same and only the number changes.
 _V1_CHUNK = 10_000
 
 
