@@ -590,7 +590,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--batches", type=int, nargs="+", default=[1, 100, 1000], help="reports per request"
     )
     parser.add_argument(
-        "--reports", type=int, default=30_000, help="reports per measurement (upper bound)"
+        "--reports",
+        type=int,
+        default=200_000,
+        help="reports per measurement (upper bound); the default keeps the real server's "
+        "rounds about as long as the bare server's (--bare-min-seconds)",
     )
     parser.add_argument(
         "--max-requests", type=int, default=500, help="requests per measurement (upper bound)"

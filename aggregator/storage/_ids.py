@@ -53,8 +53,10 @@ def warm_up() -> None:
     k.insert_rows(small, np.ones(1, dtype=np.uint64), 0, 1)
     k.regrow(small, large, 1)
     k.pack_hex(np.zeros((1, 2), dtype=np.uint8))
-    records = np.zeros((1, 3), dtype=np.uint8)
-    kernels().scan_uniform(records, 1, 2, np.ones(256, dtype=np.bool_), KEY)
+    allowed = np.ones(256, dtype=np.bool_)
+    for records in (np.zeros((1, 3), dtype=np.uint8), np.frombuffer(bytes(3), np.uint8)):
+        # writable, and read-only as requests' bytes are: numba compiles each kind apart
+        k.scan_uniform(records.reshape(1, 3), 1, 2, allowed, KEY)
 
 
 def fingerprints(ids: NDArray[np.uint8]) -> NDArray[np.uint64]:
