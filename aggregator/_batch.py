@@ -179,10 +179,7 @@ def _decode_uniform(data: bytes, max_batch: int) -> DecodedBatch | None:
     id_start = id_end - len(template.report_id)
     rows = np.frombuffer(data, dtype=np.uint8).reshape(count, size)
     ok, id_columns, prints = kernels().scan_uniform(rows, id_start, id_end, _ID_ALLOWED, KEY)
-    if not ok:  # another layout, a byte outside the id alphabet, or a bit other than 0/1
-        return None
-    ordered = np.sort(prints)
-    if (ordered[1:] == ordered[:-1]).any():
+    if not ok:  # another layout, a byte outside the id alphabet, a bit other than 0/1, or
         return None  # maybe repeated ids: the exact path tells identical from conflicting
     id_length = id_end - id_start
     ids = ReportIds(count, [IdGroup(np.arange(count), id_columns, prints)])

@@ -127,6 +127,20 @@ def test_other_shapes_take_the_exact_path(reports: list[pb.Report]) -> None:
     assert summary(decode_batch(data, MAX)) == exact
 
 
+@pytest.mark.parametrize("record", [1, 7, 39])
+@pytest.mark.parametrize(
+    ("offset", "value"),
+    [(-1, 2), (-1, 255), (-2, 0x30), (-5, 0x01), (0, 0x0B), (1, 0x40), (6, ord("#"))],
+    ids=["bit-2", "bit-255", "bit-tag", "stem", "reports-tag", "length", "id-byte"],
+)
+def test_every_record_is_checked_not_just_the_first(record: int, offset: int, value: int) -> None:
+    """One changed byte in a later record: the layout check or the id check must see it."""
+    data = bytearray(encoded(uniform_batch(40, id_length=10)))
+    size = len(data) // 40
+    data[record * size + offset % size] = value
+    assert _decode_uniform(bytes(data), MAX) is None
+
+
 def test_non_canonical_and_unknown_fields_take_the_exact_path() -> None:
     one = report("a", True)
     # Fields in reverse order: the same report, not in canonical layout.

@@ -62,28 +62,47 @@ def scan_uniform(records, id_start, id_end, allowed, key):  # type: ignore[no-un
     """Check records that should differ only in id and last byte; (ok, ids, fingerprints).
 
     ``records`` is (count, size) uint8. Every record must equal the first outside
-    ``[id_start, id_end)`` and its last byte, every id byte must be ``allowed`` and every
-    last byte 0 or 1. The ids are copied out as an (count, id length) matrix.
+    ``[id_start, id_end)`` and its last byte, every id byte must be ``allowed``, every
+    last byte 0 or 1, and no two ids may share a fingerprint (they might be the same id,
+    which the caller's exact path tells apart). The ids are copied out as an
+    (count, id length) matrix.
     """
     count, size = records.shape
     length = id_end - id_start
     ids = np.empty((count, length), np.uint8)
     prints = np.empty(count, np.uint64)
+    first = records[0]
+    if first[size - 1] > 1:
+        return False, ids, prints
+    # Compared bytes: all but the id's, and of the last byte all but bit 0 (0 or 1).
+    mask = np.full(size, np.uint8(0xFF))
+    mask[id_start:id_end] = 0
+    mask[size - 1] = 0xFE
+    slots = 2
+    while slots < 2 * count:
+        slots *= 2
+    seen = np.zeros(slots, np.uint64)  # the fingerprints so far, by open addressing
+    seen_mask = np.uint64(slots - 1)
     for i in range(count):
-        if records[i, size - 1] > 1:
-            return False, ids, prints
-        for j in range(id_start):
-            if records[i, j] != records[0, j]:
-                return False, ids, prints
-        for j in range(id_end, size - 1):
-            if records[i, j] != records[0, j]:
-                return False, ids, prints
+        row = records[i]
+        differs = np.uint8(0)
+        for j in range(size):  # no early exit: the compiler can vectorize this loop
+            differs |= (row[j] ^ first[j]) & mask[j]
+        bad = False
         for j in range(length):
-            byte = records[i, id_start + j]
-            if not allowed[byte]:
-                return False, ids, prints
+            byte = row[id_start + j]
             ids[i, j] = byte
-        prints[i] = _fingerprint(ids, i, key)
+            bad |= not allowed[byte]
+        if differs or bad:
+            return False, ids, prints
+        f = _fingerprint(ids, i, key)
+        prints[i] = f
+        s = f & seen_mask
+        while seen[s] != 0:
+            if seen[s] == f:
+                return False, ids, prints
+            s = (s + _ONE) & seen_mask
+        seen[s] = f
     return True, ids, prints
 
 
