@@ -1,0 +1,204 @@
+"""The ingest benchmark's two servers (the aggregator and a bare grpcio one) and its requests."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import multiprocessing
+import random
+from collections.abc import Callable
+from concurrent import futures
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import NoReturn
+
+import grpc
+
+from aggregator._server import MAX_MESSAGE_BYTES, start_server
+from aggregator.storage import open_storage
+from shared.deniable.v1 import aggregator_pb2 as pb
+from shared.deniable.v1 import aggregator_pb2_grpc as pb_grpc
+
+REAL = "real"
+BARE = "bare"
+ALPHA = 0.5
+QUESTION_ID = "cheated"
+ADMIN_TOKEN = "bench-admin-token"
+MAX_WORKERS = 16  # start_server's default thread pool
+CALL_TIMEOUT = 60.0  # seconds, per RPC
+SERVER_LIFETIME = 900.0  # a server subprocess exits on its own after this many seconds
+STARTUP_TIMEOUT = 60.0
+
+
+# --- the two servers -------------------------------------------------------------------
+
+
+def _unimplemented(context: grpc.ServicerContext) -> NoReturn:
+    context.abort(grpc.StatusCode.UNIMPLEMENTED, "the bare baseline only takes SubmitReports")
+
+
+class BareServicer(pb_grpc.AggregatorServicer):
+    """Receives SubmitReports like the real service, then discards the reports."""
+
+    def CreateSurvey(  # noqa: N802 - names fixed by the generated base class
+        self, request: pb.CreateSurveyRequest, context: grpc.ServicerContext
+    ) -> pb.Survey:
+        """Not part of the baseline."""
+        _unimplemented(context)
+
+    def GetSurvey(  # noqa: N802
+        self, request: pb.GetSurveyRequest, context: grpc.ServicerContext
+    ) -> pb.Survey:
+        """Not part of the baseline."""
+        _unimplemented(context)
+
+    def ListSurveys(  # noqa: N802
+        self, request: pb.ListSurveysRequest, context: grpc.ServicerContext
+    ) -> pb.ListSurveysResponse:
+        """Not part of the baseline."""
+        _unimplemented(context)
+
+    def CloseSurvey(  # noqa: N802
+        self, request: pb.CloseSurveyRequest, context: grpc.ServicerContext
+    ) -> pb.Survey:
+        """Not part of the baseline."""
+        _unimplemented(context)
+
+    def GetEstimate(  # noqa: N802
+        self, request: pb.GetEstimateRequest, context: grpc.ServicerContext
+    ) -> pb.Estimate:
+        """Not part of the baseline."""
+        _unimplemented(context)
+
+    def IssueTokens(  # noqa: N802
+        self, request: pb.IssueTokensRequest, context: grpc.ServicerContext
+    ) -> pb.IssueTokensResponse:
+        """Not part of the baseline."""
+        _unimplemented(context)
+
+    def SubmitReports(  # noqa: N802
+        self, request: pb.SubmitReportsRequest, context: grpc.ServicerContext
+    ) -> pb.SubmitReportsResponse:
+        """Acknowledge every report without looking at it."""
+        return pb.SubmitReportsResponse(stored=len(request.reports))
+
+
+def start_bare_server() -> tuple[grpc.Server, int]:
+    """A grpcio server with the Aggregator service and start_server's pool and limits."""
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="rpc"),
+        options=[
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.so_reuseport", 0),
+        ],
+        maximum_concurrent_rpcs=MAX_WORKERS * 8,
+    )
+    pb_grpc.add_AggregatorServicer_to_server(BareServicer(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    if port == 0:
+        raise OSError("cannot listen on 127.0.0.1:0")
+    server.start()
+    return server, port
+
+
+def start_in_process(kind: str, db_url: str) -> tuple[int, Callable[[], None]]:
+    """Start the real or the bare server in this process: its port and a stop function."""
+    if kind == REAL:
+        running = start_server(open_storage(db_url), ADMIN_TOKEN, "127.0.0.1:0")
+        return running.port, functools.partial(running.stop, 2.0)
+    server, port = start_bare_server()
+
+    def stop() -> None:
+        server.stop(2.0).wait(10.0)
+
+    return port, stop
+
+
+def _serve_child(kind: str, db_url: str, conn: Connection) -> None:
+    port, stop = start_in_process(kind, db_url)
+    conn.send(port)
+    with contextlib.suppress(EOFError, OSError):
+        conn.poll(SERVER_LIFETIME)  # any message, or the parent going away, means stop
+    stop()
+
+
+@dataclass
+class ServerHandle:
+    """A running server (in this process or a child) and how to stop it."""
+
+    name: str
+    port: int
+    stop: Callable[[], None]
+
+    @property
+    def address(self) -> str:
+        """Loopback address of the server."""
+        return f"127.0.0.1:{self.port}"
+
+
+def start_subprocess(kind: str, db_url: str) -> ServerHandle:
+    """Start a server in a spawned child process, so it does not share the client's GIL."""
+    context = multiprocessing.get_context("spawn")
+    parent, child = context.Pipe()
+    process = context.Process(target=_serve_child, args=(kind, db_url, child), daemon=True)
+    process.start()
+    child.close()
+    if not parent.poll(STARTUP_TIMEOUT):
+        process.kill()
+        raise RuntimeError(f"{kind} server did not start within {STARTUP_TIMEOUT:.0f} s")
+    port = int(parent.recv())
+
+    def stop() -> None:
+        with contextlib.suppress(OSError):
+            parent.send("stop")
+        process.join(20.0)
+        if process.is_alive():
+            process.kill()
+            process.join(5.0)
+        parent.close()
+
+    return ServerHandle(kind, port, stop)
+
+
+def start(kind: str, db_url: str, in_process: bool) -> ServerHandle:
+    """Start one server with the chosen arrangement (the same for both servers)."""
+    if in_process:
+        port, stop = start_in_process(kind, db_url)
+        return ServerHandle(kind, port, stop)
+    return start_subprocess(kind, db_url)
+
+
+# --- requests --------------------------------------------------------------------------
+
+
+def binary_question() -> pb.Question:
+    """The survey's one yes/no question, randomized response at α = 0.5."""
+    return pb.Question(
+        id=QUESTION_ID,
+        text="Have you ever cheated in an exam?",
+        binary=pb.BinaryQuestion(),
+        mechanism=pb.Mechanism(randomized_response=pb.RandomizedResponse(alpha=ALPHA)),
+    )
+
+
+def build_requests(
+    rng: random.Random, survey_id: str, batch: int, count: int
+) -> list[pb.SubmitReportsRequest]:
+    """``count`` requests of ``batch`` reports each, every report_id fresh (32 hex chars)."""
+    mechanism = pb.Mechanism(randomized_response=pb.RandomizedResponse(alpha=ALPHA))
+    return [
+        pb.SubmitReportsRequest(
+            reports=[
+                pb.Report(
+                    report_id=f"{rng.getrandbits(128):032x}",
+                    survey_id=survey_id,
+                    question_id=QUESTION_ID,
+                    mechanism=mechanism,
+                    bit=rng.getrandbits(1) == 1,
+                )
+                for _ in range(batch)
+            ]
+        )
+        for _ in range(count)
+    ]
