@@ -105,7 +105,8 @@ class SqliteStorage(Storage):
         if self.path != ":memory:" and Path(wal).exists():
             try:
                 preallocate_wal(wal, wal_target_size(self._db))
-            except OSError as error:  # a full disk: commits will say so; this is no reason
+            except OSError as error:  # e.g. a full disk: no reason not to start; commits
+                # fail with their own error if the disk stays full
                 _logger.warning("cannot preallocate the write-ahead log %s: %s", wal, error)
 
     def _release_lockfile(self) -> None:
