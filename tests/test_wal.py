@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import sqlite3
@@ -9,15 +10,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from aggregator.storage import _sqlite as sqlite_module
 from aggregator.storage import open_storage
 from aggregator.storage._sqlite import SqliteStorage
 from aggregator.storage._wal import preallocate_wal, wal_target_size
+from shared.deniable.v1 import aggregator_pb2 as pb
 from tests.test_storage_contract import logged, recount, report, submit, survey
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def batch(start: int, count: int) -> list:  # type: ignore[type-arg]
+def batch(start: int, count: int) -> list[pb.Report]:
     return [report(f"r{i:08d}", i % 3 == 0) for i in range(start, start + count)]
 
 
@@ -110,3 +115,23 @@ def test_a_copy_of_a_crashed_database_reads_the_same(tmp_path: Path) -> None:
     with sqlite3.connect(copy / "d.db") as db:
         assert db.execute("SELECT n FROM tallies WHERE question_id = 'q1'").fetchone() == (1000,)
     assert os.path.getsize(copy / "d.db-wal") > 0
+
+
+def test_a_log_that_cannot_be_extended_is_logged_not_fatal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A full disk at start: the daemon still opens its database and says why commits may fail."""
+
+    def full_disk(path: str, size: int) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(sqlite_module, "preallocate_wal", full_disk)
+    with caplog.at_level(logging.WARNING, logger="deniable.aggregator"):
+        storage = open_storage(f"sqlite:///{tmp_path / 'f.db'}")
+    try:
+        storage.create_survey(survey())
+        assert submit(storage, batch(0, 10)).stored == 10
+    finally:
+        storage.close()
+    assert "cannot preallocate the write-ahead log" in caplog.text
+    assert "No space left on device" in caplog.text
