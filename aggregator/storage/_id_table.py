@@ -111,9 +111,7 @@ class IdTable:
             self._growth.thread.join()  # it entered rows that are about to be overwritten
             self._growth = None
         if used < self._ordered_from:  # rare: a failed commit just as the table grew
-            table = _slots(self.capacity)
-            kernels().insert_rows(table, self._fps.array, 0, used)
-            self._table, self._ordered_from = table, 0
+            self._rebuild(self.capacity, used)
         else:
             kernels().remove_rows(self._table, self._fps.array, used, self.used)
         self.used = used
@@ -163,8 +161,12 @@ class IdTable:
         while capacity < needed:
             capacity *= 2
         self._grow_arena(capacity)
+        self._rebuild(capacity, self.used)
+
+    def _rebuild(self, capacity: int, rows: int) -> None:
+        """A new table for ``capacity`` ids holding the first ``rows``, entered in row order."""
         table = _slots(capacity)
-        kernels().insert_rows(table, self._fps.array, 0, self.used)
+        kernels().insert_rows(table, self._fps.array, 0, rows)
         self._table, self._ordered_from = table, 0
 
     def _catch_up(self, growth: _Growth, most: int) -> None:
