@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aggregator.storage import _growth
 from aggregator.storage._id_table import IdTable
-from aggregator.storage._ids import ReportIds, UniformPayloads, fingerprints
+from aggregator.storage._ids import ReportIds, UniformPayloads, fingerprints, kernels
 
 ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 
@@ -23,6 +24,13 @@ def claim(table: IdTable, ids: list[bytes], refs: list[int], fps: list[int] | No
     found = table.claim(m, prints, np.array(refs, dtype=np.int64)).tolist()
     assert_occupancy(table)
     return found
+
+
+def rng_ids(seed: int, count: int, length: int) -> list[bytes]:
+    """Distinct random ids of ``length`` characters from ``ALPHABET`` (fewer than ``count``)."""
+    rng = np.random.default_rng(seed)
+    rows = rng.choice(np.frombuffer(ALPHABET, np.uint8), (count, length))
+    return list(dict.fromkeys(bytes(row) for row in rows))
 
 
 def home(table: IdTable, slot: int) -> int:
@@ -113,27 +121,95 @@ def test_background_growth_gives_the_same_answers_and_capacity() -> None:
     assert claim(table, ids[::-1], [0] * len(ids)) == list(range(len(ids)))[::-1]
 
 
-def test_undo_below_a_background_copy_discards_it() -> None:
+class CountingKernels:
+    """The compiled kernels, counting the background copies (``regrow``)."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.kernels, self.regrows, self.fail = kernels(), 0, fail
+
+    def regrow(self, *args: object) -> None:
+        self.regrows += 1
+        if self.fail:
+            raise MemoryError("no room for the doubled table")
+        self.kernels.regrow(*args)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.kernels, name)
+
+
+@pytest.fixture
+def counting(monkeypatch: pytest.MonkeyPatch) -> CountingKernels:
+    counter = CountingKernels()
+    monkeypatch.setattr(_growth, "kernels", lambda: counter)
+    return counter
+
+
+@pytest.mark.parametrize("undo_to", [300, 350])
+def test_undo_of_caught_up_ids_keeps_the_preparation(
+    counting: CountingKernels, undo_to: int
+) -> None:
+    """Undoing ids entered into the doubled table after its copy takes them out of it.
+
+    A refused batch (an id reused with other content) is undone on every call a client
+    cares to make: that must not throw away the preparation and copy the table again.
+    """
+    table = IdTable(4, background_from=512)
+    ids = [bytes(row) for row in rng_ids(3, 3000, 4)]
+    claim(table, ids[:200], list(range(200)))
+    claim(table, ids[200:300], list(range(200, 300)))  # over half of 512: preparation starts
+    table.settle()
+    claim(table, ids[300:400], list(range(300, 400)))  # ...and these are entered into it
+    preparation = table._growth
+    table.truncate(undo_to)  # ids[undo_to:400] are forgotten; others take their rows
+    kept = ids[:undo_to] + ids[1000:1100]
+    claim(table, ids[1000:1100], list(range(undo_to, undo_to + 100)))
+    assert table._growth is preparation is not None
+    assert preparation._table is not None
+    assert np.count_nonzero(preparation._table) == undo_to + 100
+    assert counting.regrows == 1
+    # 500 more ids need the doubled capacity (1024): the preparation is switched to.
+    kept += ids[1100:1600]
+    assert claim(table, ids[1100:1600], list(range(undo_to + 100, len(kept)))) == [-1] * 500
+    assert table.capacity == 1024
+    assert table._table is preparation._table
+    assert claim(table, kept, [-9] * len(kept)) == list(range(len(kept)))
+    forgotten = ids[undo_to:400]
+    assert claim(table, forgotten, [-9] * len(forgotten)) == [-1] * len(forgotten)
+
+
+def test_undo_below_a_background_copy_discards_it(counting: CountingKernels) -> None:
     """Undoing ids that a background preparation copied makes the preparation stale.
 
     Adopting it anyway would bring the forgotten ids' slots back into the table.
     """
     table = IdTable(4, background_from=512)
-    rng = np.random.default_rng(3)
-    ids = [bytes(row) for row in rng.choice(np.frombuffer(ALPHABET, np.uint8), (3000, 4))]
-    ids = list(dict.fromkeys(ids))
+    ids = [bytes(row) for row in rng_ids(3, 3000, 4)]
     claim(table, ids[:200], list(range(200)))
-    claim(table, ids[200:300], list(range(200, 300)))  # over half of 512: preparation starts
+    claim(table, ids[200:300], list(range(200, 300)))  # the copy starts with 300 ids
     table.settle()
-    claim(table, ids[300:400], list(range(300, 400)))  # ...and copies these ids too
-    table.truncate(300)
-    assert_occupancy(table)
-    # 700 ids need the doubled capacity (1024), which the preparation would offer.
-    assert claim(table, ids[400:800], list(range(400, 800))) == [-1] * 400
+    table.truncate(200)
+    assert table._growth is None
+    assert claim(table, ids[400:900], list(range(400, 900))) == [-1] * 500
     assert table.capacity == 1024
-    assert claim(table, ids[300:400], [7] * 100) == [-1] * 100
-    expected = list(range(300)) + [7] * 100 + list(range(400, 800))
-    assert claim(table, ids[:800], [-9] * 800) == expected
+    assert claim(table, ids[200:300], [7] * 100) == [-1] * 100
+    expected = list(range(200)) + list(range(400, 900)) + [7] * 100
+    found = claim(table, ids[:200] + ids[400:900] + ids[200:300], [-9] * 800)
+    assert found == expected
+
+
+def test_a_failed_preparation_leaves_growth_to_the_claims(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """If the thread cannot build the doubled table (no memory), the claims grow it."""
+    monkeypatch.setattr(_growth, "kernels", lambda: CountingKernels(fail=True))
+    table = IdTable(4, background_from=512)
+    ids = [bytes(row) for row in rng_ids(5, 3000, 4)]
+    for start in range(0, 1500, 100):
+        chunk = ids[start : start + 100]
+        assert claim(table, chunk, list(range(start, start + len(chunk)))) == [-1] * len(chunk)
+    assert table.capacity == 2048
+    assert "preparing a larger id table failed" in caplog.text
+    assert claim(table, ids[:1500], [-9] * 1500) == list(range(1500))
 
 
 def test_undo_below_a_slot_order_copy_rebuilds_in_row_order() -> None:

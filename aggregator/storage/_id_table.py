@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass, field
-
 import numpy as np
 from numpy.typing import NDArray
 
 from aggregator.storage._arena import Column
+from aggregator.storage._growth import Growth, slots
 from aggregator.storage._ids import kernels
 
 __all__ = ["IdTable"]
@@ -20,26 +18,6 @@ _BACKGROUND_FROM = 1 << 15
 _CATCH_UP = 1 << 13
 # Slots hold the arena row plus one in 32 bits.
 _MAX_CAPACITY = 1 << 31
-
-
-@dataclass
-class _Growth:
-    """A table for ``capacity`` ids being filled in the background with the first ``rows``.
-
-    The thread copies the entries of the first ``start`` rows from the current table (in
-    slot order); later rows are entered by claims (in row order) and counted in ``rows``.
-    """
-
-    start: int
-    capacity: int
-    rows: int = 0
-    table: NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, np.uint64))
-    thread: threading.Thread = field(init=False)
-
-
-def _slots(capacity: int) -> NDArray[np.uint64]:
-    """An empty table for ``capacity`` ids: twice as many slots, so at most half full."""
-    return np.zeros(2 * capacity, dtype=np.uint64)
 
 
 class IdTable:
@@ -54,20 +32,21 @@ class IdTable:
     Growth doubles the capacity without copying the arena, which grows in place
     (:class:`Column`). From ``background_from`` ids on, once the table is half full, a
     background thread builds the doubled table from the current one, walking both in
-    slot order, and faults in the arena's new pages (compiled code and ``madvise``,
-    without the GIL); once it is ready, every claim also enters a few of the ids entered
-    since, so that the batch that needs the larger table finds it complete.
+    slot order, and faults in the arena's new pages (:class:`Growth`: compiled code and
+    ``madvise``, without the GIL); once it is ready, every claim also enters a few of
+    the ids entered since, so that the batch that needs the larger table finds it
+    complete. Undoing the latest claims takes their ids out of that table too.
     """
 
     def __init__(self, length: int, *, background_from: int = _BACKGROUND_FROM) -> None:
         self.length = length
         self.used = 0
         self._background_from = background_from
-        self._table = _slots(_MIN_CAPACITY)
+        self._table = slots(_MIN_CAPACITY)
         self._ids = Column(_MIN_CAPACITY, (length,), np.uint8)
         self._fps = Column(_MIN_CAPACITY, (), np.uint64)
         self._refs = Column(_MIN_CAPACITY, (), np.int64)
-        self._growth: _Growth | None = None
+        self._growth: Growth | None = None
         # The table entered the rows below this in slot order (``regrow``), so that
         # removing them latest first does not apply (see :meth:`truncate`).
         self._ordered_from = 0
@@ -98,18 +77,18 @@ class IdTable:
             np.ascontiguousarray(ids),
             refs,
         )
-        self._prepare()
-        if self._growth is not None and not self._growth.thread.is_alive():
-            self._catch_up(self._growth, max(2 * len(ids), _CATCH_UP))
+        if self._growth is None:
+            self._prepare()
+        else:
+            self._growth.catch_up(self.used, max(2 * len(ids), _CATCH_UP))
         return found
 
     def truncate(self, used: int) -> None:
         """Forget every id entered after the first ``used`` (undoing the latest claims)."""
         if not 0 <= used <= self.used:
             raise ValueError(f"cannot truncate {self.used} ids to {used}")
-        if self._growth is not None and used < self._growth.rows:
-            self._growth.thread.join()  # it entered rows that are about to be overwritten
-            self._growth = None
+        if self._growth is not None and not self._growth.truncate(used):
+            self._growth = None  # it copied rows that are about to be overwritten
         if used < self._ordered_from:  # rare: a failed commit just as the table grew
             self._rebuild(self.capacity, used)
         else:
@@ -119,7 +98,7 @@ class IdTable:
     def settle(self) -> None:
         """Wait for a background preparation to finish (for tests and shutdown)."""
         if self._growth is not None:
-            self._growth.thread.join()
+            self._growth.settle()
 
     def _grow_arena(self, capacity: int) -> None:
         if capacity > _MAX_CAPACITY:
@@ -130,21 +109,10 @@ class IdTable:
     def _prepare(self) -> None:
         """From half full on, start building the doubled table in the background."""
         capacity = self.capacity
-        if self._growth is None and 2 * self.used >= capacity >= self._background_from:
+        if 2 * self.used >= capacity >= self._background_from:
             self._grow_arena(2 * capacity)  # in place: no copy, no new page touched yet
-            growth = _Growth(self.used, 2 * capacity, self.used)
-            old, columns = self._table, (self._ids, self._fps, self._refs)
-
-            def run() -> None:
-                table = _slots(growth.capacity)
-                kernels().regrow(old, table, growth.start)
-                growth.table = table
-                for column in columns:  # the rows the next claims will write
-                    column.prefault(capacity, 2 * capacity)
-
-            growth.thread = threading.Thread(target=run, name="id-table-growth", daemon=True)
-            self._growth = growth
-            growth.thread.start()
+            columns = (self._ids, self._fps, self._refs)
+            self._growth = Growth(self._table, self.used, 2 * capacity, self._fps, columns)
 
     def _reserve(self, needed: int) -> None:
         """Grow the table (and the arena) to hold ``needed`` ids."""
@@ -152,10 +120,9 @@ class IdTable:
             return
         growth, self._growth = self._growth, None
         if growth is not None:
-            growth.thread.join()
-            if growth.capacity >= needed:
-                self._catch_up(growth, self.used)
-                self._table, self._ordered_from = growth.table, growth.start
+            table = growth.finish(self.used)
+            if table is not None and growth.capacity >= needed:
+                self._table, self._ordered_from = table, growth.start
                 return
         capacity = self.capacity
         while capacity < needed:
@@ -165,17 +132,6 @@ class IdTable:
 
     def _rebuild(self, capacity: int, rows: int) -> None:
         """A new table for ``capacity`` ids holding the first ``rows``, entered in row order."""
-        table = _slots(capacity)
+        table = slots(capacity)
         kernels().insert_rows(table, self._fps.array, 0, rows)
         self._table, self._ordered_from = table, 0
-
-    def _catch_up(self, growth: _Growth, most: int) -> None:
-        """Enter up to ``most`` ids entered since ``growth`` was prepared into its table.
-
-        A few at each claim, so that the switch has (almost) nothing left to enter.
-        """
-        start = growth.rows
-        end = min(self.used, start + most)
-        if end > start:
-            kernels().insert_rows(growth.table, self._fps.array, start, end)
-            growth.rows = end
