@@ -10,36 +10,50 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-# FNV-1a's 64-bit prime, and murmur3's fmix64 constants for the final avalanche.
+# FNV-1a's 64-bit prime, the golden ratio's, and murmur3's fmix64 constants.
 _FNV_PRIME = np.uint64(0x100000001B3)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX_1 = np.uint64(0xFF51AFD7ED558CCD)
 _MIX_2 = np.uint64(0xC4CEB9FE1A85EC53)
 _ONE = np.uint64(1)
+_HALF = np.uint64(32)
 _SHIFT = np.uint64(33)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _word(ids, i, j, count):  # type: ignore[no-untyped-def]
+    # Bytes j to j + count (at most 8) of row i, little-endian: one load when count is 8.
+    w = np.uint64(0)
+    for b in range(count):
+        w |= np.uint64(ids[i, j + b]) << np.uint64(8 * b)
+    return w
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _round(h, w, k):  # type: ignore[no-untyped-def]
+    h = (h ^ w) * k
+    return h ^ (h >> _HALF)
 
 
 @njit(cache=True, nogil=True)
 def _fingerprint(ids, i, key):  # type: ignore[no-untyped-def]
-    # Four FNV-1a lanes over bytes j = 0, 1, 2, 3 (mod 4), so that the multiplications of
-    # different lanes overlap; then the lanes are folded and avalanched (murmur3 fmix64).
+    # Two lanes of 8-byte words (multiply and fold), so that the multiplications of the
+    # lanes overlap; the length is part of the seed, so a zero-padded last word is
+    # unambiguous. The lanes are then combined and avalanched (murmur3 fmix64).
     length = ids.shape[1]
     h0 = key ^ (np.uint64(length) * _FNV_PRIME)
     h1 = h0 ^ _MIX_1
-    h2 = h0 ^ _MIX_2
-    h3 = h1 ^ _MIX_2
     j = 0
-    while j + 4 <= length:
-        h0 = (h0 ^ np.uint64(ids[i, j])) * _FNV_PRIME
-        h1 = (h1 ^ np.uint64(ids[i, j + 1])) * _FNV_PRIME
-        h2 = (h2 ^ np.uint64(ids[i, j + 2])) * _FNV_PRIME
-        h3 = (h3 ^ np.uint64(ids[i, j + 3])) * _FNV_PRIME
-        j += 4
-    while j < length:
-        h0 = (h0 ^ np.uint64(ids[i, j])) * _FNV_PRIME
-        j += 1
-    h = h0
-    for lane in (h1, h2, h3):
-        h = (h ^ (h >> _SHIFT)) * _MIX_1 ^ lane
+    while j + 16 <= length:
+        h0 = _round(h0, _word(ids, i, j, 8), _GOLDEN)
+        h1 = _round(h1, _word(ids, i, j + 8, 8), _MIX_2)
+        j += 16
+    if j + 8 <= length:
+        h0 = _round(h0, _word(ids, i, j, 8), _GOLDEN)
+        j += 8
+    if j < length:
+        h1 = _round(h1, _word(ids, i, j, length - j), _MIX_2)
+    h = (h0 ^ (h0 >> _SHIFT)) * _MIX_1 ^ h1
     h ^= h >> _SHIFT
     h *= _MIX_1
     h ^= h >> _SHIFT
@@ -68,33 +82,31 @@ def scan_uniform(records, id_start, id_end, allowed, key):  # type: ignore[no-un
     (count, id length) matrix.
     """
     count, size = records.shape
-    length = id_end - id_start
-    ids = np.empty((count, length), np.uint8)
+    ids = records[:, id_start:id_end].copy()
     prints = np.empty(count, np.uint64)
     first = records[0]
-    if first[size - 1] > 1:
+    # Each column's differences from the first record, ORed (a loop that vectorizes):
+    # only the id's columns may differ, and of the last byte only bit 0 (0 or 1).
+    differs = np.zeros(size, np.uint8)
+    for i in range(1, count):
+        row = records[i]
+        for j in range(size):
+            differs[j] |= row[j] ^ first[j]
+    differs[id_start:id_end] = 0
+    bad = (differs[size - 1] | first[size - 1]) > 1
+    for j in range(size - 1):
+        bad |= differs[j] != 0
+    flat = ids.reshape(-1)
+    for k in range(flat.shape[0]):
+        bad |= not allowed[flat[k]]
+    if bad:
         return False, ids, prints
-    # Compared bytes: all but the id's, and of the last byte all but bit 0 (0 or 1).
-    mask = np.full(size, np.uint8(0xFF))
-    mask[id_start:id_end] = 0
-    mask[size - 1] = 0xFE
     slots = 2
     while slots < 2 * count:
         slots *= 2
     seen = np.zeros(slots, np.uint64)  # the fingerprints so far, by open addressing
     seen_mask = np.uint64(slots - 1)
     for i in range(count):
-        row = records[i]
-        differs = np.uint8(0)
-        for j in range(size):  # no early exit: the compiler can vectorize this loop
-            differs |= (row[j] ^ first[j]) & mask[j]
-        bad = False
-        for j in range(length):
-            byte = row[id_start + j]
-            ids[i, j] = byte
-            bad |= not allowed[byte]
-        if differs or bad:
-            return False, ids, prints
         f = _fingerprint(ids, i, key)
         prints[i] = f
         s = f & seen_mask
