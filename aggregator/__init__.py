@@ -1,18 +1,40 @@
 """Aggregator side of deniable: debiased estimates, confidence intervals, planning."""
 
-try:
-    import scipy  # noqa: F401  (the server-side extra; the participant install omits it)
-except ImportError as error:  # pragma: no cover - exercised only without the extra
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING, Any
+
+if importlib.util.find_spec("scipy") is None:  # pragma: no cover - only without the extra
     raise ImportError(
         "the aggregator needs scipy; install it with: pip install 'deniable[aggregator]'"
-    ) from error
+    )
 
-from aggregator._coverage import exact_coverage, exact_moments, report_count_pmf
-from aggregator._intervals import METHODS
-from aggregator._planner import Plan, margin_achieved, participants_needed, plan
-from aggregator._proportion import ProportionEstimate, estimate_proportion
-from aggregator._simulate import SimulationResult, simulate_binary
+if TYPE_CHECKING:
+    from aggregator._coverage import exact_coverage, exact_moments, report_count_pmf
+    from aggregator._intervals import METHODS
+    from aggregator._planner import Plan, margin_achieved, participants_needed, plan
+    from aggregator._proportion import ProportionEstimate, estimate_proportion
+    from aggregator._simulate import SimulationResult, simulate_binary
 
+# Each public name and its module, imported on first use (PEP 562), so that commands
+# and the daemon load only what they need: the statistics pull in scipy, a second of
+# start-up time for every command.
+_EXPORTS = {
+    "METHODS": "aggregator._intervals",
+    "Plan": "aggregator._planner",
+    "ProportionEstimate": "aggregator._proportion",
+    "SimulationResult": "aggregator._simulate",
+    "estimate_proportion": "aggregator._proportion",
+    "exact_coverage": "aggregator._coverage",
+    "exact_moments": "aggregator._coverage",
+    "margin_achieved": "aggregator._planner",
+    "participants_needed": "aggregator._planner",
+    "plan": "aggregator._planner",
+    "report_count_pmf": "aggregator._coverage",
+    "simulate_binary": "aggregator._simulate",
+}
 __all__ = [
     "METHODS",
     "Plan",
@@ -27,3 +49,16 @@ __all__ = [
     "report_count_pmf",
     "simulate_binary",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'aggregator' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -2,20 +2,43 @@
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
 import client._grpc_env  # noqa: F401  (before grpc is imported)
-from aggregator.cli._check import check_command
-from aggregator.cli._estimate import estimate_command
-from aggregator.cli._plan import plan_command
-from aggregator.cli._serve import serve_command
-from aggregator.cli._simulate import simulate_command
-from aggregator.cli._survey import survey_group
 
 __all__ = ["cli", "main"]
 
+# Each command's module and object, imported only when the command runs (or for the
+# command list in --help): each command then loads only what it needs, and the one
+# that computes statistics is the one that pays for scipy.
+_COMMANDS = {
+    "plan": ("aggregator.cli._plan", "plan_command"),
+    "serve": ("aggregator.cli._serve", "serve_command"),
+    "simulate": ("aggregator.cli._simulate", "simulate_command"),
+    "survey": ("aggregator.cli._survey", "survey_group"),
+    "estimate": ("aggregator.cli._estimate", "estimate_command"),
+    "check": ("aggregator.cli._check", "check_command"),
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class _LazyGroup(click.Group):
+    """A command group that imports a command's module the first time it is asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in _COMMANDS:
+            module, name = _COMMANDS[cmd_name]
+            command = getattr(importlib.import_module(module), name)
+            assert isinstance(command, click.Command)
+            self.add_command(command, cmd_name)
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="deniable")
 def cli() -> None:
     """Aggregate randomized survey answers into honest estimates.
@@ -27,14 +50,6 @@ def cli() -> None:
     3 aggregator unreachable, 4 survey or question not found, 5 survey closed or
     no reports yet, 6 admin token missing or wrong.
     """
-
-
-cli.add_command(plan_command)
-cli.add_command(serve_command)
-cli.add_command(simulate_command)
-cli.add_command(survey_group)
-cli.add_command(estimate_command)
-cli.add_command(check_command)
 
 
 def main() -> None:
