@@ -62,13 +62,19 @@ class AdminTokenInterceptor(grpc.ServerInterceptor):
         continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler[Any, Any] | None],
         details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler[Any, Any] | None:
-        """Pass everything through except admin calls without the right token."""
+        """Pass everything through except admin calls without exactly the right token.
+
+        A call with several ``authorization`` headers is refused even if one of them is
+        right: which one counts would otherwise depend on the order proxies keep.
+        """
         if details.method in ADMIN_METHODS:
-            metadata = dict(details.invocation_metadata or ())
-            provided = metadata.get("authorization", "")
-            if isinstance(provided, str):
-                provided = provided.encode()
-            if not hmac.compare_digest(provided, self._expected):
+            provided = [
+                value for key, value in details.invocation_metadata or () if key == "authorization"
+            ]
+            token = provided[0] if len(provided) == 1 else b""
+            if isinstance(token, str):
+                token = token.encode()
+            if not hmac.compare_digest(token, self._expected):
                 return self._denied
         return continuation(details)
 

@@ -123,6 +123,20 @@ def test_raw_metadata_without_bearer_prefix_is_rejected(server: RunningServer) -
         assert caught.value.code() == Code.UNAUTHENTICATED
 
 
+@pytest.mark.parametrize("right_first", [True, False])
+def test_several_authorization_headers_are_refused_even_with_the_right_one(
+    server: RunningServer, anonymous: AggregatorClient, right_first: bool
+) -> None:
+    right, wrong = ("authorization", f"Bearer {ADMIN_TOKEN}"), ("authorization", "Bearer wrong")
+    with grpc.insecure_channel(server.address) as channel, pytest.raises(grpc.RpcError) as caught:
+        pb_stub(channel).CreateSurvey(
+            pb.CreateSurveyRequest(title="T", questions=[binary_question()]),
+            metadata=(right, wrong) if right_first else (wrong, right),
+        )
+    assert caught.value.code() == Code.UNAUTHENTICATED
+    assert anonymous.list_surveys(include_closed=True) == []
+
+
 def pb_stub(channel: grpc.Channel) -> aggregator_pb2_grpc.AggregatorStub:
     return aggregator_pb2_grpc.AggregatorStub(channel)
 
