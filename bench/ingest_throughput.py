@@ -287,7 +287,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--profile",
         choices=["auto", "on", "off"],
         default="auto",
-        help="break down the real server's time (auto: when the batch-1000 target fails)",
+        help="break down the real server's time (auto: when a batch-1000 line fails)",
     )
     parser.add_argument("--seed", type=int, default=20261121, help="seed for report contents")
     args = parser.parse_args(argv)
@@ -372,8 +372,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print()
         for mode, ratio in targets.items():
             verdict = "PASS" if ratio >= TARGET_RATIO else "FAIL"
+            # The target is set for one call in flight; the concurrent variant is held
+            # against the same line for information (docs/performance.md).
+            kind = "target" if mode == SEQUENTIAL else "secondary, same line as the target"
             print(
-                f"target >= {TARGET_RATIO}x bare at batch {TARGET_BATCH}, {mode}: "
+                f"{kind}: >= {TARGET_RATIO}x bare at batch {TARGET_BATCH}, {mode}: "
                 f"{verdict} ({ratio:.2f}, the median of the rounds' paired ratios)"
             )
         correct = estimate.n == run.real_sent == run.real_stored
