@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from aggregator.storage import Storage, open_storage
 from aggregator.storage import _sqlite as sqlite_module
-from aggregator.storage import open_storage
 from aggregator.storage._sqlite import SqliteStorage
 from aggregator.storage._wal import preallocate_wal, wal_target_size
 from shared.deniable.v1 import aggregator_pb2 as pb
@@ -24,6 +24,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def batch(start: int, count: int) -> list[pb.Report]:
     return [report(f"r{i:08d}", i % 3 == 0) for i in range(start, start + count)]
+
+
+def assert_stores_a_batch(storage: Storage) -> None:
+    """A new survey on ``storage`` takes a batch of 10 reports; the storage is closed after."""
+    try:
+        storage.create_survey(survey())
+        assert submit(storage, batch(0, 10)).stored == 10
+    finally:
+        storage.close()
 
 
 def test_the_log_is_zero_filled_to_its_working_size_when_opened(tmp_path: Path) -> None:
@@ -56,7 +65,7 @@ def test_only_bytes_past_the_end_are_written(tmp_path: Path) -> None:
 _CRASH = """
 import os, sys
 sys.path.insert(0, {root!r})
-from aggregator.storage import open_storage
+from aggregator.storage import Storage, open_storage
 from tests.test_wal import batch
 from tests.test_storage_contract import submit, survey
 storage = open_storage("sqlite:///" + {path!r})
@@ -96,12 +105,7 @@ def test_a_log_of_zeros_alone_reads_as_empty(tmp_path: Path) -> None:
     assert not any(Path(f"{path}-wal").read_bytes())
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-    storage = open_storage(f"sqlite:///{path}")
-    try:
-        storage.create_survey(survey())
-        assert submit(storage, batch(0, 10)).stored == 10
-    finally:
-        storage.close()
+    assert_stores_a_batch(open_storage(f"sqlite:///{path}"))
 
 
 def test_a_copy_of_a_crashed_database_reads_the_same(tmp_path: Path) -> None:
@@ -128,10 +132,6 @@ def test_a_log_that_cannot_be_extended_is_logged_not_fatal(
     monkeypatch.setattr(sqlite_module, "preallocate_wal", full_disk)
     with caplog.at_level(logging.WARNING, logger="deniable.aggregator"):
         storage = open_storage(f"sqlite:///{tmp_path / 'f.db'}")
-    try:
-        storage.create_survey(survey())
-        assert submit(storage, batch(0, 10)).stored == 10
-    finally:
-        storage.close()
+    assert_stores_a_batch(storage)
     assert "cannot preallocate the write-ahead log" in caplog.text
     assert "No space left on device" in caplog.text
