@@ -27,6 +27,9 @@ test: $(VENV)/.installed-dev
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	mkdir -p build/typecheck/deniable
+	for package in client aggregator shared; do \
+		ln -sfn ../../../$$package build/typecheck/deniable/$$package; done
 	$(BIN)/mypy
 
 bench: $(VENV)/.installed-dev
@@ -35,10 +38,15 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/ingest_throughput.py
 
 # Regenerate the committed wire code (tests/test_proto_drift.py fails when it is stale).
+# proto/deniable/v1/*.proto is compiled as deniable/shared/wire/v1/*.proto, so that the
+# generated modules are deniable.shared.wire.v1.* and import each other by that name.
 proto: $(VENV)/.installed-dev
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m grpc_tools.protoc -Ishared=proto \
-		--python_out=. --grpc_python_out=. --mypy_out=. --mypy_grpc_out=. \
+	rm -rf build/proto && mkdir -p build/proto
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m grpc_tools.protoc \
+		-Ideniable/shared/wire=proto/deniable --python_out=build/proto \
+		--grpc_python_out=build/proto --mypy_out=build/proto --mypy_grpc_out=build/proto \
 		proto/deniable/v1/*.proto
+	cp build/proto/deniable/shared/wire/v1/*_pb2* shared/wire/v1/
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

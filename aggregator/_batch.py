@@ -22,10 +22,10 @@ import numpy as np
 from google.protobuf.message import DecodeError
 from numpy.typing import NDArray
 
-from aggregator._errors import InvalidArgument, ResourceExhausted
-from aggregator._log_format import COMPACT, compact_columns, compact_uniform, varint
-from aggregator.storage._ids import KEY, IdGroup, ReportIds, UniformPayloads, kernels
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator._errors import InvalidArgument, ResourceExhausted
+from deniable.aggregator._log_format import COMPACT, compact_columns, compact_uniform, varint
+from deniable.aggregator.storage._ids import KEY, IdGroup, ReportIds, UniformPayloads, kernels
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["DecodedBatch", "Group", "decode_batch", "frame"]
 

@@ -24,15 +24,15 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregator._batch import DecodedBatch, Group, decode_batch, decode_log
-from aggregator._check_report import CheckReport, QuestionCheck, SurveyCheck, padded
-from aggregator._errors import AggregatorError
-from aggregator._log_format import expand
-from aggregator._questions import group_tally
-from aggregator.storage import Tally
-from aggregator.storage._ids import ReportIds
-from shared._wire import Spec, question_spec
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator._batch import DecodedBatch, Group, decode_batch, decode_log
+from deniable.aggregator._check_report import CheckReport, QuestionCheck, SurveyCheck, padded
+from deniable.aggregator._errors import AggregatorError
+from deniable.aggregator._log_format import expand
+from deniable.aggregator._questions import group_tally
+from deniable.aggregator.storage import Tally
+from deniable.aggregator.storage._ids import ReportIds
+from deniable.shared._wire import Spec, question_spec
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["CheckReport", "LogSource", "QuestionCheck", "SurveyCheck", "check"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from aggregator.storage import Tally
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator.storage import Tally
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["CheckReport", "QuestionCheck", "SurveyCheck", "padded"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregator._intervals import check_method
-from aggregator._proportion import proportion_arrays
-from shared import Estimand, RandomizedResponseSpec, check_estimand
-from shared._validate import as_count, check_confidence, check_unit_interval
+from deniable.aggregator._intervals import check_method
+from deniable.aggregator._proportion import proportion_arrays
+from deniable.shared import Estimand, RandomizedResponseSpec, check_estimand
+from deniable.shared._validate import as_count, check_confidence, check_unit_interval
 
 __all__ = ["exact_coverage", "exact_moments", "report_count_pmf"]
 

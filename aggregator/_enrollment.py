@@ -12,8 +12,8 @@ import hashlib
 import secrets
 from collections.abc import Sequence
 
-from aggregator._batch import Group
-from aggregator._errors import InvalidArgument, shown
+from deniable.aggregator._batch import Group
+from deniable.aggregator._errors import InvalidArgument, shown
 
 __all__ = [
     "MAX_MIN_REPORTS",

@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from aggregator._intervals import binomial_interval, check_method
-from shared import Estimand, check_estimand
-from shared._categorical import GrrSpec
-from shared._frequency_oracle import CategoricalSpec
-from shared._validate import as_count, check_confidence
+from deniable.aggregator._intervals import binomial_interval, check_method
+from deniable.shared import Estimand, check_estimand
+from deniable.shared._categorical import GrrSpec
+from deniable.shared._frequency_oracle import CategoricalSpec
+from deniable.shared._validate import as_count, check_confidence
 
 __all__ = [
     "FrequencyEstimate",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from shared._validate import MAX_CONFIDENCE
+from deniable.shared._validate import MAX_CONFIDENCE
 
 __all__ = [
     "MAX_CONFIDENCE",

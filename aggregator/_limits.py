@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from aggregator._service import MAX_BATCH
-from client._tls import CHANNEL_KEEPALIVE, MAX_MESSAGE_BYTES
+from deniable.aggregator._service import MAX_BATCH
+from deniable.client._tls import CHANNEL_KEEPALIVE, MAX_MESSAGE_BYTES
 
 __all__ = ["LimitError", "ServerLimits"]
 

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from shared._numeric import NumericSpec
-from shared._numeric_base import as_reports
-from shared._validate import as_count, check_open_unit
+from deniable.shared._numeric import NumericSpec
+from deniable.shared._numeric_base import as_reports
+from deniable.shared._validate import as_count, check_open_unit
 
 __all__ = ["MeanEstimate", "MeanTally", "estimate_mean", "estimate_mean_from_reports"]
 
@@ -202,7 +202,7 @@ def estimate_mean(spec: NumericSpec, tally: MeanTally, confidence: float = 0.95)
     ends are always finite.
 
     Example:
-        >>> from shared._numeric import DuchiSpec
+        >>> from deniable.shared._numeric import DuchiSpec
         >>> spec = DuchiSpec(0.0, 10.0, bound=2.0)
         >>> tally = MeanTally.empty(spec).add(spec, [2.0, -2.0, 2.0, 2.0])
         >>> estimate_mean(spec, tally).estimate_raw  # ȳ = 1: x = 10

@@ -6,9 +6,9 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from aggregator._intervals import normal_quantile
-from shared import RandomizedResponseSpec
-from shared._validate import as_count, as_real, check_confidence, check_unit_interval
+from deniable.aggregator._intervals import normal_quantile
+from deniable.shared import RandomizedResponseSpec
+from deniable.shared._validate import as_count, as_real, check_confidence, check_unit_interval
 
 __all__ = ["Plan", "margin_achieved", "participants_needed", "plan"]
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from aggregator._sample_size import (
+from deniable.aggregator._sample_size import (
     Variance,
     categorical_variance,
     check_mean_margin,
@@ -15,9 +15,9 @@ from aggregator._sample_size import (
     numeric_variance,
     smallest_n,
 )
-from shared._categorical import CATEGORICAL_KINDS, categorical_spec, choose_categorical
-from shared._numeric import NUMERIC_KINDS, numeric_spec
-from shared._validate import as_count, check_confidence, check_unit_interval
+from deniable.shared._categorical import CATEGORICAL_KINDS, categorical_spec, choose_categorical
+from deniable.shared._numeric import NUMERIC_KINDS, numeric_spec
+from deniable.shared._validate import as_count, check_confidence, check_unit_interval
 
 __all__ = ["KindPlan", "MechanismPlan", "plan_categorical", "plan_numeric"]
 

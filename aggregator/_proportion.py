@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from aggregator._intervals import binomial_interval, check_method
-from shared import Estimand, RandomizedResponseSpec, check_estimand
-from shared._validate import as_count, check_confidence
+from deniable.aggregator._intervals import binomial_interval, check_method
+from deniable.shared import Estimand, RandomizedResponseSpec, check_estimand
+from deniable.shared._validate import as_count, check_confidence
 
 __all__ = ["ProportionEstimate", "estimate_proportion", "proportion_arrays"]
 

@@ -11,21 +11,21 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregator._batch import Group
-from aggregator._errors import InvalidArgument, shown
-from aggregator._frequency import estimate_frequencies
-from aggregator._mean import MeanTally, estimate_mean
-from aggregator._proportion import estimate_proportion
-from aggregator._support import grr_support_counts, olh_support_counts, oue_support_counts
-from aggregator.storage import Selection, Tally
-from shared._categorical import GrrSpec, OlhSpec, OueSpec
-from shared._categorical_wire import decode_oue_bits
-from shared._frequency_oracle import MAX_OPTIONS, CategoricalSpec
-from shared._numeric import DuchiSpec, HybridSpec, LaplaceSpec, PiecewiseSpec
-from shared._rr import RandomizedResponseSpec
-from shared._universal_hash import HASH_PRIME
-from shared._wire import VALUE_FOR, Spec, describe_mechanism, question_kind, question_spec
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator._batch import Group
+from deniable.aggregator._errors import InvalidArgument, shown
+from deniable.aggregator._frequency import estimate_frequencies
+from deniable.aggregator._mean import MeanTally, estimate_mean
+from deniable.aggregator._proportion import estimate_proportion
+from deniable.aggregator._support import grr_support_counts, olh_support_counts, oue_support_counts
+from deniable.aggregator.storage import Selection, Tally
+from deniable.shared._categorical import GrrSpec, OlhSpec, OueSpec
+from deniable.shared._categorical_wire import decode_oue_bits
+from deniable.shared._frequency_oracle import MAX_OPTIONS, CategoricalSpec
+from deniable.shared._numeric import DuchiSpec, HybridSpec, LaplaceSpec, PiecewiseSpec
+from deniable.shared._rr import RandomizedResponseSpec
+from deniable.shared._universal_hash import HASH_PRIME
+from deniable.shared._wire import VALUE_FOR, Spec, describe_mechanism, question_kind, question_spec
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = [
     "MAX_NUMERIC_BOUND",

@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from aggregator._intervals import normal_quantile
-from shared._frequency_oracle import CategoricalSpec
-from shared._numeric import NumericSpec
-from shared._validate import as_count, as_real, check_confidence, check_unit_interval
+from deniable.aggregator._intervals import normal_quantile
+from deniable.shared._frequency_oracle import CategoricalSpec
+from deniable.shared._numeric import NumericSpec
+from deniable.shared._validate import as_count, as_real, check_confidence, check_unit_interval
 
 __all__ = [
     "Variance",

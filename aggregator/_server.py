@@ -10,13 +10,13 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from aggregator._auth import AdminTokenInterceptor
-from aggregator._limits import ServerLimits
-from aggregator._service import AggregatorService
-from aggregator._servicer import AggregatorServicer, add_to_server
-from aggregator._tls import ServerTls
-from aggregator.storage import Storage
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator._auth import AdminTokenInterceptor
+from deniable.aggregator._limits import ServerLimits
+from deniable.aggregator._service import AggregatorService
+from deniable.aggregator._servicer import AggregatorServicer, add_to_server
+from deniable.aggregator._tls import ServerTls
+from deniable.aggregator.storage import Storage
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = [
     "DEFAULT_LISTEN",

@@ -7,8 +7,8 @@ import secrets
 import time
 from collections.abc import Sequence
 
-from aggregator._batch import Group, decode_batch
-from aggregator._enrollment import (
+from deniable.aggregator._batch import Group, decode_batch
+from deniable.aggregator._enrollment import (
     check_min_reports,
     check_token_batch,
     check_token_count,
@@ -16,18 +16,18 @@ from aggregator._enrollment import (
     new_tokens,
     token_hash,
 )
-from aggregator._errors import (
+from deniable.aggregator._errors import (
     FailedPrecondition,
     InvalidArgument,
     NotFound,
     Unauthenticated,
     shown,
 )
-from aggregator._intervals import MAX_CONFIDENCE, METHODS
-from aggregator._questions import check_question, estimate, group_tally
-from aggregator.storage import ReportGroup, Storage, Submission
-from shared._wire import Spec, describe_mechanism, question_spec
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator._intervals import MAX_CONFIDENCE, METHODS
+from deniable.aggregator._questions import check_question, estimate, group_tally
+from deniable.aggregator.storage import ReportGroup, Storage, Submission
+from deniable.shared._wire import Spec, describe_mechanism, question_spec
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["MAX_BATCH", "MAX_QUESTIONS", "AggregatorService"]
 

@@ -9,9 +9,9 @@ from typing import Any, NoReturn, TypeVar
 import grpc
 from google.protobuf.message import DecodeError, Message
 
-from aggregator._errors import AggregatorError, InvalidArgument
-from aggregator._service import AggregatorService
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator._errors import AggregatorError, InvalidArgument
+from deniable.aggregator._service import AggregatorService
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["RAW_REQUESTS", "AggregatorServicer", "add_to_server"]
 

@@ -11,12 +11,16 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregator._coverage import exact_coverage
-from aggregator._intervals import check_method
-from aggregator._proportion import ProportionEstimate, estimate_proportion, proportion_arrays
-from client import RandomizedResponse
-from shared import RandomizedResponseSpec
-from shared._validate import as_count, check_confidence, check_unit_interval
+from deniable.aggregator._coverage import exact_coverage
+from deniable.aggregator._intervals import check_method
+from deniable.aggregator._proportion import (
+    ProportionEstimate,
+    estimate_proportion,
+    proportion_arrays,
+)
+from deniable.client import RandomizedResponse
+from deniable.shared import RandomizedResponseSpec
+from deniable.shared._validate import as_count, check_confidence, check_unit_interval
 
 __all__ = ["SimulationResult", "Submit", "agreed", "simulate_binary"]
 

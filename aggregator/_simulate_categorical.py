@@ -10,14 +10,14 @@ from typing import Any
 
 import numpy as np
 
-from aggregator._distributions import check_option_names, check_shares
-from aggregator._frequency import FrequencyEstimate, estimate_frequencies, frequency_arrays
-from aggregator._intervals import check_method
-from aggregator._simulate import agreed
-from aggregator._support import support_counts
-from client._categorical import categorical_mechanism
-from shared._frequency_oracle import CategoricalSpec
-from shared._validate import as_count, check_confidence
+from deniable.aggregator._distributions import check_option_names, check_shares
+from deniable.aggregator._frequency import FrequencyEstimate, estimate_frequencies, frequency_arrays
+from deniable.aggregator._intervals import check_method
+from deniable.aggregator._simulate import agreed
+from deniable.aggregator._support import support_counts
+from deniable.client._categorical import categorical_mechanism
+from deniable.shared._frequency_oracle import CategoricalSpec
+from deniable.shared._validate import as_count, check_confidence
 
 __all__ = [
     "CategoricalSimulation",

@@ -14,16 +14,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregator._proportion import ProportionEstimate
-from aggregator._server import start_server
-from aggregator.storage import open_storage
-from client._remote import AggregatorClient
-from client._tls import TlsConfig
-from client._values import report_values
-from shared import RandomizedResponseSpec
-from shared._frequency_oracle import CategoricalSpec
-from shared._wire import Spec, mechanism_message
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator._proportion import ProportionEstimate
+from deniable.aggregator._server import start_server
+from deniable.aggregator.storage import open_storage
+from deniable.client._remote import AggregatorClient
+from deniable.client._tls import TlsConfig
+from deniable.client._values import report_values
+from deniable.shared import RandomizedResponseSpec
+from deniable.shared._frequency_oracle import CategoricalSpec
+from deniable.shared._wire import Spec, mechanism_message
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["GrpcSubmitter", "GrpcTransport", "aggregator_connection", "grpc_submitter"]
 

@@ -14,14 +14,14 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregator._distributions import check_option_names
-from aggregator._frequency import FrequencyEstimate
-from aggregator._mean import MeanEstimate
-from aggregator._simulate_grpc import GrpcTransport, aggregator_connection, from_estimate
-from client._categorical import OlhReports
-from client._tls import TlsConfig
-from shared._frequency_oracle import CategoricalSpec
-from shared._numeric import NumericSpec
+from deniable.aggregator._distributions import check_option_names
+from deniable.aggregator._frequency import FrequencyEstimate
+from deniable.aggregator._mean import MeanEstimate
+from deniable.aggregator._simulate_grpc import GrpcTransport, aggregator_connection, from_estimate
+from deniable.client._categorical import OlhReports
+from deniable.client._tls import TlsConfig
+from deniable.shared._frequency_oracle import CategoricalSpec
+from deniable.shared._numeric import NumericSpec
 
 __all__ = [
     "CategoricalGrpcSubmitter",

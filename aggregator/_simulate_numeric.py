@@ -11,12 +11,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregator._distributions import NumericDistribution
-from aggregator._mean import MeanEstimate, MeanTally, estimate_mean
-from aggregator._simulate import agreed
-from client._numeric import perturb_numeric
-from shared._numeric import NumericSpec
-from shared._validate import as_count, check_open_unit
+from deniable.aggregator._distributions import NumericDistribution
+from deniable.aggregator._mean import MeanEstimate, MeanTally, estimate_mean
+from deniable.aggregator._simulate import agreed
+from deniable.client._numeric import perturb_numeric
+from deniable.shared._numeric import NumericSpec
+from deniable.shared._validate import as_count, check_open_unit
 
 __all__ = ["NumericSimulation", "NumericSubmit", "estimate_variance", "simulate_numeric"]
 

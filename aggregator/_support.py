@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from shared._categorical import GrrSpec, OlhSpec, OueSpec
-from shared._frequency_oracle import CategoricalSpec, check_options
-from shared._universal_hash import HASH_PRIME, check_hash_range, hash_unchecked
+from deniable.shared._categorical import GrrSpec, OlhSpec, OueSpec
+from deniable.shared._frequency_oracle import CategoricalSpec, check_options
+from deniable.shared._universal_hash import HASH_PRIME, check_hash_range, hash_unchecked
 
 __all__ = [
     "CHUNK_ELEMENTS",

@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from client._remote import RETRYABLE, AggregatorClient, RemoteError
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.client._remote import RETRYABLE, AggregatorClient, RemoteError
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 UNREACHABLE = 3
 QUESTION_ID = "cheated"

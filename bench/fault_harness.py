@@ -152,8 +152,8 @@ def stored_ids(db_path: Path, survey_id: str) -> tuple[list[bytes], int]:
 
     Read-only and in one snapshot, safe while the daemon serves.
     """
-    from aggregator._batch import decode_log
-    from aggregator.storage._reader import SqliteReader
+    from deniable.aggregator._batch import decode_log
+    from deniable.aggregator.storage._reader import SqliteReader
 
     ids: list[bytes] = []
     with SqliteReader(str(db_path)) as reader, reader.snapshot():

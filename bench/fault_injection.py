@@ -45,7 +45,7 @@ from fault_harness import (
     wait_all,
 )
 
-from client._remote import AggregatorClient
+from deniable.client._remote import AggregatorClient
 
 
 @dataclass

@@ -14,10 +14,10 @@ from typing import NoReturn
 
 import grpc
 
-from aggregator._server import MAX_MESSAGE_BYTES, start_server
-from aggregator.storage import open_storage
-from shared.deniable.v1 import aggregator_pb2 as pb
-from shared.deniable.v1 import aggregator_pb2_grpc as pb_grpc
+from deniable.aggregator._server import MAX_MESSAGE_BYTES, start_server
+from deniable.aggregator.storage import open_storage
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
+from deniable.shared.wire.v1 import aggregator_pb2_grpc as pb_grpc
 
 REAL = "real"
 BARE = "bare"

@@ -35,10 +35,10 @@ from ingest_servers import (
     start,
 )
 
-from aggregator._server import MAX_MESSAGE_BYTES
-from client._remote import AggregatorClient
-from shared.deniable.v1 import aggregator_pb2 as pb
-from shared.deniable.v1 import aggregator_pb2_grpc as pb_grpc
+from deniable.aggregator._server import MAX_MESSAGE_BYTES
+from deniable.client._remote import AggregatorClient
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
+from deniable.shared.wire.v1 import aggregator_pb2_grpc as pb_grpc
 
 SEQUENTIAL = "sequential"
 TARGET_BATCH = 1000

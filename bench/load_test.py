@@ -36,8 +36,8 @@ from typing import Any
 import grpc
 import numpy as np
 
-from shared.deniable.v1 import aggregator_pb2 as pb
-from shared.deniable.v1 import aggregator_pb2_grpc as pb_grpc
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
+from deniable.shared.wire.v1 import aggregator_pb2_grpc as pb_grpc
 
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 CALL_TIMEOUT = 60.0  # seconds per call: a hang guard

@@ -18,20 +18,20 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregator._batch import Group
-from aggregator._questions import estimate, group_tally
-from aggregator._service import MAX_BATCH
-from aggregator.storage import Tally
-from client._categorical import categorical_mechanism
-from client._numeric import perturb_numeric
-from client._rr import RandomizedResponse
-from client._values import report_values
-from shared._categorical import OueSpec, categorical_spec
-from shared._frequency_oracle import CategoricalSpec
-from shared._numeric import numeric_spec
-from shared._rr import RandomizedResponseSpec
-from shared._wire import Spec, mechanism_message
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator._batch import Group
+from deniable.aggregator._questions import estimate, group_tally
+from deniable.aggregator._service import MAX_BATCH
+from deniable.aggregator.storage import Tally
+from deniable.client._categorical import categorical_mechanism
+from deniable.client._numeric import perturb_numeric
+from deniable.client._rr import RandomizedResponse
+from deniable.client._values import report_values
+from deniable.shared._categorical import OueSpec, categorical_spec
+from deniable.shared._frequency_oracle import CategoricalSpec
+from deniable.shared._numeric import numeric_spec
+from deniable.shared._rr import RandomizedResponseSpec
+from deniable.shared._wire import Spec, mechanism_message
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 PERTURB_BASELINE = "pcg64 rng.random(n) (baseline)"
 AGGREGATE_BASELINE = "np.bincount(options) (baseline)"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from client import RandomizedResponse
+from deniable.client import RandomizedResponse
 
 BASELINE = "pcg64 float (baseline)"
 PRODUCT = "exact, os.urandom (default)"

@@ -1,5 +1,5 @@
 """Participant side of deniable: answers are randomized here, before anything is sent."""
 
-from client._rr import RandomizedResponse
+from deniable.client._rr import RandomizedResponse
 
 __all__ = ["RandomizedResponse"]

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from google.protobuf.unknown_fields import UnknownFieldSet
 
-from client._errors import (
+from deniable.client._errors import (
     ExitCode,
     InvalidAnswerError,
     NotFoundError,
@@ -20,9 +20,9 @@ from client._errors import (
     UnreachableError,
     from_remote,
 )
-from client._values import perturbed_values
-from shared._wire import Spec, describe_mechanism, question_spec
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.client._values import perturbed_values
+from deniable.shared._wire import Spec, describe_mechanism, question_spec
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = [
     "Answer",

@@ -7,15 +7,15 @@ from typing import Any
 
 import click
 
-from client._guard import LocalState
-from client._ledger import Ledger, aggregator_name
-from client._options import (
+from deniable.client._guard import LocalState
+from deniable.client._ledger import Ledger, aggregator_name
+from deniable.client._options import (
     json_option,
     optional_server_option,
     policy_from_context,
     policy_options,
 )
-from client._policy import Policy, round_down, round_up
+from deniable.client._policy import Policy, round_down, round_up
 
 __all__ = ["budget_command", "budget_document"]
 

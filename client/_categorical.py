@@ -10,11 +10,11 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from client._bernoulli import ByteSource, bernoulli, generator_source, os_source
-from client._uniform import uniform_below
-from shared._categorical import GrrSpec, OlhSpec, OueSpec
-from shared._frequency_oracle import CategoricalSpec
-from shared._universal_hash import HASH_PRIME, hash_unchecked
+from deniable.client._bernoulli import ByteSource, bernoulli, generator_source, os_source
+from deniable.client._uniform import uniform_below
+from deniable.shared._categorical import GrrSpec, OlhSpec, OueSpec
+from deniable.shared._frequency_oracle import CategoricalSpec
+from deniable.shared._universal_hash import HASH_PRIME, hash_unchecked
 
 __all__ = [
     "CategoricalMechanism",
@@ -190,7 +190,7 @@ def categorical_mechanism(spec: CategoricalSpec) -> CategoricalMechanism:
     """The perturbing mechanism for a shared specification (same parameters, same ε).
 
     Example:
-        >>> from shared._categorical import GrrSpec
+        >>> from deniable.shared._categorical import GrrSpec
         >>> categorical_mechanism(GrrSpec(k=4, alpha=0.5))
         GeneralizedRandomizedResponse(k=4, alpha=0.5)
     """

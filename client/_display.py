@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from client._guard import Plan
-from client._policy import Policy, round_down, round_up
-from shared._wire import Spec
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.client._guard import Plan
+from deniable.client._policy import Policy, round_down, round_up
+from deniable.shared._wire import Spec
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["Say", "answer_document", "show_question", "show_reports"]
 

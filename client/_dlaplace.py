@@ -8,8 +8,8 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import NDArray
 
-from client._bernoulli import ByteSource, bernoulli
-from client._uniform import uniform_below as _uniform_below
+from deniable.client._bernoulli import ByteSource, bernoulli
+from deniable.client._uniform import uniform_below as _uniform_below
 
 __all__ = [
     "bernoulli_exp",
@@ -49,7 +49,7 @@ def bernoulli_rational(
         Boolean array, True with probability numerators[i]/denominator.
 
     Example:
-        >>> from client._bernoulli import os_source
+        >>> from deniable.client._bernoulli import os_source
         >>> bernoulli_rational([0, 3], 3, os_source).tolist()
         [False, True]
     """
@@ -141,7 +141,7 @@ def bernoulli_exp(
     Algorithm 1 from rational Bernoullis. No floating-point number is involved.
 
     Example:
-        >>> from client._bernoulli import os_source
+        >>> from deniable.client._bernoulli import os_source
         >>> bernoulli_exp([0, 0], 7, os_source).tolist()
         [True, True]
     """

@@ -7,7 +7,7 @@ from typing import IO, Any
 
 import click
 
-from client._remote import RETRYABLE, RemoteError, exit_code_for
+from deniable.client._remote import RETRYABLE, RemoteError, exit_code_for
 
 __all__ = [
     "AuthError",

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from client._errors import RefusedError
+from deniable.client._errors import RefusedError
 
 __all__ = [
     "LOCK_NAME",

@@ -11,13 +11,28 @@ from pathlib import Path
 
 import numpy as np
 
-from client._answer import Answer, PreparedReport, RefusedError, build_report
-from client._files import LOCK_NAME, data_dir, exclusive_lock, unreadable
-from client._ledger import LEDGER_NAME, Charge, Ledger, aggregator_name, load_ledger, save_ledger
-from client._memo import KEY_NAME, MEMO_NAME, Memo, load_memo, load_secret, memo_key, save_memo
-from client._policy import Policy, round_down, round_up
-from shared._wire import Spec
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.client._answer import Answer, PreparedReport, RefusedError, build_report
+from deniable.client._files import LOCK_NAME, data_dir, exclusive_lock, unreadable
+from deniable.client._ledger import (
+    LEDGER_NAME,
+    Charge,
+    Ledger,
+    aggregator_name,
+    load_ledger,
+    save_ledger,
+)
+from deniable.client._memo import (
+    KEY_NAME,
+    MEMO_NAME,
+    Memo,
+    load_memo,
+    load_secret,
+    memo_key,
+    save_memo,
+)
+from deniable.client._policy import Policy, round_down, round_up
+from deniable.shared._wire import Spec
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["LocalState", "Plan", "Session"]
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from client._files import load_document, write_document
+from deniable.client._files import load_document, write_document
 
 __all__ = ["LEDGER_NAME", "Charge", "Ledger", "aggregator_name", "load_ledger", "save_ledger"]
 

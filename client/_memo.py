@@ -16,9 +16,9 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from client._answer import Answer
-from client._files import atomic_write, load_document, unreadable, write_document
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.client._answer import Answer
+from deniable.client._files import atomic_write, load_document, unreadable, write_document
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = [
     "KEY_NAME",

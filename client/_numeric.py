@@ -9,10 +9,10 @@ from typing import Any, TypeAlias, cast
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from client._bernoulli import ByteSource, bernoulli, generator_source, os_source
-from client._dlaplace import bernoulli_rational, discrete_laplace, uniform_below
-from shared._numeric import DuchiSpec, HybridSpec, LaplaceSpec, NumericSpec
-from shared._piecewise import PiecewiseSpec
+from deniable.client._bernoulli import ByteSource, bernoulli, generator_source, os_source
+from deniable.client._dlaplace import bernoulli_rational, discrete_laplace, uniform_below
+from deniable.shared._numeric import DuchiSpec, HybridSpec, LaplaceSpec, NumericSpec
+from deniable.shared._piecewise import PiecewiseSpec
 
 __all__ = [
     "DuchiMechanism",
@@ -242,7 +242,7 @@ def numeric_mechanism(spec: NumericSpec) -> NumericMechanism:
     """The client-side mechanism for a spec (e.g. one received from the aggregator).
 
     Example:
-        >>> from shared._numeric import numeric_spec
+        >>> from deniable.shared._numeric import numeric_spec
         >>> type(numeric_mechanism(numeric_spec("auto", 0.0, 1.0, 1.0))).__name__
         'HybridMechanism'
     """

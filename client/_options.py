@@ -11,10 +11,16 @@ from typing import Any, TypeVar, cast
 import click
 from click.core import ParameterSource
 
-from client._answer import InvalidAnswerError
-from client._policy import DEFAULT_BUDGET, DEFAULT_MAX_EPSILON, ENV_VARS, Policy, resolve_policy
-from client._tls import TlsError, load_client_tls
-from client._token import read_enrollment_token
+from deniable.client._answer import InvalidAnswerError
+from deniable.client._policy import (
+    DEFAULT_BUDGET,
+    DEFAULT_MAX_EPSILON,
+    ENV_VARS,
+    Policy,
+    resolve_policy,
+)
+from deniable.client._tls import TlsError, load_client_tls
+from deniable.client._token import read_enrollment_token
 
 __all__ = [
     "json_option",

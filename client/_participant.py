@@ -10,7 +10,7 @@ from functools import partial
 
 import click
 
-from client._answer import (
+from deniable.client._answer import (
     Answer,
     InvalidAnswerError,
     answer_hint,
@@ -19,9 +19,9 @@ from client._answer import (
     parse_answer,
     parse_answers,
 )
-from client._display import Say, answer_document, show_question, show_reports
-from client._guard import LocalState, Plan
-from client._options import (
+from deniable.client._display import Say, answer_document, show_question, show_reports
+from deniable.client._guard import LocalState, Plan
+from deniable.client._options import (
     json_option,
     policy_from_context,
     policy_options,
@@ -29,10 +29,10 @@ from client._options import (
     tls_options,
     token_options,
 )
-from client._remote import AggregatorClient, RemoteError
-from client._tls import TlsConfig
-from client._token import check_enrollment, refused_with_token
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.client._remote import AggregatorClient, RemoteError
+from deniable.client._tls import TlsConfig
+from deniable.client._token import check_enrollment, refused_with_token
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["answer_command", "surveys_command"]
 

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from client._answer import InvalidAnswerError, RefusedError, check_mechanism
-from client._files import config_dir
-from shared._validate import as_real
-from shared._wire import Spec
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.client._answer import InvalidAnswerError, RefusedError, check_mechanism
+from deniable.client._files import config_dir
+from deniable.shared._validate import as_real
+from deniable.shared._wire import Spec
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = [
     "CONFIG_NAME",

@@ -9,9 +9,9 @@ from typing import Any, TypeVar
 
 import grpc
 
-from client._tls import MAX_MESSAGE_BYTES, TlsConfig, open_channel
-from shared.deniable.v1 import aggregator_pb2 as pb
-from shared.deniable.v1 import aggregator_pb2_grpc as pb_grpc
+from deniable.client._tls import MAX_MESSAGE_BYTES, TlsConfig, open_channel
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
+from deniable.shared.wire.v1 import aggregator_pb2_grpc as pb_grpc
 
 __all__ = ["RETRYABLE", "AggregatorClient", "RemoteError", "exit_code_for"]
 

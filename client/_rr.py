@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from client._bernoulli import ByteSource, bernoulli, generator_source, os_source
-from shared import RandomizedResponseSpec
+from deniable.client._bernoulli import ByteSource, bernoulli, generator_source, os_source
+from deniable.shared import RandomizedResponseSpec
 
 __all__ = ["RandomizedResponse"]
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import grpc
 
-from client._errors import AuthError, InvalidAnswerError, ParticipantError, RefusedError
-from client._remote import RemoteError
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.client._errors import AuthError, InvalidAnswerError, ParticipantError, RefusedError
+from deniable.client._remote import RemoteError
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = [
     "TokenError",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from client._bernoulli import ByteSource
+from deniable.client._bernoulli import ByteSource
 
 __all__ = ["MAX_ROUNDS", "uniform_below"]
 

@@ -7,15 +7,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from client._categorical import categorical_mechanism
-from client._numeric import perturb_numeric
-from client._rr import RandomizedResponse
-from shared._categorical import GrrSpec, OlhSpec, OueSpec
-from shared._categorical_wire import encode_oue_bits
-from shared._frequency_oracle import CategoricalSpec
-from shared._rr import RandomizedResponseSpec
-from shared._wire import Spec
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.client._categorical import categorical_mechanism
+from deniable.client._numeric import perturb_numeric
+from deniable.client._rr import RandomizedResponse
+from deniable.shared._categorical import GrrSpec, OlhSpec, OueSpec
+from deniable.shared._categorical_wire import encode_oue_bits
+from deniable.shared._frequency_oracle import CategoricalSpec
+from deniable.shared._rr import RandomizedResponseSpec
+from deniable.shared._wire import Spec
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["perturbed_values", "report_values"]
 

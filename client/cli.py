@@ -6,11 +6,11 @@ import json
 
 import click
 
-import client._grpc_env  # noqa: F401  (before grpc is imported: see the module)
-from client._answer import ExitCode
-from client._budget import budget_command
-from client._participant import answer_command, surveys_command
-from shared import RandomizedResponseSpec
+import deniable.client._grpc_env  # noqa: F401  (before grpc is imported: see the module)
+from deniable.client._answer import ExitCode
+from deniable.client._budget import budget_command
+from deniable.client._participant import answer_command, surveys_command
+from deniable.shared import RandomizedResponseSpec
 
 __all__ = ["EXIT_CODES", "cli", "main"]
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar, TypeVar
 
-from shared._exact import exp_at_least
-from shared._frequency_oracle import (
+from deniable.shared._exact import exp_at_least
+from deniable.shared._frequency_oracle import (
     CategoricalSpec,
     alpha_for,
     check_alpha,
@@ -18,8 +18,8 @@ from shared._frequency_oracle import (
     most_useful,
     times,
 )
-from shared._universal_hash import HASH_MAX_RANGE, HASH_PRIME, check_hash_range
-from shared._validate import as_real, check_finite
+from deniable.shared._universal_hash import HASH_MAX_RANGE, HASH_PRIME, check_hash_range
+from deniable.shared._validate import as_real, check_finite
 
 __all__ = [
     "CATEGORICAL_KINDS",

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from shared._frequency_oracle import check_options
+from deniable.shared._frequency_oracle import check_options
 
 __all__ = ["decode_oue_bits", "encode_oue_bits"]
 

@@ -10,10 +10,10 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from shared._exact import exp_at_least, tightest_epsilon
-from shared._numeric_base import NumericBase, check_epsilon
-from shared._piecewise import PiecewiseSpec, rounding_term
-from shared._validate import as_real, check_finite
+from deniable.shared._exact import exp_at_least, tightest_epsilon
+from deniable.shared._numeric_base import NumericBase, check_epsilon
+from deniable.shared._piecewise import PiecewiseSpec, rounding_term
+from deniable.shared._validate import as_real, check_finite
 
 __all__ = ["HYBRID_THRESHOLD", "DuchiSpec", "HybridSpec"]
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from shared._exact import exp_at_least, tightest_epsilon
-from shared._rr import Estimand, check_estimand
-from shared._validate import as_count, as_real, check_finite, check_unit_interval
+from deniable.shared._exact import exp_at_least, tightest_epsilon
+from deniable.shared._rr import Estimand, check_estimand
+from deniable.shared._validate import as_count, as_real, check_finite, check_unit_interval
 
 __all__ = [
     "MAX_OPTIONS",

@@ -11,10 +11,10 @@ from typing import Any, TypeAlias, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from shared._duchi import HYBRID_THRESHOLD, DuchiSpec, HybridSpec
-from shared._numeric_base import NumericBase, check_epsilon, check_int, on_grid
-from shared._piecewise import PiecewiseSpec, rounding_term
-from shared._validate import as_real
+from deniable.shared._duchi import HYBRID_THRESHOLD, DuchiSpec, HybridSpec
+from deniable.shared._numeric_base import NumericBase, check_epsilon, check_int, on_grid
+from deniable.shared._piecewise import PiecewiseSpec, rounding_term
+from deniable.shared._validate import as_real
 
 __all__ = [
     "HYBRID_THRESHOLD",

@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from shared._exact import exp_at_least
-from shared._rr import Estimand, check_estimand
-from shared._validate import as_count, as_real, check_finite
+from deniable.shared._exact import exp_at_least
+from deniable.shared._rr import Estimand, check_estimand
+from deniable.shared._validate import as_count, as_real, check_finite
 
 __all__ = [
     "MAX_EPSILON",
@@ -134,7 +134,7 @@ class NumericBase:
         """Index (flattened order) of the first report off the output grid, NaN or inf; or None.
 
         Example:
-            >>> from shared._numeric import DuchiSpec
+            >>> from deniable.shared._numeric import DuchiSpec
             >>> DuchiSpec(0.0, 1.0, bound=3.0).validate_report([3.0, -3.0, 2.5])
             2
         """

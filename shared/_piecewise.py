@@ -10,9 +10,9 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from shared._exact import exp_at_least, tightest_epsilon
-from shared._numeric_base import NumericBase, check_epsilon, check_int, on_grid
-from shared._validate import as_real
+from deniable.shared._exact import exp_at_least, tightest_epsilon
+from deniable.shared._numeric_base import NumericBase, check_epsilon, check_int, on_grid
+from deniable.shared._validate import as_real
 
 __all__ = ["PiecewiseSpec", "rounding_term"]
 

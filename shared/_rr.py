@@ -10,8 +10,8 @@ from typing import Any, ClassVar, Literal, TypeVar, overload
 import numpy as np
 from numpy.typing import NDArray
 
-from shared._exact import exp_at_least, tightest_epsilon
-from shared._validate import as_count, as_real, check_finite, check_unit_interval
+from deniable.shared._exact import exp_at_least, tightest_epsilon
+from deniable.shared._validate import as_count, as_real, check_finite, check_unit_interval
 
 __all__ = ["ESTIMANDS", "Estimand", "RandomizedResponseSpec", "check_estimand"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, TypeAlias
 
-from shared._categorical import GrrSpec, OlhSpec, OueSpec
-from shared._frequency_oracle import CategoricalSpec
-from shared._numeric import (
+from deniable.shared._categorical import GrrSpec, OlhSpec, OueSpec
+from deniable.shared._frequency_oracle import CategoricalSpec
+from deniable.shared._numeric import (
     DuchiSpec,
     HybridSpec,
     LaplaceSpec,
@@ -14,8 +14,8 @@ from shared._numeric import (
     PiecewiseSpec,
     numeric_spec_from_description,
 )
-from shared._rr import RandomizedResponseSpec
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.shared._rr import RandomizedResponseSpec
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = [
     "MECHANISMS_FOR",

@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from client._values import perturbed_values
-from shared._categorical import categorical_spec
-from shared._numeric import numeric_spec
-from shared._rr import RandomizedResponseSpec
-from shared._wire import Spec, mechanism_message
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.client._values import perturbed_values
+from deniable.shared._categorical import categorical_spec
+from deniable.shared._numeric import numeric_spec
+from deniable.shared._rr import RandomizedResponseSpec
+from deniable.shared._wire import Spec, mechanism_message
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.conftest import RunCli
 
 OPTIONS = ["red", "green", "blue", "black"]

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from google.protobuf.message import Message
 from hypothesis import strategies as st
 
-from shared._wire import MECHANISMS_FOR, VALUE_FOR
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.shared._wire import MECHANISMS_FOR, VALUE_FOR
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests import _fuzz_strategies as fs
 from tests._fuzz_env import Env, survey_request
 

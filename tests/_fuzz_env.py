@@ -13,11 +13,11 @@ import grpc
 import numpy as np
 from google.protobuf.message import DecodeError, Message
 
-from aggregator._server import RunningServer, start_server
-from aggregator.storage import open_storage
-from client._values import perturbed_values
-from shared._wire import question_spec
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator._server import RunningServer, start_server
+from deniable.aggregator.storage import open_storage
+from deniable.client._values import perturbed_values
+from deniable.shared._wire import question_spec
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests import _fuzz_strategies as fs
 from tests.conftest import ADMIN_TOKEN
 

@@ -10,11 +10,11 @@ from typing import Any, TypeVar
 import grpc
 from hypothesis import strategies as st
 
-from shared._categorical import categorical_spec
-from shared._numeric import numeric_spec
-from shared._rr import RandomizedResponseSpec
-from shared._wire import MECHANISMS_FOR, mechanism_message
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.shared._categorical import categorical_spec
+from deniable.shared._numeric import numeric_spec
+from deniable.shared._rr import RandomizedResponseSpec
+from deniable.shared._wire import MECHANISMS_FOR, mechanism_message
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 Code = grpc.StatusCode
 HUGE = "x" * 100_000  # a 100 KB string

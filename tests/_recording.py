@@ -11,8 +11,8 @@ from typing import Any, cast
 
 import grpc
 
-from shared.deniable.v1 import aggregator_pb2 as pb
-from shared.deniable.v1 import aggregator_pb2_grpc as pb_grpc
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
+from deniable.shared.wire.v1 import aggregator_pb2_grpc as pb_grpc
 
 Metadata = tuple[tuple[str, str | bytes], ...]
 

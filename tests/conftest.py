@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from aggregator._server import RunningServer, start_server
-from aggregator.storage import open_storage
-from client._remote import AggregatorClient
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator._server import RunningServer, start_server
+from deniable.aggregator.storage import open_storage
+from deniable.client._remote import AggregatorClient
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 BIN = Path(sys.executable).parent
 

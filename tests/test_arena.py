@@ -7,10 +7,10 @@ import sys
 import numpy as np
 import pytest
 
-from aggregator.storage import _arena
-from aggregator.storage._arena import Column, prefault
-from aggregator.storage._id_table import IdTable
-from aggregator.storage._ids import fingerprints
+from deniable.aggregator.storage import _arena
+from deniable.aggregator.storage._arena import Column, prefault
+from deniable.aggregator.storage._id_table import IdTable
+from deniable.aggregator.storage._ids import fingerprints
 
 ON_LINUX = pytest.mark.skipif(sys.platform != "linux", reason="mremap and madvise: Linux")
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aggregator._batch import (
+from deniable.aggregator._batch import (
     DecodedBatch,
     _decode_exact,
     _decode_uniform,
@@ -18,9 +18,9 @@ from aggregator._batch import (
     decode_log,
     frame,
 )
-from aggregator._errors import InvalidArgument, ResourceExhausted
-from aggregator._log_format import COMPACT_UNIFORM, expand
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator._errors import InvalidArgument, ResourceExhausted
+from deniable.aggregator._log_format import COMPACT_UNIFORM, expand
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 MAX = 10_000

@@ -12,15 +12,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared import RandomizedResponseSpec, tightest_epsilon
-from shared._categorical import (
+from deniable.shared import RandomizedResponseSpec, tightest_epsilon
+from deniable.shared._categorical import (
     GrrSpec,
     OlhSpec,
     OueSpec,
     categorical_spec,
     choose_categorical,
 )
-from shared._frequency_oracle import CategoricalSpec
+from deniable.shared._frequency_oracle import CategoricalSpec
 
 options = st.integers(min_value=2, max_value=1024)
 open_alphas = st.floats(min_value=1e-12, max_value=1 - 1e-12)

@@ -11,18 +11,18 @@ import pytest
 from numpy.typing import NDArray
 from scipy import stats
 
-from client._categorical import (
+from deniable.client._categorical import (
     GeneralizedRandomizedResponse,
     OlhReport,
     OptimizedLocalHashing,
     OptimizedUnaryEncoding,
     categorical_mechanism,
 )
-from client._uniform import MAX_ROUNDS, uniform_below
-from shared import RandomizedResponseSpec
-from shared._categorical import GrrSpec, OlhSpec, OueSpec
-from shared._categorical_wire import decode_oue_bits, encode_oue_bits
-from shared._universal_hash import (
+from deniable.client._uniform import MAX_ROUNDS, uniform_below
+from deniable.shared import RandomizedResponseSpec
+from deniable.shared._categorical import GrrSpec, OlhSpec, OueSpec
+from deniable.shared._categorical_wire import decode_oue_bits, encode_oue_bits
+from deniable.shared._universal_hash import (
     HASH_PRIME,
     hash_unchecked,
     universal_hash,

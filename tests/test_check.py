@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from aggregator._check import check
-from aggregator._server import start_server
-from aggregator.storage import open_storage
-from aggregator.storage._migrate import SCHEMA_VERSION
-from aggregator.storage._reader import SqliteReader
-from client._remote import AggregatorClient
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator._check import check
+from deniable.aggregator._server import start_server
+from deniable.aggregator.storage import open_storage
+from deniable.aggregator.storage._migrate import SCHEMA_VERSION
+from deniable.aggregator.storage._reader import SqliteReader
+from deniable.client._remote import AggregatorClient
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests._check_data import (
     COUNT,
     EXTRA,

@@ -7,11 +7,11 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from aggregator._check import check
-from aggregator._server import RunningServer
-from aggregator.storage import Tally
-from aggregator.storage._reader import SqliteReader
-from client._remote import AggregatorClient
+from deniable.aggregator._check import check
+from deniable.aggregator._server import RunningServer
+from deniable.aggregator.storage import Tally
+from deniable.aggregator.storage._reader import SqliteReader
+from deniable.client._remote import AggregatorClient
 from tests._check_data import (
     SPECS,
     question,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from aggregator import participants_needed
-from shared import RandomizedResponseSpec
+from deniable.aggregator import participants_needed
+from deniable.shared import RandomizedResponseSpec
 from tests.conftest import RunCli
 
 

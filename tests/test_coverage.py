@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from aggregator import exact_coverage, exact_moments, report_count_pmf
-from shared import RandomizedResponseSpec
+from deniable.aggregator import exact_coverage, exact_moments, report_count_pmf
+from deniable.shared import RandomizedResponseSpec
 
 GRID = list(itertools.product((18, 100, 1000), (0.01, 0.3, 0.5), (0.1, 0.5, 0.9)))
 NOMINAL = 0.95

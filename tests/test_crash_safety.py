@@ -30,7 +30,7 @@ from fault_harness import (
     wait_all,
 )
 
-from client._remote import AggregatorClient
+from deniable.client._remote import AggregatorClient
 
 
 def test_acknowledged_reports_survive_kill_9_exactly_once(tmp_path: Path) -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from aggregator import estimate_proportion
-from client._remote import AggregatorClient
+from deniable.aggregator import estimate_proportion
+from deniable.client._remote import AggregatorClient
 from tests.conftest import ADMIN_TOKEN, BIN, Daemon, RunCli, start_daemon
 
 SPEC = {

@@ -10,8 +10,8 @@ import stat
 import subprocess
 from pathlib import Path
 
-from client._remote import AggregatorClient
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.client._remote import AggregatorClient
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.conftest import ADMIN_TOKEN, Daemon, RunCli, binary_question
 
 TOKEN = re.compile(r"[A-Za-z0-9_-]{32}")

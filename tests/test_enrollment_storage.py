@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
-from aggregator._batch import decode_batch, frame
-from aggregator._log_format import COMPACT_UNIFORM, varint
-from aggregator.storage import Tally, open_storage
-from aggregator.storage._migrate import SCHEMA_VERSION
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator._batch import decode_batch, frame
+from deniable.aggregator._log_format import COMPACT_UNIFORM, varint
+from deniable.aggregator.storage import Tally, open_storage
+from deniable.aggregator.storage._migrate import SCHEMA_VERSION
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.test_storage_contract import enrolled, report, submit, survey
 
 V4_TABLES = {"tokens", "token_counts", "token_answers"}

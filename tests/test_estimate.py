@@ -8,8 +8,8 @@ import math
 import pytest
 from scipy import stats
 
-from aggregator import METHODS, ProportionEstimate, estimate_proportion
-from shared import RandomizedResponseSpec
+from deniable.aggregator import METHODS, ProportionEstimate, estimate_proportion
+from deniable.shared import RandomizedResponseSpec
 
 CONTRACT_FIELDS = {
     "n", "estimate", "estimate_raw", "std_error", "ci_low", "ci_high", "method",

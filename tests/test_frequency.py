@@ -14,19 +14,23 @@ from hypothesis.extra import numpy as hnp
 from numpy.typing import NDArray
 from scipy import stats
 
-from aggregator._frequency import estimate_frequencies, frequency_arrays, project_to_simplex
-from aggregator._support import (
+from deniable.aggregator._frequency import (
+    estimate_frequencies,
+    frequency_arrays,
+    project_to_simplex,
+)
+from deniable.aggregator._support import (
     grr_support_counts,
     olh_support,
     olh_support_counts,
     oue_support_counts,
     support_counts,
 )
-from client._categorical import CategoricalMechanism, categorical_mechanism
-from shared import Estimand
-from shared._categorical import GrrSpec, OlhSpec, OueSpec
-from shared._frequency_oracle import CategoricalSpec
-from shared._universal_hash import HASH_PRIME, universal_hash_reference
+from deniable.client._categorical import CategoricalMechanism, categorical_mechanism
+from deniable.shared import Estimand
+from deniable.shared._categorical import GrrSpec, OlhSpec, OueSpec
+from deniable.shared._frequency_oracle import CategoricalSpec
+from deniable.shared._universal_hash import HASH_PRIME, universal_hash_reference
 
 P_FLOOR = 1e-6  # statistical tests fail only below this p-value (DESIGN §7)
 # At ε = 1 the mechanism's noise dominates the variance; at ε = 4 the sampling term

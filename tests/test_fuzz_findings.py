@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from google.protobuf.message import Message
 
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests import _fuzz_strategies as fs
 from tests._fuzz_env import REQUEST, Code, Env, start_env, stop_env
 

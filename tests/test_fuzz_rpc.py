@@ -19,9 +19,9 @@ from google.protobuf.message import Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aggregator._intervals import MAX_CONFIDENCE
-from shared._wire import MECHANISMS_FOR
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator._intervals import MAX_CONFIDENCE
+from deniable.shared._wire import MECHANISMS_FOR
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests import _fuzz_strategies as fs
 from tests import _fuzz_wire as fw
 from tests._fuzz_batches import BINARY, batches, distinct, valid_request

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from aggregator._errors import AlreadyExists
-from aggregator.storage import SubmitOutcome, Tally, open_storage
-from aggregator.storage._group_commit import GroupCommitter
-from aggregator.storage._sqlite import SqliteStorage
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator._errors import AlreadyExists
+from deniable.aggregator.storage import SubmitOutcome, Tally, open_storage
+from deniable.aggregator.storage._group_commit import GroupCommitter
+from deniable.aggregator.storage._sqlite import SqliteStorage
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.test_storage_contract import logged, recount, report, submission, survey
 
 WAIT = 30.0  # seconds; a bound on a hang, never reached when the code works

@@ -10,21 +10,21 @@ import grpc
 import numpy as np
 import pytest
 
-from aggregator._errors import InvalidArgument
-from aggregator._frequency import estimate_frequencies
-from aggregator._intervals import MAX_CONFIDENCE
-from aggregator._mean import estimate_mean_from_reports
-from aggregator._questions import MAX_NUMERIC_BOUND, MIN_SURVEY_EPSILON, check_question
-from aggregator._support import support_counts
-from client._categorical import OlhReports
-from client._remote import AggregatorClient, RemoteError
-from client._values import perturbed_values
-from shared._categorical import GrrSpec, OlhSpec, OueSpec, categorical_spec
-from shared._frequency_oracle import CategoricalSpec
-from shared._numeric import DuchiSpec, HybridSpec, LaplaceSpec, PiecewiseSpec, numeric_spec
-from shared._rr import RandomizedResponseSpec
-from shared._wire import Spec, mechanism_message, question_spec
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator._errors import InvalidArgument
+from deniable.aggregator._frequency import estimate_frequencies
+from deniable.aggregator._intervals import MAX_CONFIDENCE
+from deniable.aggregator._mean import estimate_mean_from_reports
+from deniable.aggregator._questions import MAX_NUMERIC_BOUND, MIN_SURVEY_EPSILON, check_question
+from deniable.aggregator._support import support_counts
+from deniable.client._categorical import OlhReports
+from deniable.client._remote import AggregatorClient, RemoteError
+from deniable.client._values import perturbed_values
+from deniable.shared._categorical import GrrSpec, OlhSpec, OueSpec, categorical_spec
+from deniable.shared._frequency_oracle import CategoricalSpec
+from deniable.shared._numeric import DuchiSpec, HybridSpec, LaplaceSpec, PiecewiseSpec, numeric_spec
+from deniable.shared._rr import RandomizedResponseSpec
+from deniable.shared._wire import Spec, mechanism_message, question_spec
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 Code = grpc.StatusCode
 OPTIONS = ["iOS", "Android", "MacOS", "Windows", "Linux"]

@@ -11,17 +11,17 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from aggregator import estimate_proportion
-from aggregator._errors import InvalidArgument, shown
-from aggregator._intervals import MAX_CONFIDENCE, METHODS
-from aggregator._questions import MIN_SURVEY_EPSILON
-from aggregator._server import RunningServer, start_server
-from aggregator._servicer import MAX_DETAILS
-from aggregator.storage import open_storage
-from client._remote import AggregatorClient, RemoteError
-from shared import RandomizedResponseSpec
-from shared.deniable.v1 import aggregator_pb2 as pb
-from shared.deniable.v1 import aggregator_pb2_grpc
+from deniable.aggregator import estimate_proportion
+from deniable.aggregator._errors import InvalidArgument, shown
+from deniable.aggregator._intervals import MAX_CONFIDENCE, METHODS
+from deniable.aggregator._questions import MIN_SURVEY_EPSILON
+from deniable.aggregator._server import RunningServer, start_server
+from deniable.aggregator._servicer import MAX_DETAILS
+from deniable.aggregator.storage import open_storage
+from deniable.client._remote import AggregatorClient, RemoteError
+from deniable.shared import RandomizedResponseSpec
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
+from deniable.shared.wire.v1 import aggregator_pb2_grpc
 from tests.conftest import ADMIN_TOKEN, binary_question
 
 Code = grpc.StatusCode

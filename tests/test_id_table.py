@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aggregator.storage import _growth
-from aggregator.storage._id_table import IdTable
-from aggregator.storage._ids import ReportIds, UniformPayloads, fingerprints, kernels
+from deniable.aggregator.storage import _growth
+from deniable.aggregator.storage._id_table import IdTable
+from deniable.aggregator.storage._ids import ReportIds, UniformPayloads, fingerprints, kernels
 
 ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 

@@ -9,13 +9,13 @@ import sys
 import click
 import pytest
 
-import aggregator
-from aggregator import cli as cli_package
+from deniable import aggregator
+from deniable.aggregator import cli as cli_package
 
 HEAVY = ("scipy", "numba")
 MODULES = [
     "aggregator",
-    "aggregator.cli",
+    "deniable.aggregator.cli",
     *sorted(module for module, _ in cli_package._COMMANDS.values()),
 ]
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from client._files import LocalStateError, atomic_write
-from client._guard import LocalState
-from client._ledger import Charge, Ledger, aggregator_name, load_ledger, save_ledger
-from client._policy import Policy
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.client._files import LocalStateError, atomic_write
+from deniable.client._guard import LocalState
+from deniable.client._ledger import Charge, Ledger, aggregator_name, load_ledger, save_ledger
+from deniable.client._policy import Policy
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.conftest import binary_question
 
 SAFETY_TIMEOUT = 120  # only so that a broken lock fails the test instead of hanging it

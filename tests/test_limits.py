@@ -10,15 +10,15 @@ from typing import Any, NoReturn, cast
 import grpc
 import pytest
 
-from aggregator._limits import LimitError, ServerLimits
-from aggregator._server import RunningServer, start_server
-from aggregator._service import AggregatorService
-from aggregator._servicer import AggregatorServicer
-from aggregator.storage import Submission, SubmitOutcome
-from aggregator.storage._sqlite import SqliteStorage
-from client._remote import AggregatorClient, RemoteError
-from client._tls import CHANNEL_KEEPALIVE, MAX_MESSAGE_BYTES
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator._limits import LimitError, ServerLimits
+from deniable.aggregator._server import RunningServer, start_server
+from deniable.aggregator._service import AggregatorService
+from deniable.aggregator._servicer import AggregatorServicer
+from deniable.aggregator.storage import Submission, SubmitOutcome
+from deniable.aggregator.storage._sqlite import SqliteStorage
+from deniable.client._remote import AggregatorClient, RemoteError
+from deniable.client._tls import CHANNEL_KEEPALIVE, MAX_MESSAGE_BYTES
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.conftest import ADMIN_TOKEN, binary_question
 
 Code = grpc.StatusCode

@@ -10,17 +10,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aggregator._batch import _decode_exact, _decode_uniform, decode_log
-from aggregator._log_format import (
+from deniable.aggregator._batch import _decode_exact, _decode_uniform, decode_log
+from deniable.aggregator._log_format import (
     COMPACT_HEX,
     COMPACT_UNIFORM,
     LogFormatError,
     compact_uniform,
     expand,
 )
-from aggregator.storage import StorageError, Tally, open_storage
-from aggregator.storage._migrate import SCHEMA_VERSION
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator.storage import StorageError, Tally, open_storage
+from deniable.aggregator.storage._migrate import SCHEMA_VERSION
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.test_batch import listed
 from tests.test_storage_contract import logged, recount, report, submit, survey
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from client._answer import Answer
-from client._files import LocalStateError
-from client._guard import LocalState
-from client._memo import SECRET_BYTES, Memo, load_memo, load_secret, memo_key
-from client._policy import Policy
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.client._answer import Answer
+from deniable.client._files import LocalStateError
+from deniable.client._guard import LocalState
+from deniable.client._memo import SECRET_BYTES, Memo, load_memo, load_secret, memo_key
+from deniable.client._policy import Policy
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.conftest import binary_question
 
 SECRET = bytes(range(32))

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from aggregator._mean import MeanTally, estimate_mean, estimate_mean_from_reports
-from client._numeric import numeric_mechanism
-from shared._numeric import (
+from deniable.aggregator._mean import MeanTally, estimate_mean, estimate_mean_from_reports
+from deniable.client._numeric import numeric_mechanism
+from deniable.shared._numeric import (
     DuchiSpec,
     HybridSpec,
     LaplaceSpec,

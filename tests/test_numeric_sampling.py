@@ -11,16 +11,16 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import client._dlaplace as dl
-from client._bernoulli import generator_source, os_source
-from client._dlaplace import (
+import deniable.client._dlaplace as dl
+from deniable.client._bernoulli import generator_source, os_source
+from deniable.client._dlaplace import (
     bernoulli_exp,
     bernoulli_rational,
     discrete_laplace,
     geometric_exp,
     uniform_below,
 )
-from client._numeric import (
+from deniable.client._numeric import (
     DuchiMechanism,
     HybridMechanism,
     LaplaceMechanism,
@@ -30,8 +30,8 @@ from client._numeric import (
     perturb_numeric,
     stochastic_round,
 )
-from shared._exact import exp_at_least
-from shared._numeric import NumericSpec, numeric_spec
+from deniable.shared._exact import exp_at_least
+from deniable.shared._numeric import NumericSpec, numeric_spec
 
 # Statistical tests fail only when a p-value is below this, or a statistic is beyond
 # four standard errors (DESIGN §7).
@@ -267,7 +267,7 @@ def test_stochastic_rounding_asks_for_the_exact_fraction(monkeypatch: pytest.Mon
         asked.extend(Fraction(n, den) for n in nums)
         return np.zeros(len(nums), dtype=bool)
 
-    monkeypatch.setattr("client._numeric.bernoulli_rational", record)
+    monkeypatch.setattr("deniable.client._numeric.bernoulli_rational", record)
     nums, den = exact_positions([0.1, 1.0, 0.5], 0.0, 1.0)
     floors = stochastic_round(nums, den, 3, os_source)
     assert floors.tolist() == [0, 3, 1]

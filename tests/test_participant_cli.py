@@ -13,8 +13,8 @@ import grpc
 import pytest
 from click.testing import CliRunner
 
-from aggregator._server import RunningServer
-from client._answer import (
+from deniable.aggregator._server import RunningServer
+from deniable.client._answer import (
     ExitCode,
     RefusedError,
     build_reports,
@@ -22,9 +22,9 @@ from client._answer import (
     from_remote,
     parse_answers,
 )
-from client._remote import AggregatorClient, RemoteError
-from client.cli import EXIT_CODES, cli
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.client._remote import AggregatorClient, RemoteError
+from deniable.client.cli import EXIT_CODES, cli
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.conftest import ADMIN_TOKEN, BIN, Daemon, RunCli, binary_question
 
 

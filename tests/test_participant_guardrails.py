@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from client._answer import ExitCode
-from client._files import data_dir
-from client._guard import LocalState
-from client._ledger import Charge, load_ledger, save_ledger
-from client._remote import AggregatorClient
-from shared._categorical import GrrSpec
-from shared._numeric import numeric_spec
-from shared._wire import mechanism_message
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.client._answer import ExitCode
+from deniable.client._files import data_dir
+from deniable.client._guard import LocalState
+from deniable.client._ledger import Charge, load_ledger, save_ledger
+from deniable.client._remote import AggregatorClient
+from deniable.shared._categorical import GrrSpec
+from deniable.shared._numeric import numeric_spec
+from deniable.shared._wire import mechanism_message
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests._recording import open_survey, recording_aggregator
 from tests.conftest import ADMIN_TOKEN, BIN, Daemon, RunCli, binary_question
 

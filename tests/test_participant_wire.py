@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from client._answer import Answer, build_reports
-from client._remote import AggregatorClient
-from shared._categorical import GrrSpec, OlhSpec, OueSpec
-from shared._numeric import numeric_spec
-from shared._wire import mechanism_message
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.client._answer import Answer, build_reports
+from deniable.client._remote import AggregatorClient
+from deniable.shared._categorical import GrrSpec, OlhSpec, OueSpec
+from deniable.shared._numeric import numeric_spec
+from deniable.shared._wire import mechanism_message
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests._recording import RecordingAggregator, open_survey, recording_aggregator
 from tests.conftest import RunCli, binary_question
 

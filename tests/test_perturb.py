@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from client import RandomizedResponse
-from client._bernoulli import bernoulli, generator_source
+from deniable.client import RandomizedResponse
+from deniable.client._bernoulli import bernoulli, generator_source
 
 # Statistical tests fail only when a binomial p-value is below this (DESIGN §7).
 P_FLOOR = 1e-6

@@ -9,15 +9,15 @@ from collections.abc import Callable
 import pytest
 from scipy import stats
 
-from aggregator._planner_kinds import plan_categorical, plan_numeric
-from aggregator._sample_size import (
+from deniable.aggregator._planner_kinds import plan_categorical, plan_numeric
+from deniable.aggregator._sample_size import (
     categorical_margin_achieved,
     categorical_participants_needed,
     numeric_margin_achieved,
     numeric_participants_needed,
 )
-from shared._categorical import GrrSpec, categorical_spec, choose_categorical
-from shared._numeric import numeric_spec
+from deniable.shared._categorical import GrrSpec, categorical_spec, choose_categorical
+from deniable.shared._numeric import numeric_spec
 from tests.conftest import RunCli
 
 

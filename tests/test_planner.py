@@ -7,8 +7,8 @@ import math
 import pytest
 from scipy import stats
 
-from aggregator import margin_achieved, participants_needed, plan
-from shared import RandomizedResponseSpec
+from deniable.aggregator import margin_achieved, participants_needed, plan
+from deniable.shared import RandomizedResponseSpec
 
 
 def formula_n(margin: float, alpha: float, confidence: float, p: float) -> float:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from client._answer import ExitCode, InvalidAnswerError, RefusedError, check_mechanism
-from client._policy import (
+from deniable.client._answer import ExitCode, InvalidAnswerError, RefusedError, check_mechanism
+from deniable.client._policy import (
     DEFAULT_BUDGET,
     DEFAULT_MAX_EPSILON,
     ConfigError,
@@ -18,7 +18,7 @@ from client._policy import (
     load_config,
     resolve_policy,
 )
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.conftest import RunCli, binary_question
 
 UNKNOWN_FIELD = b"\x9a\x06\x00"  # field 99, length-delimited, empty: a kind from the future

@@ -38,14 +38,14 @@ import pytest
 from numpy.typing import NDArray
 from scipy import stats
 
-from client._categorical import (
+from deniable.client._categorical import (
     GeneralizedRandomizedResponse,
     OlhReports,
     OptimizedLocalHashing,
     OptimizedUnaryEncoding,
     categorical_mechanism,
 )
-from client._numeric import (
+from deniable.client._numeric import (
     DuchiMechanism,
     HybridMechanism,
     LaplaceMechanism,
@@ -53,11 +53,11 @@ from client._numeric import (
     PiecewiseMechanism,
     numeric_mechanism,
 )
-from client._rr import RandomizedResponse
-from shared._categorical import categorical_spec
-from shared._numeric import LaplaceSpec, numeric_spec
-from shared._rr import RandomizedResponseSpec
-from shared._universal_hash import universal_hash
+from deniable.client._rr import RandomizedResponse
+from deniable.shared._categorical import categorical_spec
+from deniable.shared._numeric import LaplaceSpec, numeric_spec
+from deniable.shared._rr import RandomizedResponseSpec
+from deniable.shared._universal_hash import universal_hash
 from tests._audit import (
     DEFAULT_CONFIDENCE,
     Audit,

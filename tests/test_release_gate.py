@@ -8,8 +8,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from client._remote import AggregatorClient, RemoteError
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.client._remote import AggregatorClient, RemoteError
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.conftest import ADMIN_TOKEN, Daemon, RunCli, binary_question
 
 

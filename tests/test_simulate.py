@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from aggregator import exact_coverage, simulate_binary
-from shared import RandomizedResponseSpec
+from deniable.aggregator import exact_coverage, simulate_binary
+from deniable.shared import RandomizedResponseSpec
 
 
 def test_seeded_simulation_is_reproducible_and_complete() -> None:
@@ -74,7 +74,7 @@ def test_estimate_variance_and_coverage_match_theory(seed: int | None) -> None:
 
 
 def test_grpc_simulation_reads_back_exactly_the_in_process_estimate() -> None:
-    from aggregator._simulate_grpc import grpc_submitter
+    from deniable.aggregator._simulate_grpc import grpc_submitter
 
     spec = RandomizedResponseSpec(0.5)
     local = simulate_binary(3000, 0.3, spec, repeats=2, seed=5)
@@ -91,7 +91,7 @@ def test_grpc_simulation_reads_back_exactly_the_in_process_estimate() -> None:
 
 
 def test_a_report_lost_on_the_way_is_detected() -> None:
-    from aggregator._simulate_grpc import grpc_submitter
+    from deniable.aggregator._simulate_grpc import grpc_submitter
 
     spec = RandomizedResponseSpec(0.5)
     with (
@@ -102,7 +102,7 @@ def test_a_report_lost_on_the_way_is_detected() -> None:
 
 
 def test_grpc_submitter_validates_its_options() -> None:
-    from aggregator._simulate_grpc import grpc_submitter
+    from deniable.aggregator._simulate_grpc import grpc_submitter
 
     spec = RandomizedResponseSpec(0.5)
     with (

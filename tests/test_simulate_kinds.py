@@ -9,24 +9,27 @@ from typing import Any
 import numpy as np
 import pytest
 
-from aggregator._distributions import (
+from deniable.aggregator._distributions import (
     NumericDistribution,
     check_shares,
     parse_options,
     parse_shares,
 )
-from aggregator._frequency import estimate_frequencies
-from aggregator._mean import estimate_mean_from_reports
-from aggregator._simulate_categorical import exact_frequency_coverage, simulate_categorical
-from aggregator._simulate_grpc_kinds import categorical_grpc_submitter, numeric_grpc_submitter
-from aggregator._simulate_numeric import estimate_variance, simulate_numeric
-from aggregator._support import support_counts
-from client._categorical import categorical_mechanism
-from client._numeric import perturb_numeric
-from shared._categorical import categorical_spec
-from shared._numeric import numeric_spec
-from shared._wire import mechanism_message, question_spec
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator._frequency import estimate_frequencies
+from deniable.aggregator._mean import estimate_mean_from_reports
+from deniable.aggregator._simulate_categorical import exact_frequency_coverage, simulate_categorical
+from deniable.aggregator._simulate_grpc_kinds import (
+    categorical_grpc_submitter,
+    numeric_grpc_submitter,
+)
+from deniable.aggregator._simulate_numeric import estimate_variance, simulate_numeric
+from deniable.aggregator._support import support_counts
+from deniable.client._categorical import categorical_mechanism
+from deniable.client._numeric import perturb_numeric
+from deniable.shared._categorical import categorical_spec
+from deniable.shared._numeric import numeric_spec
+from deniable.shared._wire import mechanism_message, question_spec
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.conftest import RunCli
 
 SIGMAS = 4.0  # every statistical check allows 4 standard errors (DESIGN §7)
@@ -265,7 +268,7 @@ def test_numeric_coverage_and_variance_match_theory(
 
 
 def test_numeric_submit_must_return_the_local_estimate() -> None:
-    from aggregator._mean import estimate_mean_from_reports
+    from deniable.aggregator._mean import estimate_mean_from_reports
 
     spec = numeric_spec("piecewise", -1.0, 1.0, 1.0)
     local = simulate_numeric(500, "uniform", spec, repeats=2, seed=9)

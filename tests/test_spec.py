@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aggregator._intervals import normal_quantile
-from shared import RandomizedResponseSpec, exp_at_least, tightest_epsilon
-from shared._validate import MAX_CONFIDENCE, check_confidence
+from deniable.aggregator._intervals import normal_quantile
+from deniable.shared import RandomizedResponseSpec, exp_at_least, tightest_epsilon
+from deniable.shared._validate import MAX_CONFIDENCE, check_confidence
 
 
 def test_epsilon_at_half_is_ln3_pinned_from_both_sides() -> None:

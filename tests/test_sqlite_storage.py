@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from aggregator._errors import AlreadyExists
-from aggregator.storage import StorageError, Tally, open_storage
-from aggregator.storage._migrate import SCHEMA_VERSION
-from aggregator.storage._sqlite import SqliteStorage
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator._errors import AlreadyExists
+from deniable.aggregator.storage import StorageError, Tally, open_storage
+from deniable.aggregator.storage._migrate import SCHEMA_VERSION
+from deniable.aggregator.storage._sqlite import SqliteStorage
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.test_storage_contract import logged, recount, report, submit, survey
 
 V1_SCHEMA = """

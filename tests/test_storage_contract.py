@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from aggregator._batch import decode_batch
-from aggregator._errors import AlreadyExists, FailedPrecondition, NotFound, Unauthenticated
-from aggregator.storage import (
+from deniable.aggregator._batch import decode_batch
+from deniable.aggregator._errors import AlreadyExists, FailedPrecondition, NotFound, Unauthenticated
+from deniable.aggregator.storage import (
     ReportGroup,
     Storage,
     StorageError,
@@ -22,7 +22,7 @@ from aggregator.storage import (
     default_database_url,
     open_storage,
 )
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.conftest import binary_question
 
 Opener = Callable[[], Storage]

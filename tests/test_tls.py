@@ -11,8 +11,8 @@ import grpc
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from aggregator._server import RunningServer, start_server
-from aggregator._tls import (
+from deniable.aggregator._server import RunningServer, start_server
+from deniable.aggregator._tls import (
     ServerTls,
     TlsError,
     is_loopback,
@@ -20,10 +20,10 @@ from aggregator._tls import (
     plaintext_warning,
     warn_if_plaintext,
 )
-from aggregator.storage import open_storage
-from client._remote import AggregatorClient, RemoteError
-from client._tls import TlsConfig, load_client_tls
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator.storage import open_storage
+from deniable.client._remote import AggregatorClient, RemoteError
+from deniable.client._tls import TlsConfig, load_client_tls
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests._certs import Pki, make_pki
 from tests.conftest import ADMIN_TOKEN, binary_question
 

@@ -11,9 +11,9 @@ from typing import Any
 import grpc
 import pytest
 
-from client._remote import AggregatorClient, RemoteError
-from client._tls import TlsConfig
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.client._remote import AggregatorClient, RemoteError
+from deniable.client._tls import TlsConfig
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests._certs import Pki, make_pki
 from tests.conftest import ADMIN_TOKEN, Daemon, RunCli, binary_question, start_daemon
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from aggregator.storage import Storage, open_storage
-from aggregator.storage import _sqlite as sqlite_module
-from aggregator.storage._sqlite import SqliteStorage
-from aggregator.storage._wal import preallocate_wal, wal_target_size
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator.storage import Storage, open_storage
+from deniable.aggregator.storage import _sqlite as sqlite_module
+from deniable.aggregator.storage._sqlite import SqliteStorage
+from deniable.aggregator.storage._wal import preallocate_wal, wal_target_size
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.test_storage_contract import logged, recount, report, submit, survey
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,7 +65,7 @@ def test_only_bytes_past_the_end_are_written(tmp_path: Path) -> None:
 _CRASH = """
 import os, sys
 sys.path.insert(0, {root!r})
-from aggregator.storage import Storage, open_storage
+from deniable.aggregator.storage import Storage, open_storage
 from tests.test_wal import batch
 from tests.test_storage_contract import submit, survey
 storage = open_storage("sqlite:///" + {path!r})

@@ -6,7 +6,7 @@ import importlib
 
 import click
 
-import client._grpc_env  # noqa: F401  (before grpc is imported)
+import deniable.client._grpc_env  # noqa: F401  (before grpc is imported)
 
 __all__ = ["cli", "main"]
 
@@ -14,12 +14,12 @@ __all__ = ["cli", "main"]
 # command list in --help): each command then loads only what it needs, and the one
 # that computes statistics is the one that pays for scipy.
 _COMMANDS = {
-    "plan": ("aggregator.cli._plan", "plan_command"),
-    "serve": ("aggregator.cli._serve", "serve_command"),
-    "simulate": ("aggregator.cli._simulate", "simulate_command"),
-    "survey": ("aggregator.cli._survey", "survey_group"),
-    "estimate": ("aggregator.cli._estimate", "estimate_command"),
-    "check": ("aggregator.cli._check", "check_command"),
+    "plan": ("deniable.aggregator.cli._plan", "plan_command"),
+    "serve": ("deniable.aggregator.cli._serve", "serve_command"),
+    "simulate": ("deniable.aggregator.cli._simulate", "simulate_command"),
+    "survey": ("deniable.aggregator.cli._survey", "survey_group"),
+    "estimate": ("deniable.aggregator.cli._estimate", "estimate_command"),
+    "check": ("deniable.aggregator.cli._check", "check_command"),
 }
 
 

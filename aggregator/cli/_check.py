@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from aggregator._check import check
-from aggregator.cli._common import emit_json, fail
-from aggregator.storage import StorageError, default_database_url
-from aggregator.storage._reader import SqliteReader, sqlite_path
+from deniable.aggregator._check import check
+from deniable.aggregator.cli._common import emit_json, fail
+from deniable.aggregator.storage import StorageError, default_database_url
+from deniable.aggregator.storage._reader import SqliteReader, sqlite_path
 
 
 @click.command("check")

@@ -12,9 +12,9 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-import client._grpc_env  # noqa: F401  (before grpc is imported: see the module)
-from client._options import tls_options
-from shared import RandomizedResponseSpec
+import deniable.client._grpc_env  # noqa: F401  (before grpc is imported: see the module)
+from deniable.client._options import tls_options
+from deniable.shared import RandomizedResponseSpec
 
 __all__ = [
     "emit_json",
@@ -111,7 +111,7 @@ def remote_errors(server: str) -> Iterator[None]:
     Unreachable (UNAVAILABLE, DEADLINE_EXCEEDED, a failed TLS handshake) keeps gRPC's
     reason, which tells a refused connection from a certificate that did not verify.
     """
-    from client._remote import RETRYABLE, RemoteError, exit_code_for
+    from deniable.client._remote import RETRYABLE, RemoteError, exit_code_for
 
     try:
         yield
@@ -148,7 +148,7 @@ def token_option(function: F) -> F:
 
 def read_token(token_file: Path | None) -> str:
     """The admin token from the file, else ``DENIABLE_ADMIN_TOKEN``; a usage error if none."""
-    from aggregator._auth import check_token, read_token_file
+    from deniable.aggregator._auth import check_token, read_token_file
 
     if token_file is not None:
         with user_errors():

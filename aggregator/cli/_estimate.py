@@ -6,11 +6,17 @@ from typing import Any
 
 import click
 
-from aggregator._intervals import MAX_CONFIDENCE, METHODS
-from aggregator.cli._common import emit_json, fail, remote_errors, server_option, tls_options
-from client._remote import AggregatorClient, RemoteError
-from client._tls import TlsConfig
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator._intervals import MAX_CONFIDENCE, METHODS
+from deniable.aggregator.cli._common import (
+    emit_json,
+    fail,
+    remote_errors,
+    server_option,
+    tls_options,
+)
+from deniable.client._remote import AggregatorClient, RemoteError
+from deniable.client._tls import TlsConfig
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 FIELDS = (
     "n", "estimate", "estimate_raw", "ci_low", "ci_high", "std_error", "confidence",

@@ -8,8 +8,8 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 
-from aggregator._distributions import parse_options
-from aggregator.cli._common import user_errors
+from deniable.aggregator._distributions import parse_options
+from deniable.aggregator.cli._common import user_errors
 
 __all__ = [
     "QUESTION_TYPES",

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import click
 
-from aggregator._planner import plan
-from aggregator.cli._common import (
+from deniable.aggregator._planner import plan
+from deniable.aggregator.cli._common import (
     emit_json,
     mechanism_options,
     privacy_line,
     spec_from_options,
     user_errors,
 )
-from aggregator.cli._kinds import kind_options, reject_options
-from aggregator.cli._plan_kinds import plan_kind
+from deniable.aggregator.cli._kinds import kind_options, reject_options
+from deniable.aggregator.cli._plan_kinds import plan_kind
 
 
 @click.command("plan")

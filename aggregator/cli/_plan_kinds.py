@@ -6,9 +6,9 @@ import math
 
 import click
 
-from aggregator._planner_kinds import KindPlan, plan_categorical, plan_numeric
-from aggregator.cli._common import emit_json, user_errors
-from aggregator.cli._kinds import categorical_inputs, mechanism_summary, numeric_inputs
+from deniable.aggregator._planner_kinds import KindPlan, plan_categorical, plan_numeric
+from deniable.aggregator.cli._common import emit_json, user_errors
+from deniable.aggregator.cli._kinds import categorical_inputs, mechanism_summary, numeric_inputs
 
 __all__ = ["plan_kind"]
 

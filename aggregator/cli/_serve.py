@@ -12,14 +12,14 @@ from typing import Any, TypeVar
 
 import click
 
-from aggregator._auth import load_or_create_token
-from aggregator._limits import LimitError, ServerLimits
-from aggregator._logging import configure_logging
-from aggregator._server import DEFAULT_LISTEN, start_server
-from aggregator._tls import TlsError, load_server_tls, warn_if_plaintext
-from aggregator.cli._common import fail, user_errors
-from aggregator.storage import StorageError, default_database_url, open_storage
-from aggregator.storage._url import data_dir
+from deniable.aggregator._auth import load_or_create_token
+from deniable.aggregator._limits import LimitError, ServerLimits
+from deniable.aggregator._logging import configure_logging
+from deniable.aggregator._server import DEFAULT_LISTEN, start_server
+from deniable.aggregator._tls import TlsError, load_server_tls, warn_if_plaintext
+from deniable.aggregator.cli._common import fail, user_errors
+from deniable.aggregator.storage import StorageError, default_database_url, open_storage
+from deniable.aggregator.storage._url import data_dir
 
 log = logging.getLogger("deniable.aggregator")
 _DEFAULTS = ServerLimits()

@@ -9,9 +9,9 @@ from typing import Any
 
 import click
 
-from aggregator._intervals import METHODS
-from aggregator._simulate import SimulationResult, simulate_binary
-from aggregator.cli._common import (
+from deniable.aggregator._intervals import METHODS
+from deniable.aggregator._simulate import SimulationResult, simulate_binary
+from deniable.aggregator.cli._common import (
     emit_json,
     mechanism_options,
     privacy_line,
@@ -23,10 +23,10 @@ from aggregator.cli._common import (
     transport_line,
     user_errors,
 )
-from aggregator.cli._kinds import kind_options, reject_options
-from aggregator.cli._simulate_kinds import simulate_kind
-from client._tls import TlsConfig
-from shared import ESTIMANDS, RandomizedResponseSpec
+from deniable.aggregator.cli._kinds import kind_options, reject_options
+from deniable.aggregator.cli._simulate_kinds import simulate_kind
+from deniable.client._tls import TlsConfig
+from deniable.shared import ESTIMANDS, RandomizedResponseSpec
 
 
 @click.command("simulate")
@@ -117,7 +117,7 @@ def simulate_command(
         stack.enter_context(remote_errors(server or "the embedded aggregator"))
         submitter = None
         if transport == "grpc":
-            from aggregator._simulate_grpc import grpc_submitter
+            from deniable.aggregator._simulate_grpc import grpc_submitter
 
             submitter = stack.enter_context(
                 grpc_submitter(

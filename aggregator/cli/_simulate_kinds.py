@@ -10,35 +10,35 @@ from typing import Any
 
 import click
 
-from aggregator._distributions import NumericDistribution, check_shares, parse_shares
-from aggregator._intervals import check_method
-from aggregator._simulate_categorical import CategoricalSimulation, simulate_categorical
-from aggregator._simulate_grpc import GrpcTransport
-from aggregator._simulate_grpc_kinds import (
+from deniable.aggregator._distributions import NumericDistribution, check_shares, parse_shares
+from deniable.aggregator._intervals import check_method
+from deniable.aggregator._simulate_categorical import CategoricalSimulation, simulate_categorical
+from deniable.aggregator._simulate_grpc import GrpcTransport
+from deniable.aggregator._simulate_grpc_kinds import (
     CategoricalGrpcSubmitter,
     NumericGrpcSubmitter,
     categorical_grpc_submitter,
     numeric_grpc_submitter,
 )
-from aggregator._simulate_numeric import NumericSimulation, simulate_numeric
-from aggregator.cli._common import (
+from deniable.aggregator._simulate_numeric import NumericSimulation, simulate_numeric
+from deniable.aggregator.cli._common import (
     emit_json,
     read_token,
     remote_errors,
     transport_line,
     user_errors,
 )
-from aggregator.cli._kinds import (
+from deniable.aggregator.cli._kinds import (
     categorical_inputs,
     mechanism_summary,
     numeric_inputs,
     reject_options,
 )
-from client._tls import TlsConfig
-from shared import ESTIMANDS
-from shared._categorical import categorical_spec
-from shared._numeric import numeric_spec
-from shared._validate import as_count, check_open_unit
+from deniable.client._tls import TlsConfig
+from deniable.shared import ESTIMANDS
+from deniable.shared._categorical import categorical_spec
+from deniable.shared._numeric import numeric_spec
+from deniable.shared._validate import as_count, check_open_unit
 
 __all__ = ["simulate_kind"]
 

@@ -9,9 +9,9 @@ from typing import Any
 import click
 from google.protobuf import json_format
 
-from aggregator._errors import InvalidArgument
-from aggregator._questions import MIN_SURVEY_EPSILON, check_survey_limits
-from aggregator.cli._common import (
+from deniable.aggregator._errors import InvalidArgument
+from deniable.aggregator._questions import MIN_SURVEY_EPSILON, check_survey_limits
+from deniable.aggregator.cli._common import (
     emit_json,
     fail,
     read_token,
@@ -20,14 +20,14 @@ from aggregator.cli._common import (
     tls_options,
     token_option,
 )
-from aggregator.cli._survey_tokens import tokens_command
-from client._remote import AggregatorClient
-from client._tls import TlsConfig
-from shared import RandomizedResponseSpec
-from shared._categorical import categorical_spec
-from shared._numeric import numeric_spec
-from shared._wire import Spec, mechanism_message
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator.cli._survey_tokens import tokens_command
+from deniable.client._remote import AggregatorClient
+from deniable.client._tls import TlsConfig
+from deniable.shared import RandomizedResponseSpec
+from deniable.shared._categorical import categorical_spec
+from deniable.shared._numeric import numeric_spec
+from deniable.shared._wire import Spec, mechanism_message
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 STATES = {pb.SURVEY_STATE_OPEN: "open", pb.SURVEY_STATE_CLOSED: "closed"}
 SURVEY_KEYS = {"title", "questions", "min_reports", "enrollment_required"}

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from aggregator.cli._common import (
+from deniable.aggregator.cli._common import (
     emit_json,
     fail,
     read_token,
@@ -18,8 +18,8 @@ from aggregator.cli._common import (
     tls_options,
     token_option,
 )
-from client._remote import AggregatorClient
-from client._tls import TlsConfig
+from deniable.client._remote import AggregatorClient
+from deniable.client._tls import TlsConfig
 
 __all__ = ["tokens_command"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aggregator.storage._base import (
+from deniable.aggregator.storage._base import (
     ReportGroup,
     Selection,
     Storage,
@@ -11,7 +11,7 @@ from aggregator.storage._base import (
     SubmitOutcome,
     Tally,
 )
-from aggregator.storage._url import default_database_url, open_storage
+from deniable.aggregator.storage._url import default_database_url, open_storage
 
 __all__ = [
     "ReportGroup",

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 Selection = NDArray[np.bool_] | slice  # a mask over a group's rows, or [:] for every row
 

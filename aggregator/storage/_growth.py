@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregator.storage._arena import Column
-from aggregator.storage._ids import kernels
+from deniable.aggregator.storage._arena import Column
+from deniable.aggregator.storage._ids import kernels
 
 __all__ = ["Growth", "slots"]
 

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregator._errors import AlreadyExists, FailedPrecondition
-from aggregator.storage._base import Submission
-from aggregator.storage._id_table import IdTable
-from aggregator.storage._ids import ReportIds
+from deniable.aggregator._errors import AlreadyExists, FailedPrecondition
+from deniable.aggregator.storage._base import Submission
+from deniable.aggregator.storage._id_table import IdTable
+from deniable.aggregator.storage._ids import ReportIds
 
 __all__ = ["Claim", "IdIndex"]
 

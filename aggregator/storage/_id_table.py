@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregator.storage._arena import Column
-from aggregator.storage._growth import Growth, slots
-from aggregator.storage._ids import kernels
+from deniable.aggregator.storage._arena import Column
+from deniable.aggregator.storage._growth import Growth, slots
+from deniable.aggregator.storage._ids import kernels
 
 __all__ = ["IdTable"]
 

@@ -34,7 +34,7 @@ def kernels() -> ModuleType:
     The first call in a process takes a few tenths of a second; a daemon makes it when it
     opens its storage (:func:`warm_up`), not on its first batch.
     """
-    from aggregator.storage import _id_kernels
+    from deniable.aggregator.storage import _id_kernels
 
     return _id_kernels
 
@@ -42,7 +42,7 @@ def kernels() -> ModuleType:
 @cache
 def warm_up() -> None:
     """Load every compiled loop once (each process pays this once)."""
-    from aggregator.storage._id_table import IdTable
+    from deniable.aggregator.storage._id_table import IdTable
 
     table = IdTable(1)
     ids = np.zeros((1, 1), dtype=np.uint8)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import IO
 
-from aggregator.storage._base import StorageError
+from deniable.aggregator.storage._base import StorageError
 
 __all__ = ["exclusive_lock"]
 

@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
-from aggregator.storage._base import StorageError, Tally
-from aggregator.storage._migrate import SCHEMA_VERSION
+from deniable.aggregator.storage._base import StorageError, Tally
+from deniable.aggregator.storage._migrate import SCHEMA_VERSION
 
 __all__ = ["OLDEST_READABLE", "SqliteReader", "sqlite_path"]
 

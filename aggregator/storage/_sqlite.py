@@ -13,9 +13,9 @@ from typing import IO
 import numpy as np
 from numpy.typing import NDArray
 
-from aggregator._errors import FailedPrecondition, InvalidArgument
-from aggregator._log_format import expand
-from aggregator.storage._base import (
+from deniable.aggregator._errors import FailedPrecondition, InvalidArgument
+from deniable.aggregator._log_format import expand
+from deniable.aggregator.storage._base import (
     Selection,
     Storage,
     StorageError,
@@ -23,12 +23,12 @@ from aggregator.storage._base import (
     SubmitOutcome,
     Tally,
 )
-from aggregator.storage._group_commit import GroupCommitter
-from aggregator.storage._id_index import Claim, IdIndex
-from aggregator.storage._ids import warm_up
-from aggregator.storage._lock import exclusive_lock
-from aggregator.storage._migrate import migrate
-from aggregator.storage._sqlite_tokens import (
+from deniable.aggregator.storage._group_commit import GroupCommitter
+from deniable.aggregator.storage._id_index import Claim, IdIndex
+from deniable.aggregator.storage._ids import warm_up
+from deniable.aggregator.storage._lock import exclusive_lock
+from deniable.aggregator.storage._migrate import migrate
+from deniable.aggregator.storage._sqlite_tokens import (
     Binding,
     PendingBindings,
     bind,
@@ -36,8 +36,8 @@ from aggregator.storage._sqlite_tokens import (
     issued,
     store_bindings,
 )
-from aggregator.storage._wal import preallocate_wal, wal_target_size
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator.storage._wal import preallocate_wal, wal_target_size
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["SqliteStorage"]
 
@@ -116,7 +116,7 @@ class SqliteStorage(Storage):
 
     def _load_index(self) -> None:
         """Enter the report ids and payloads of every open survey, read back from the log."""
-        from aggregator._batch import decode_log
+        from deniable.aggregator._batch import decode_log
 
         for (survey_id,) in self._db.execute(
             "SELECT id FROM surveys WHERE state = ?", (pb.SURVEY_STATE_OPEN,)

@@ -10,16 +10,16 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from aggregator._enrollment import payload_digest
-from aggregator._errors import (
+from deniable.aggregator._enrollment import payload_digest
+from deniable.aggregator._errors import (
     AlreadyExists,
     FailedPrecondition,
     InvalidArgument,
     NotFound,
     Unauthenticated,
 )
-from aggregator.storage._base import Submission
-from shared.deniable.v1 import aggregator_pb2 as pb
+from deniable.aggregator.storage._base import Submission
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["Binding", "PendingBindings", "bind", "insert_tokens", "issued", "store_bindings"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from aggregator.storage._base import Storage
+from deniable.aggregator.storage._base import Storage
 
 __all__ = ["data_dir", "default_database_url", "open_storage"]
 
@@ -24,7 +24,7 @@ def default_database_url() -> str:
 def open_storage(url: str) -> Storage:
     """Open the backend a URL names: ``sqlite:///absolute/path`` or ``sqlite:///:memory:``."""
     if url.startswith("sqlite:///"):
-        from aggregator.storage._sqlite import SqliteStorage
+        from deniable.aggregator.storage._sqlite import SqliteStorage
 
         return SqliteStorage(url.removeprefix("sqlite:///"))
     scheme = url.split(":", 1)[0] if ":" in url else url

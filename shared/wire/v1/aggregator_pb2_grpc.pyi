@@ -8,8 +8,8 @@ stable. Add fields, never renumber or reuse them.
 """
 
 from collections import abc as _abc
+from deniable.shared.wire.v1 import aggregator_pb2 as _aggregator_pb2
 from grpc import aio as _aio
-from shared.deniable.v1 import aggregator_pb2 as _aggregator_pb2
 import abc as _abc_1
 import grpc as _grpc
 import sys

@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from shared.deniable.v1 import aggregator_pb2 as shared_dot_deniable_dot_v1_dot_aggregator__pb2
+from deniable.shared.wire.v1 import aggregator_pb2 as deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in shared/deniable/v1/aggregator_pb2_grpc.py depends on'
+        + ' but the generated code in deniable/shared/wire/v1/aggregator_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -37,38 +37,38 @@ class AggregatorStub:
         """
         self.CreateSurvey = channel.unary_unary(
                 '/deniable.v1.Aggregator/CreateSurvey',
-                request_serializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.CreateSurveyRequest.SerializeToString,
-                response_deserializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.Survey.FromString,
+                request_serializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.CreateSurveyRequest.SerializeToString,
+                response_deserializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.Survey.FromString,
                 _registered_method=True)
         self.GetSurvey = channel.unary_unary(
                 '/deniable.v1.Aggregator/GetSurvey',
-                request_serializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.GetSurveyRequest.SerializeToString,
-                response_deserializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.Survey.FromString,
+                request_serializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.GetSurveyRequest.SerializeToString,
+                response_deserializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.Survey.FromString,
                 _registered_method=True)
         self.ListSurveys = channel.unary_unary(
                 '/deniable.v1.Aggregator/ListSurveys',
-                request_serializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.ListSurveysRequest.SerializeToString,
-                response_deserializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.ListSurveysResponse.FromString,
+                request_serializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.ListSurveysRequest.SerializeToString,
+                response_deserializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.ListSurveysResponse.FromString,
                 _registered_method=True)
         self.CloseSurvey = channel.unary_unary(
                 '/deniable.v1.Aggregator/CloseSurvey',
-                request_serializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.CloseSurveyRequest.SerializeToString,
-                response_deserializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.Survey.FromString,
+                request_serializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.CloseSurveyRequest.SerializeToString,
+                response_deserializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.Survey.FromString,
                 _registered_method=True)
         self.SubmitReports = channel.unary_unary(
                 '/deniable.v1.Aggregator/SubmitReports',
-                request_serializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.SubmitReportsRequest.SerializeToString,
-                response_deserializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.SubmitReportsResponse.FromString,
+                request_serializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.SubmitReportsRequest.SerializeToString,
+                response_deserializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.SubmitReportsResponse.FromString,
                 _registered_method=True)
         self.GetEstimate = channel.unary_unary(
                 '/deniable.v1.Aggregator/GetEstimate',
-                request_serializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.GetEstimateRequest.SerializeToString,
-                response_deserializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.Estimate.FromString,
+                request_serializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.GetEstimateRequest.SerializeToString,
+                response_deserializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.Estimate.FromString,
                 _registered_method=True)
         self.IssueTokens = channel.unary_unary(
                 '/deniable.v1.Aggregator/IssueTokens',
-                request_serializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.IssueTokensRequest.SerializeToString,
-                response_deserializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.IssueTokensResponse.FromString,
+                request_serializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.IssueTokensRequest.SerializeToString,
+                response_deserializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.IssueTokensResponse.FromString,
                 _registered_method=True)
 
 
@@ -132,38 +132,38 @@ def add_AggregatorServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'CreateSurvey': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateSurvey,
-                    request_deserializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.CreateSurveyRequest.FromString,
-                    response_serializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.Survey.SerializeToString,
+                    request_deserializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.CreateSurveyRequest.FromString,
+                    response_serializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.Survey.SerializeToString,
             ),
             'GetSurvey': grpc.unary_unary_rpc_method_handler(
                     servicer.GetSurvey,
-                    request_deserializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.GetSurveyRequest.FromString,
-                    response_serializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.Survey.SerializeToString,
+                    request_deserializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.GetSurveyRequest.FromString,
+                    response_serializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.Survey.SerializeToString,
             ),
             'ListSurveys': grpc.unary_unary_rpc_method_handler(
                     servicer.ListSurveys,
-                    request_deserializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.ListSurveysRequest.FromString,
-                    response_serializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.ListSurveysResponse.SerializeToString,
+                    request_deserializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.ListSurveysRequest.FromString,
+                    response_serializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.ListSurveysResponse.SerializeToString,
             ),
             'CloseSurvey': grpc.unary_unary_rpc_method_handler(
                     servicer.CloseSurvey,
-                    request_deserializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.CloseSurveyRequest.FromString,
-                    response_serializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.Survey.SerializeToString,
+                    request_deserializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.CloseSurveyRequest.FromString,
+                    response_serializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.Survey.SerializeToString,
             ),
             'SubmitReports': grpc.unary_unary_rpc_method_handler(
                     servicer.SubmitReports,
-                    request_deserializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.SubmitReportsRequest.FromString,
-                    response_serializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.SubmitReportsResponse.SerializeToString,
+                    request_deserializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.SubmitReportsRequest.FromString,
+                    response_serializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.SubmitReportsResponse.SerializeToString,
             ),
             'GetEstimate': grpc.unary_unary_rpc_method_handler(
                     servicer.GetEstimate,
-                    request_deserializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.GetEstimateRequest.FromString,
-                    response_serializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.Estimate.SerializeToString,
+                    request_deserializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.GetEstimateRequest.FromString,
+                    response_serializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.Estimate.SerializeToString,
             ),
             'IssueTokens': grpc.unary_unary_rpc_method_handler(
                     servicer.IssueTokens,
-                    request_deserializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.IssueTokensRequest.FromString,
-                    response_serializer=shared_dot_deniable_dot_v1_dot_aggregator__pb2.IssueTokensResponse.SerializeToString,
+                    request_deserializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.IssueTokensRequest.FromString,
+                    response_serializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.IssueTokensResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -192,8 +192,8 @@ class Aggregator:
             request,
             target,
             '/deniable.v1.Aggregator/CreateSurvey',
-            shared_dot_deniable_dot_v1_dot_aggregator__pb2.CreateSurveyRequest.SerializeToString,
-            shared_dot_deniable_dot_v1_dot_aggregator__pb2.Survey.FromString,
+            deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.CreateSurveyRequest.SerializeToString,
+            deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.Survey.FromString,
             options,
             channel_credentials,
             insecure,
@@ -219,8 +219,8 @@ class Aggregator:
             request,
             target,
             '/deniable.v1.Aggregator/GetSurvey',
-            shared_dot_deniable_dot_v1_dot_aggregator__pb2.GetSurveyRequest.SerializeToString,
-            shared_dot_deniable_dot_v1_dot_aggregator__pb2.Survey.FromString,
+            deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.GetSurveyRequest.SerializeToString,
+            deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.Survey.FromString,
             options,
             channel_credentials,
             insecure,
@@ -246,8 +246,8 @@ class Aggregator:
             request,
             target,
             '/deniable.v1.Aggregator/ListSurveys',
-            shared_dot_deniable_dot_v1_dot_aggregator__pb2.ListSurveysRequest.SerializeToString,
-            shared_dot_deniable_dot_v1_dot_aggregator__pb2.ListSurveysResponse.FromString,
+            deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.ListSurveysRequest.SerializeToString,
+            deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.ListSurveysResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -273,8 +273,8 @@ class Aggregator:
             request,
             target,
             '/deniable.v1.Aggregator/CloseSurvey',
-            shared_dot_deniable_dot_v1_dot_aggregator__pb2.CloseSurveyRequest.SerializeToString,
-            shared_dot_deniable_dot_v1_dot_aggregator__pb2.Survey.FromString,
+            deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.CloseSurveyRequest.SerializeToString,
+            deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.Survey.FromString,
             options,
             channel_credentials,
             insecure,
@@ -300,8 +300,8 @@ class Aggregator:
             request,
             target,
             '/deniable.v1.Aggregator/SubmitReports',
-            shared_dot_deniable_dot_v1_dot_aggregator__pb2.SubmitReportsRequest.SerializeToString,
-            shared_dot_deniable_dot_v1_dot_aggregator__pb2.SubmitReportsResponse.FromString,
+            deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.SubmitReportsRequest.SerializeToString,
+            deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.SubmitReportsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -327,8 +327,8 @@ class Aggregator:
             request,
             target,
             '/deniable.v1.Aggregator/GetEstimate',
-            shared_dot_deniable_dot_v1_dot_aggregator__pb2.GetEstimateRequest.SerializeToString,
-            shared_dot_deniable_dot_v1_dot_aggregator__pb2.Estimate.FromString,
+            deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.GetEstimateRequest.SerializeToString,
+            deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.Estimate.FromString,
             options,
             channel_credentials,
             insecure,
@@ -354,8 +354,8 @@ class Aggregator:
             request,
             target,
             '/deniable.v1.Aggregator/IssueTokens',
-            shared_dot_deniable_dot_v1_dot_aggregator__pb2.IssueTokensRequest.SerializeToString,
-            shared_dot_deniable_dot_v1_dot_aggregator__pb2.IssueTokensResponse.FromString,
+            deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.IssueTokensRequest.SerializeToString,
+            deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.IssueTokensResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,1 +1,0 @@
-"""Generated wire code for proto package deniable (do not edit; run `make proto`)."""
