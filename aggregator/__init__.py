@@ -12,28 +12,37 @@ if importlib.util.find_spec("scipy") is None:  # pragma: no cover - only without
     )
 
 if TYPE_CHECKING:
-    from deniable.aggregator._coverage import exact_coverage, exact_moments, report_count_pmf
-    from deniable.aggregator._intervals import METHODS
-    from deniable.aggregator._planner import Plan, margin_achieved, participants_needed, plan
-    from deniable.aggregator._proportion import ProportionEstimate, estimate_proportion
-    from deniable.aggregator._simulate import SimulationResult, simulate_binary
+    from deniable.aggregator.analysis._coverage import (
+        exact_coverage,
+        exact_moments,
+        report_count_pmf,
+    )
+    from deniable.aggregator.analysis._intervals import METHODS
+    from deniable.aggregator.analysis._planner import (
+        Plan,
+        margin_achieved,
+        participants_needed,
+        plan,
+    )
+    from deniable.aggregator.analysis._proportion import ProportionEstimate, estimate_proportion
+    from deniable.aggregator.analysis._simulate import SimulationResult, simulate_binary
 
 # Each public name and its module, imported on first use (PEP 562), so that commands
 # and the daemon load only what they need: the statistics pull in scipy, which adds
 # 0.3 s or more to the start of every command that imports it.
 _EXPORTS = {
-    "METHODS": "deniable.aggregator._intervals",
-    "Plan": "deniable.aggregator._planner",
-    "ProportionEstimate": "deniable.aggregator._proportion",
-    "SimulationResult": "deniable.aggregator._simulate",
-    "estimate_proportion": "deniable.aggregator._proportion",
-    "exact_coverage": "deniable.aggregator._coverage",
-    "exact_moments": "deniable.aggregator._coverage",
-    "margin_achieved": "deniable.aggregator._planner",
-    "participants_needed": "deniable.aggregator._planner",
-    "plan": "deniable.aggregator._planner",
-    "report_count_pmf": "deniable.aggregator._coverage",
-    "simulate_binary": "deniable.aggregator._simulate",
+    "METHODS": "deniable.aggregator.analysis._intervals",
+    "Plan": "deniable.aggregator.analysis._planner",
+    "ProportionEstimate": "deniable.aggregator.analysis._proportion",
+    "SimulationResult": "deniable.aggregator.analysis._simulate",
+    "estimate_proportion": "deniable.aggregator.analysis._proportion",
+    "exact_coverage": "deniable.aggregator.analysis._coverage",
+    "exact_moments": "deniable.aggregator.analysis._coverage",
+    "margin_achieved": "deniable.aggregator.analysis._planner",
+    "participants_needed": "deniable.aggregator.analysis._planner",
+    "plan": "deniable.aggregator.analysis._planner",
+    "report_count_pmf": "deniable.aggregator.analysis._coverage",
+    "simulate_binary": "deniable.aggregator.analysis._simulate",
 }
 __all__ = [
     "METHODS",

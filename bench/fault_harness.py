@@ -152,7 +152,7 @@ def stored_ids(db_path: Path, survey_id: str) -> tuple[list[bytes], int]:
 
     Read-only and in one snapshot, safe while the daemon serves.
     """
-    from deniable.aggregator._batch import decode_log
+    from deniable.aggregator.storage._decode import decode_log
     from deniable.aggregator.storage._reader import SqliteReader
 
     ids: list[bytes] = []

@@ -19,9 +19,9 @@ from unittest import mock
 
 from ingest_servers import QUESTION_ID, build_requests
 
-from deniable.aggregator._batch import decode_batch
-from deniable.aggregator._service import AggregatorService
+from deniable.aggregator.server._service import AggregatorService
 from deniable.aggregator.storage import Storage, Submission, open_storage
+from deniable.aggregator.storage._decode import decode_batch
 
 # --- where the real server's time goes ---------------------------------------------------
 

@@ -14,7 +14,7 @@ from typing import NoReturn
 
 import grpc
 
-from deniable.aggregator._server import MAX_MESSAGE_BYTES, start_server
+from deniable.aggregator.server._lifecycle import MAX_MESSAGE_BYTES, start_server
 from deniable.aggregator.storage import open_storage
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from deniable.shared.wire.v1 import aggregator_pb2_grpc as pb_grpc

@@ -35,7 +35,7 @@ from ingest_servers import (
     start,
 )
 
-from deniable.aggregator._server import MAX_MESSAGE_BYTES
+from deniable.aggregator.server._lifecycle import MAX_MESSAGE_BYTES
 from deniable.client._remote import AggregatorClient
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from deniable.shared.wire.v1 import aggregator_pb2_grpc as pb_grpc

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from deniable.aggregator._batch import Group
-from deniable.aggregator._questions import estimate, group_tally
-from deniable.aggregator._service import MAX_BATCH
+from deniable.aggregator.analysis._questions import estimate, group_tally
+from deniable.aggregator.server._service import MAX_BATCH
 from deniable.aggregator.storage import Tally
+from deniable.aggregator.storage._decode import Group
 from deniable.client._categorical import categorical_mechanism
 from deniable.client._numeric import perturb_numeric
 from deniable.client._rr import RandomizedResponse

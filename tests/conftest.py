@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from deniable.aggregator._server import RunningServer, start_server
+from deniable.aggregator.server._lifecycle import RunningServer, start_server
 from deniable.aggregator.storage import open_storage
 from deniable.client._remote import AggregatorClient
 from deniable.shared.wire.v1 import aggregator_pb2 as pb

@@ -18,7 +18,9 @@ def test_the_wheel_installs_the_three_folders_under_deniable(tmp_path: Path) -> 
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
     for folder in FOLDERS:
-        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__")
+        )
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
          "--quiet", "-w", str(tmp_path), str(source)],

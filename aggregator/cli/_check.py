@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from deniable.aggregator._check import check
+from deniable.aggregator.analysis._check import check
 from deniable.aggregator.cli._common import emit_json, fail
 from deniable.aggregator.storage import StorageError, default_database_url
 from deniable.aggregator.storage._reader import SqliteReader, sqlite_path

@@ -148,7 +148,7 @@ def token_option(function: F) -> F:
 
 def read_token(token_file: Path | None) -> str:
     """The admin token from the file, else ``DENIABLE_ADMIN_TOKEN``; a usage error if none."""
-    from deniable.aggregator._auth import check_token, read_token_file
+    from deniable.aggregator.server._auth import check_token, read_token_file
 
     if token_file is not None:
         with user_errors():

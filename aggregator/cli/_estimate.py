@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from deniable.aggregator._intervals import MAX_CONFIDENCE, METHODS
+from deniable.aggregator.analysis._intervals import MAX_CONFIDENCE, METHODS
 from deniable.aggregator.cli._common import (
     emit_json,
     fail,

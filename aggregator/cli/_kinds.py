@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 
-from deniable.aggregator._distributions import parse_options
+from deniable.aggregator.analysis._distributions import parse_options
 from deniable.aggregator.cli._common import user_errors
 
 __all__ = [

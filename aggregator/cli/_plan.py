@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from deniable.aggregator._planner import plan
+from deniable.aggregator.analysis._planner import plan
 from deniable.aggregator.cli._common import (
     emit_json,
     mechanism_options,

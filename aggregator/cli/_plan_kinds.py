@@ -6,7 +6,7 @@ import math
 
 import click
 
-from deniable.aggregator._planner_kinds import KindPlan, plan_categorical, plan_numeric
+from deniable.aggregator.analysis._planner_kinds import KindPlan, plan_categorical, plan_numeric
 from deniable.aggregator.cli._common import emit_json, user_errors
 from deniable.aggregator.cli._kinds import categorical_inputs, mechanism_summary, numeric_inputs
 

@@ -12,12 +12,12 @@ from typing import Any, TypeVar
 
 import click
 
-from deniable.aggregator._auth import load_or_create_token
-from deniable.aggregator._limits import LimitError, ServerLimits
-from deniable.aggregator._logging import configure_logging
-from deniable.aggregator._server import DEFAULT_LISTEN, start_server
-from deniable.aggregator._tls import TlsError, load_server_tls, warn_if_plaintext
 from deniable.aggregator.cli._common import fail, user_errors
+from deniable.aggregator.server._auth import load_or_create_token
+from deniable.aggregator.server._lifecycle import DEFAULT_LISTEN, start_server
+from deniable.aggregator.server._limits import LimitError, ServerLimits
+from deniable.aggregator.server._logging import configure_logging
+from deniable.aggregator.server._tls import TlsError, load_server_tls, warn_if_plaintext
 from deniable.aggregator.storage import StorageError, default_database_url, open_storage
 from deniable.aggregator.storage._url import data_dir
 

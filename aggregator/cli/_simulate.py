@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from deniable.aggregator._intervals import METHODS
-from deniable.aggregator._simulate import SimulationResult, simulate_binary
+from deniable.aggregator.analysis._intervals import METHODS
+from deniable.aggregator.analysis._simulate import SimulationResult, simulate_binary
 from deniable.aggregator.cli._common import (
     emit_json,
     mechanism_options,
@@ -117,7 +117,7 @@ def simulate_command(
         stack.enter_context(remote_errors(server or "the embedded aggregator"))
         submitter = None
         if transport == "grpc":
-            from deniable.aggregator._simulate_grpc import grpc_submitter
+            from deniable.aggregator.analysis._simulate_grpc import grpc_submitter
 
             submitter = stack.enter_context(
                 grpc_submitter(

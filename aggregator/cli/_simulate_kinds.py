@@ -10,17 +10,24 @@ from typing import Any
 
 import click
 
-from deniable.aggregator._distributions import NumericDistribution, check_shares, parse_shares
-from deniable.aggregator._intervals import check_method
-from deniable.aggregator._simulate_categorical import CategoricalSimulation, simulate_categorical
-from deniable.aggregator._simulate_grpc import GrpcTransport
-from deniable.aggregator._simulate_grpc_kinds import (
+from deniable.aggregator.analysis._distributions import (
+    NumericDistribution,
+    check_shares,
+    parse_shares,
+)
+from deniable.aggregator.analysis._intervals import check_method
+from deniable.aggregator.analysis._simulate_categorical import (
+    CategoricalSimulation,
+    simulate_categorical,
+)
+from deniable.aggregator.analysis._simulate_grpc import GrpcTransport
+from deniable.aggregator.analysis._simulate_grpc_kinds import (
     CategoricalGrpcSubmitter,
     NumericGrpcSubmitter,
     categorical_grpc_submitter,
     numeric_grpc_submitter,
 )
-from deniable.aggregator._simulate_numeric import NumericSimulation, simulate_numeric
+from deniable.aggregator.analysis._simulate_numeric import NumericSimulation, simulate_numeric
 from deniable.aggregator.cli._common import (
     emit_json,
     read_token,

@@ -9,8 +9,7 @@ from typing import Any
 import click
 from google.protobuf import json_format
 
-from deniable.aggregator._errors import InvalidArgument
-from deniable.aggregator._questions import MIN_SURVEY_EPSILON, check_survey_limits
+from deniable.aggregator.analysis._questions import MIN_SURVEY_EPSILON, check_survey_limits
 from deniable.aggregator.cli._common import (
     emit_json,
     fail,
@@ -27,6 +26,7 @@ from deniable.shared import RandomizedResponseSpec
 from deniable.shared._categorical import categorical_spec
 from deniable.shared._numeric import numeric_spec
 from deniable.shared._wire import Spec, mechanism_message
+from deniable.shared.errors import InvalidArgument
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 STATES = {pb.SURVEY_STATE_OPEN: "open", pb.SURVEY_STATE_CLOSED: "closed"}

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from deniable.aggregator._errors import AlreadyExists, FailedPrecondition
 from deniable.aggregator.storage._base import Submission
 from deniable.aggregator.storage._id_table import IdTable
 from deniable.aggregator.storage._ids import ReportIds
+from deniable.shared.errors import AlreadyExists, FailedPrecondition
 
 __all__ = ["Claim", "IdIndex"]
 

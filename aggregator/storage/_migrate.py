@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from deniable.aggregator._batch import frame
 from deniable.aggregator.storage._base import StorageError
+from deniable.aggregator.storage._decode import frame
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "migrate"]
 

@@ -13,8 +13,6 @@ from typing import IO
 import numpy as np
 from numpy.typing import NDArray
 
-from deniable.aggregator._errors import FailedPrecondition, InvalidArgument
-from deniable.aggregator._log_format import expand
 from deniable.aggregator.storage._base import (
     Selection,
     Storage,
@@ -27,6 +25,7 @@ from deniable.aggregator.storage._group_commit import GroupCommitter
 from deniable.aggregator.storage._id_index import Claim, IdIndex
 from deniable.aggregator.storage._ids import warm_up
 from deniable.aggregator.storage._lock import exclusive_lock
+from deniable.aggregator.storage._log_format import expand
 from deniable.aggregator.storage._migrate import migrate
 from deniable.aggregator.storage._sqlite_tokens import (
     Binding,
@@ -37,6 +36,7 @@ from deniable.aggregator.storage._sqlite_tokens import (
     store_bindings,
 )
 from deniable.aggregator.storage._wal import preallocate_wal, wal_target_size
+from deniable.shared.errors import FailedPrecondition, InvalidArgument
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["SqliteStorage"]
@@ -116,7 +116,7 @@ class SqliteStorage(Storage):
 
     def _load_index(self) -> None:
         """Enter the report ids and payloads of every open survey, read back from the log."""
-        from deniable.aggregator._batch import decode_log
+        from deniable.aggregator.storage._decode import decode_log
 
         for (survey_id,) in self._db.execute(
             "SELECT id FROM surveys WHERE state = ?", (pb.SURVEY_STATE_OPEN,)

@@ -10,15 +10,15 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from deniable.aggregator._enrollment import payload_digest
-from deniable.aggregator._errors import (
+from deniable.aggregator.server._enrollment import payload_digest
+from deniable.aggregator.storage._base import Submission
+from deniable.shared.errors import (
     AlreadyExists,
     FailedPrecondition,
     InvalidArgument,
     NotFound,
     Unauthenticated,
 )
-from deniable.aggregator.storage._base import Submission
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["Binding", "PendingBindings", "bind", "insert_tokens", "issued", "store_bindings"]

@@ -1,0 +1,120 @@
+"""Simulated multiple-choice and numeric participants that submit over gRPC.
+
+The reports travel as the participant client sends them (:func:`client._values.
+report_values`) to an embedded or remote aggregator (:func:`aggregator._simulate_grpc.
+aggregator_connection`); each estimate is read back with GetEstimate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from deniable.aggregator.analysis._distributions import check_option_names
+from deniable.aggregator.analysis._frequency import FrequencyEstimate
+from deniable.aggregator.analysis._mean import MeanEstimate
+from deniable.aggregator.analysis._simulate_grpc import (
+    GrpcTransport,
+    aggregator_connection,
+    from_estimate,
+)
+from deniable.client._categorical import OlhReports
+from deniable.client._tls import TlsConfig
+from deniable.shared._frequency_oracle import CategoricalSpec
+from deniable.shared._numeric import NumericSpec
+
+__all__ = [
+    "CategoricalGrpcSubmitter",
+    "NumericGrpcSubmitter",
+    "categorical_grpc_submitter",
+    "numeric_grpc_submitter",
+]
+
+PER_OPTION = ("estimate", "estimate_raw", "std_error", "ci_low", "ci_high")
+"""FrequencyEstimate fields read from each OptionEstimate under the same name."""
+
+
+@dataclass
+class CategoricalGrpcSubmitter(GrpcTransport):
+    """Multiple-choice questions: submits option, bits or hashed values; FrequencyEstimate."""
+
+    def __call__(
+        self, reports: NDArray[np.int64] | NDArray[np.bool_] | OlhReports
+    ) -> FrequencyEstimate:
+        """Create a survey, submit ``reports`` (as ``perturb_many`` returns them), estimate."""
+        estimate = self.exchange(reports)
+        rows = estimate.options
+        per_option = {name: tuple(getattr(row, name) for row in rows) for name in PER_OPTION}
+        return from_estimate(
+            FrequencyEstimate, estimate, k=len(rows),
+            support_counts=tuple(int(row.support) for row in rows), **per_option,
+        )  # fmt: skip
+
+
+@dataclass
+class NumericGrpcSubmitter(GrpcTransport):
+    """Numeric questions: submits numbers on the normalized scale; MeanEstimate."""
+
+    def __call__(self, reports: NDArray[np.float64]) -> MeanEstimate:
+        """Create a survey, submit ``reports``, return its GetEstimate as a MeanEstimate."""
+        estimate = self.exchange(reports)
+        spec = self.spec
+        assert isinstance(spec, NumericSpec)
+        # The range is the question's, not part of an Estimate.
+        return from_estimate(MeanEstimate, estimate, lo=spec.lo, hi=spec.hi)
+
+
+@contextmanager
+def categorical_grpc_submitter(
+    spec: CategoricalSpec,
+    *,
+    options: Sequence[str] | None = None,
+    confidence: float,
+    method: str,
+    server: str | None = None,
+    admin_token: str | None = None,
+    batch_size: int = 1000,
+    tls: TlsConfig | None = None,
+) -> Iterator[CategoricalGrpcSubmitter]:
+    """Yield a multiple-choice submitter for ``server``, or for an embedded daemon.
+
+    ``options`` name the question's options (default ``0``..``k−1``). See
+    :func:`aggregator._simulate_grpc.aggregator_connection` for the daemon.
+    """
+    if not isinstance(spec, CategoricalSpec):
+        raise TypeError(f"spec must be a categorical spec, got {type(spec).__name__}")
+    names = check_option_names(
+        options if options is not None else [str(v) for v in range(spec.k)], spec.k
+    )
+    with aggregator_connection(server, admin_token, batch_size, tls) as (client, address):
+        yield CategoricalGrpcSubmitter(
+            client, spec, address, confidence, method, batch_size,
+            embedded=server is None, options=names,
+        )  # fmt: skip
+
+
+@contextmanager
+def numeric_grpc_submitter(
+    spec: NumericSpec,
+    *,
+    confidence: float,
+    server: str | None = None,
+    admin_token: str | None = None,
+    batch_size: int = 1000,
+    tls: TlsConfig | None = None,
+) -> Iterator[NumericGrpcSubmitter]:
+    """Yield a numeric submitter for ``server``, or for an embedded daemon.
+
+    The interval is always the t-interval, so GetEstimate gets no interval method. See
+    :func:`aggregator._simulate_grpc.aggregator_connection` for the daemon.
+    """
+    if not isinstance(spec, NumericSpec):
+        raise TypeError(f"spec must be a numeric spec, got {type(spec).__name__}")
+    with aggregator_connection(server, admin_token, batch_size, tls) as (client, address):
+        yield NumericGrpcSubmitter(
+            client, spec, address, confidence, "", batch_size, embedded=server is None
+        )

@@ -1,0 +1,1 @@
+"""The daemon: the gRPC servicer over a transport-free service layer, auth, limits, lifecycle."""

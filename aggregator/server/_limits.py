@@ -1,0 +1,96 @@
+"""The daemon's resource limits and connection management, with their defaults in one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from deniable.aggregator.server._service import MAX_BATCH
+from deniable.client._tls import CHANNEL_KEEPALIVE, MAX_MESSAGE_BYTES
+
+__all__ = ["LimitError", "ServerLimits"]
+
+_GRPC_INT_MAX = 2**31 - 1  # channel arguments are C ints
+CLIENT_KEEPALIVE_TIME_MS = dict(CHANNEL_KEEPALIVE)["grpc.keepalive_time_ms"]
+
+
+class LimitError(ValueError):
+    """A limit outside its range; ``field`` names it (``max_batch`` is ``--max-batch``)."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """What one daemon accepts at once, and how it manages connections (docs/security.md).
+
+    Attributes:
+        max_message_bytes: largest request or response; a bigger request is refused
+            with RESOURCE_EXHAUSTED before it is parsed. 8 MiB holds a full batch of
+            10,000 reports (about 1 MB) with room to spare.
+        max_batch: most reports in one SubmitReports; more: RESOURCE_EXHAUSTED.
+        max_concurrent_rpcs: calls in the server at once, running or queued for a
+            worker (health checks included); beyond it: RESOURCE_EXHAUSTED at once.
+        workers: threads that run calls; the rest wait in a queue.
+        keepalive_time_ms: the server pings a connection quiet for this long ...
+        keepalive_timeout_ms: ... and closes it if the ack does not come within this.
+        min_ping_interval_ms: the shortest interval between a client's pings that the
+            server tolerates (fewer than 3 faster pings; then GOAWAY too_many_pings).
+            At most the client's keepalive interval, so deniable's own clients never
+            get that GOAWAY.
+        max_connection_idle_ms: a connection without a call for this long is closed
+            gracefully (GOAWAY); the client reconnects on its next call.
+        max_connection_age_ms: every connection is closed gracefully after this long,
+            so that clients spread over several daemons behind a load balancer.
+        max_connection_age_grace_ms: how long calls in flight on such a connection may
+            still run.
+    """
+
+    max_message_bytes: int = MAX_MESSAGE_BYTES
+    max_batch: int = MAX_BATCH
+    max_concurrent_rpcs: int = 128
+    workers: int = 16
+    keepalive_time_ms: int = 60_000
+    keepalive_timeout_ms: int = 20_000
+    min_ping_interval_ms: int = 15_000
+    max_connection_idle_ms: int = 300_000
+    max_connection_age_ms: int = 1_800_000
+    max_connection_age_grace_ms: int = 30_000
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise LimitError(item.name, f"must be an integer, got {value!r}")
+            if not 1 <= value <= _GRPC_INT_MAX:
+                raise LimitError(item.name, f"must be between 1 and {_GRPC_INT_MAX}, got {value}")
+        if self.max_message_bytes < 1024:
+            raise LimitError(
+                "max_message_bytes", f"must be at least 1024, got {self.max_message_bytes}"
+            )
+        if self.min_ping_interval_ms > CLIENT_KEEPALIVE_TIME_MS:
+            raise LimitError(
+                "min_ping_interval_ms",
+                f"{self.min_ping_interval_ms} is above the clients' keepalive interval of "
+                f"{CLIENT_KEEPALIVE_TIME_MS} ms: they would be sent GOAWAY too_many_pings",
+            )
+
+    def channel_options(self) -> list[tuple[str, int]]:
+        """The gRPC server options that enforce these limits."""
+        return [
+            ("grpc.max_receive_message_length", self.max_message_bytes),
+            ("grpc.max_send_message_length", self.max_message_bytes),
+            ("grpc.keepalive_time_ms", self.keepalive_time_ms),
+            ("grpc.keepalive_timeout_ms", self.keepalive_timeout_ms),
+            # Clients ping between calls too (client._tls.CHANNEL_KEEPALIVE): allow it, and
+            # do not cap the pings the server itself sends on a quiet connection.
+            ("grpc.keepalive_permit_without_calls", 1),
+            ("grpc.http2.max_pings_without_data", 0),
+            ("grpc.http2.min_ping_interval_without_data_ms", self.min_ping_interval_ms),
+            ("grpc.http2.max_ping_strikes", 2),
+            ("grpc.max_connection_idle_ms", self.max_connection_idle_ms),
+            ("grpc.max_connection_age_ms", self.max_connection_age_ms),
+            ("grpc.max_connection_age_grace_ms", self.max_connection_age_grace_ms),
+        ]

@@ -1,0 +1,239 @@
+"""The aggregator's service layer: validation and rules, independent of the transport."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from collections.abc import Sequence
+
+from deniable.aggregator.analysis._intervals import MAX_CONFIDENCE, METHODS
+from deniable.aggregator.analysis._questions import check_question, estimate, group_tally
+from deniable.aggregator.server._enrollment import (
+    check_min_reports,
+    check_token_batch,
+    check_token_count,
+    gate_message,
+    new_tokens,
+    token_hash,
+)
+from deniable.aggregator.storage import ReportGroup, Storage, Submission
+from deniable.aggregator.storage._decode import Group, decode_batch
+from deniable.shared._wire import Spec, describe_mechanism, question_spec
+from deniable.shared.errors import (
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    Unauthenticated,
+    shown,
+)
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
+
+__all__ = ["MAX_BATCH", "MAX_QUESTIONS", "AggregatorService"]
+
+MAX_BATCH = 10_000
+MAX_QUESTIONS = 100
+MAX_TITLE = 200
+MAX_TEXT = 2000
+_QUESTION_ID = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+_SURVEY_ID = re.compile(r"[a-z0-9]{1,64}")
+
+
+def _find_question(survey: pb.Survey, question_id: str, where: str) -> pb.Question:
+    """The survey's question with this id, or NotFound naming the field ``where``."""
+    for question in survey.questions:
+        if question.id == question_id:
+            return question
+    raise NotFound(f"{where}: survey {survey.id!r} has no question {shown(question_id)}")
+
+
+class AggregatorService:
+    """Surveys, report ingestion and estimates over a :class:`Storage` backend."""
+
+    def __init__(self, storage: Storage, *, max_batch: int = MAX_BATCH) -> None:
+        self.storage = storage
+        self.max_batch = max_batch
+        self._specs: dict[str, pb.Survey] = {}  # open surveys' specs, read once
+        self._question_specs: dict[tuple[str, str], Spec] = {}
+
+    def create_survey(self, request: pb.CreateSurveyRequest) -> pb.Survey:
+        """Validate a survey spec, fill in each question's privacy figures, store it."""
+        title = request.title.strip()
+        if not title or len(title) > MAX_TITLE:
+            raise InvalidArgument(f"title: must be 1..{MAX_TITLE} characters, got {len(title)}")
+        if not 1 <= len(request.questions) <= MAX_QUESTIONS:
+            raise InvalidArgument(
+                f"questions: need 1..{MAX_QUESTIONS} questions, got {len(request.questions)}"
+            )
+        check_min_reports(request.min_reports)
+        survey = pb.Survey(
+            id=secrets.token_hex(8),
+            title=title,
+            state=pb.SURVEY_STATE_OPEN,
+            created_unix_ms=time.time_ns() // 1_000_000,
+            min_reports=request.min_reports,
+            enrollment_required=request.enrollment_required,
+        )
+        seen: set[str] = set()
+        for index, question in enumerate(request.questions):
+            where = f"questions[{index}]"
+            if not _QUESTION_ID.fullmatch(question.id):
+                raise InvalidArgument(
+                    f"{where}.id: {shown(question.id)} must match [A-Za-z0-9_.-]{{1,64}}"
+                )
+            if question.id in seen:
+                raise InvalidArgument(f"{where}.id: duplicate question id {question.id!r}")
+            seen.add(question.id)
+            if not question.text.strip() or len(question.text) > MAX_TEXT:
+                raise InvalidArgument(f"{where}.text: must be 1..{MAX_TEXT} characters")
+            _, privacy = check_question(question, where)
+            stored = survey.questions.add()
+            stored.CopyFrom(question)
+            stored.privacy.CopyFrom(privacy)
+        self.storage.create_survey(survey)
+        return self.get_survey(survey.id)
+
+    def get_survey(self, survey_id: str) -> pb.Survey:
+        """The survey, or NotFound."""
+        survey = self.storage.get_survey(survey_id) if _SURVEY_ID.fullmatch(survey_id) else None
+        if survey is None:
+            raise NotFound(f"survey_id: unknown survey {shown(survey_id)}")
+        return survey
+
+    def list_surveys(self, request: pb.ListSurveysRequest) -> pb.ListSurveysResponse:
+        """Open surveys, or all with ``include_closed``."""
+        return pb.ListSurveysResponse(surveys=self.storage.list_surveys(request.include_closed))
+
+    def close_survey(self, survey_id: str) -> pb.Survey:
+        """Close a survey; closing a closed survey is a no-op."""
+        self.get_survey(survey_id)
+        closed = self.storage.close_survey(survey_id)
+        assert closed is not None
+        return closed
+
+    def submit_reports(self, request: pb.SubmitReportsRequest | bytes) -> pb.SubmitReportsResponse:
+        """Validate every report, then store the batch in one durable transaction.
+
+        ``request`` may be the serialized message as received on the wire: the server
+        hands over raw bytes so that a well-formed batch is validated in bulk. A batch
+        with an ``enrollment_token`` holds one survey's reports, one per question; the
+        storage checks the token and its earlier answers in the batch's transaction.
+        """
+        data = request if isinstance(request, bytes) else request.SerializeToString()
+        batch = decode_batch(data, self.max_batch)
+        token = batch.enrollment_token
+        if token:
+            check_token_batch(batch.groups, batch.positions)
+        groups = [self._check_group(group, batch.positions, bool(token)) for group in batch.groups]
+        outcome = self.storage.submit(
+            Submission(
+                batch.report_ids,
+                batch.payloads,
+                groups,
+                batch.encode,
+                batch.positions,
+                token_hash(token) if token else None,
+            )
+        )
+        # Identical repeats inside the batch were dropped when decoding: counted once.
+        repeats = batch.size - len(batch.report_ids)
+        return pb.SubmitReportsResponse(
+            stored=outcome.stored, already_stored=outcome.already_stored + repeats
+        )
+
+    def _check_group(
+        self, group: Group, positions: Sequence[int], enrolled: bool = False
+    ) -> ReportGroup:
+        """Check a group of reports against its survey and question; its tally function.
+
+        ``enrolled`` tells whether the batch carries an enrollment token: it must if, and
+        only if, the survey requires enrollment.
+
+        A survey's questions never change, so its spec is read once and cached; whether it
+        is still open is checked by the storage inside the batch's transaction.
+        """
+        report = group.template
+        where = f"reports[{group.first}]"
+        survey = self._specs.get(report.survey_id)
+        if survey is None:
+            try:
+                survey = self.get_survey(report.survey_id)
+            except NotFound:
+                raise NotFound(
+                    f"{where}.survey_id: unknown survey {shown(report.survey_id)}"
+                ) from None
+            if survey.state != pb.SURVEY_STATE_OPEN:
+                raise FailedPrecondition(f"{where}: survey {survey.id!r} is closed")
+            self._specs[survey.id] = survey
+        if survey.enrollment_required and not enrolled:
+            raise Unauthenticated(f"{where}: survey {survey.id!r} requires an enrollment token")
+        if enrolled and not survey.enrollment_required:
+            raise InvalidArgument(
+                f"enrollment_token: survey {survey.id!r} of {where} does not use enrollment "
+                "tokens; send its reports without one"
+            )
+        question = _find_question(survey, report.question_id, f"{where}.question_id")
+        if report.mechanism != question.mechanism:
+            raise FailedPrecondition(
+                f"{where}.mechanism: {describe_mechanism(report.mechanism)} differs from the "
+                f"survey's {describe_mechanism(question.mechanism)}"
+            )
+        return ReportGroup(
+            survey_id=survey.id,
+            question_id=question.id,
+            rows=group.rows,
+            tally=group_tally(self._spec(survey.id, question), group, positions),
+        )
+
+    def _spec(self, survey_id: str, question: pb.Question) -> Spec:
+        """The question's mechanism spec (validated when the survey was created), cached."""
+        key = (survey_id, question.id)
+        spec = self._question_specs.get(key)
+        if spec is None:
+            spec = self._question_specs[key] = question_spec(question)
+        return spec
+
+    def issue_tokens(self, request: pb.IssueTokensRequest) -> pb.IssueTokensResponse:
+        """New enrollment tokens for an open survey that requires enrollment.
+
+        Only the tokens' hashes are stored, durably, before the reply: the response is the
+        only place the tokens ever appear.
+        """
+        check_token_count(request.count)
+        survey = self.get_survey(request.survey_id)
+        if survey.state != pb.SURVEY_STATE_OPEN:
+            raise FailedPrecondition(f"survey_id: survey {survey.id!r} is closed")
+        if not survey.enrollment_required:
+            raise FailedPrecondition(
+                f"survey_id: survey {survey.id!r} does not require enrollment; tokens are "
+                "issued only for surveys created with enrollment_required"
+            )
+        tokens = new_tokens(request.count)
+        self.storage.issue_tokens(survey.id, [token_hash(token) for token in tokens])
+        return pb.IssueTokensResponse(survey_id=survey.id, tokens=tokens)
+
+    def get_estimate(self, request: pb.GetEstimateRequest) -> pb.Estimate:
+        """O(1) estimate from the question's running tally."""
+        survey = self.get_survey(request.survey_id)
+        question = _find_question(survey, request.question_id, "question_id")
+        confidence = request.confidence or 0.95
+        if not 0.0 < confidence <= MAX_CONFIDENCE:  # also refuses NaN
+            raise InvalidArgument(
+                f"confidence: must be in (0, {MAX_CONFIDENCE!r}] (at most 1 - 1e-9), "
+                f"got {confidence!r}"
+            )
+        method = request.method or "clopper-pearson"
+        if method not in METHODS:
+            raise InvalidArgument(
+                f"method: unknown method {shown(method)}; expected one of: {', '.join(METHODS)}"
+            )
+        tally = self.storage.tally(survey.id, request.question_id)
+        assert tally is not None
+        if tally.n < survey.min_reports:  # the release gate
+            raise FailedPrecondition(gate_message(question.id, tally.n, survey.min_reports))
+        if tally.n == 0:
+            raise FailedPrecondition(
+                f"question_id: no reports yet for question {shown(request.question_id)}"
+            )
+        fields = estimate(question, self._spec(survey.id, question), tally, confidence, method)
+        return pb.Estimate(survey_id=survey.id, question_id=request.question_id, **fields)

@@ -1,0 +1,383 @@
+"""Multiple-choice and numeric questions through a real in-process server on 127.0.0.1:0."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+import numpy as np
+import pytest
+
+from deniable.aggregator.analysis._frequency import estimate_frequencies
+from deniable.aggregator.analysis._intervals import MAX_CONFIDENCE
+from deniable.aggregator.analysis._mean import estimate_mean_from_reports
+from deniable.aggregator.analysis._questions import (
+    MAX_NUMERIC_BOUND,
+    MIN_SURVEY_EPSILON,
+    check_question,
+)
+from deniable.aggregator.analysis._support import support_counts
+from deniable.client._categorical import OlhReports
+from deniable.client._remote import AggregatorClient, RemoteError
+from deniable.client._values import perturbed_values
+from deniable.shared._categorical import GrrSpec, OlhSpec, OueSpec, categorical_spec
+from deniable.shared._frequency_oracle import CategoricalSpec
+from deniable.shared._numeric import DuchiSpec, HybridSpec, LaplaceSpec, PiecewiseSpec, numeric_spec
+from deniable.shared._rr import RandomizedResponseSpec
+from deniable.shared._wire import Spec, mechanism_message, question_spec
+from deniable.shared.errors import InvalidArgument
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
+
+Code = grpc.StatusCode
+OPTIONS = ["iOS", "Android", "MacOS", "Windows", "Linux"]
+
+
+def categorical(qid: str, spec: Spec) -> pb.Question:
+    return pb.Question(
+        id=qid,
+        text="Which OS?",
+        categorical=pb.CategoricalQuestion(options=OPTIONS),
+        mechanism=mechanism_message(spec),
+    )
+
+
+def numeric(qid: str, spec: Spec, lo: float = 0.0, hi: float = 40.0) -> pb.Question:
+    return pb.Question(
+        id=qid,
+        text="Hours?",
+        numeric=pb.NumericQuestion(min=lo, max=hi),
+        mechanism=mechanism_message(spec),
+    )
+
+
+def reports_for(survey: pb.Survey, qid: str, values: list[dict[str, Any]]) -> list[pb.Report]:
+    question = next(q for q in survey.questions if q.id == qid)
+    return [
+        pb.Report(
+            report_id=f"{qid}-{i}",
+            survey_id=survey.id,
+            question_id=qid,
+            mechanism=question.mechanism,
+            **value,
+        )
+        for i, value in enumerate(values)
+    ]
+
+
+CATEGORICAL = [
+    categorical_spec("grr", 5, alpha=0.5),
+    categorical_spec("oue", 5, epsilon=1.0),
+    categorical_spec("olh", 5, epsilon=2.0),
+]
+NUMERIC = [
+    numeric_spec(kind, 0.0, 40.0, 1.0) for kind in ("laplace", "duchi", "piecewise", "hybrid")
+]
+
+
+@pytest.mark.parametrize("spec", CATEGORICAL, ids=lambda s: s.kind)
+def test_categorical_estimate_equals_the_library(
+    admin: AggregatorClient, anonymous: AggregatorClient, spec: Spec
+) -> None:
+    survey = admin.create_survey("OS", [categorical("os", spec)])
+    stored = survey.questions[0]
+    assert question_spec(stored) == spec
+    assert stored.privacy.epsilon == spec.epsilon
+    assert stored.privacy.explanation == spec.explain()
+    rng = np.random.default_rng(11)
+    truths = rng.choice(5, size=600, p=[0.1, 0.4, 0.2, 0.2, 0.1])
+    values = perturbed_values(spec, truths, rng)
+    assert anonymous.submit_reports(reports_for(survey, "os", values)).stored == 600
+    got = anonymous.get_estimate(survey.id, "os", confidence=0.9)
+    if spec.kind == "grr":
+        raw: Any = np.array([v["option"] for v in values])
+    elif spec.kind == "oue":
+        raw = np.array([np.unpackbits(np.frombuffer(v["bits"], np.uint8), bitorder="little")[:5]
+                        for v in values]).astype(bool)  # fmt: skip
+    else:
+        hashed = [v["hashed"] for v in values]
+        raw = OlhReports(
+            np.array([h.a for h in hashed], np.uint64),
+            np.array([h.b for h in hashed], np.uint64),
+            np.array([h.value for h in hashed], np.int64),
+        )
+    assert isinstance(spec, CategoricalSpec)
+    counts = support_counts(spec, raw)
+    want = estimate_frequencies(counts, 600, spec, 0.9)
+    assert (got.n, got.mechanism, got.epsilon) == (600, spec.kind, spec.epsilon)
+    assert [o.option for o in got.options] == OPTIONS
+    assert [o.support for o in got.options] == counts.tolist()
+    assert [o.estimate_raw for o in got.options] == list(want.estimate_raw)
+    assert [o.estimate for o in got.options] == list(want.estimate)
+    assert [(o.ci_low, o.ci_high) for o in got.options] == list(
+        zip(want.ci_low, want.ci_high, strict=True)
+    )
+    assert math.isclose(sum(o.estimate for o in got.options), 1.0)
+
+
+@pytest.mark.parametrize("spec", NUMERIC, ids=lambda s: s.kind)
+def test_numeric_estimate_equals_the_library(
+    admin: AggregatorClient, anonymous: AggregatorClient, spec: Spec
+) -> None:
+    survey = admin.create_survey("Hours", [numeric("h", spec)])
+    assert question_spec(survey.questions[0]) == spec
+    rng = np.random.default_rng(12)
+    truths = rng.uniform(0, 40, size=400)
+    values = perturbed_values(spec, truths, rng)
+    anonymous.submit_reports(reports_for(survey, "h", values[:150]))
+    anonymous.submit_reports(reports_for(survey, "h", values))  # a resend plus the rest
+    got = anonymous.get_estimate(survey.id, "h")
+    want = estimate_mean_from_reports(spec, [v["number"] for v in values])  # type: ignore[arg-type]
+    assert (got.n, got.mechanism, got.method) == (400, spec.kind, "t")
+    assert got.estimate == want.estimate
+    assert got.estimate_raw == want.estimate_raw
+    assert (got.ci_low, got.ci_high) == (want.ci_low, want.ci_high)
+    assert got.std_error_worst == want.std_error_worst
+    assert 0.0 <= got.ci_low <= got.estimate <= got.ci_high <= 40.0
+
+
+def rejected(call: Callable[[], object]) -> RemoteError:
+    with pytest.raises(RemoteError) as caught:
+        call()
+    return caught.value
+
+
+@pytest.mark.parametrize(
+    ("question", "message"),
+    [
+        (pb.Question(id="q", text="t", categorical=pb.CategoricalQuestion(options=["a"]),
+                     mechanism=mechanism_message(CATEGORICAL[0])), "options: need 2..1024"),
+        (pb.Question(id="q", text="t", categorical=pb.CategoricalQuestion(options=["a", "a"]),
+                     mechanism=mechanism_message(categorical_spec("grr", 2, alpha=0.5))),
+         "options[1]: duplicate option 'a'"),
+        (categorical("q", NUMERIC[0]), "mechanism: laplace does not apply to a categorical"),
+        (pb.Question(id="q", text="t", categorical=pb.CategoricalQuestion(options=OPTIONS),
+                     mechanism=pb.Mechanism(grr=pb.GeneralizedRandomizedResponse(alpha=1.0))),
+         "gives no privacy"),
+        (pb.Question(id="q", text="t", categorical=pb.CategoricalQuestion(options=OPTIONS),
+                     mechanism=pb.Mechanism(oue=pb.OptimizedUnaryEncoding(q=0.7))),
+         "questions[0].mechanism.oue.q: q must"),
+        (numeric("q", NUMERIC[1], lo=5.0, hi=5.0), "questions[0].mechanism.duchi"),
+        (pb.Question(id="q", text="t", numeric=pb.NumericQuestion(min=0, max=1),
+                     mechanism=pb.Mechanism(duchi=pb.Duchi(bound=math.nan))),
+         "questions[0].mechanism.duchi.bound"),
+        (categorical("q", categorical_spec("oue", 5, epsilon=1e-4)),
+         "questions[0].mechanism: epsilon 9.99"),
+        (numeric("q", NUMERIC[0], lo=-1e300, hi=1e300),
+         "questions[0].numeric.min: -1e+300 is beyond ±1e+15"),
+    ],
+    ids=["one-option", "duplicate", "wrong-mechanism", "no-privacy", "bad-q", "empty-range",
+         "nan-bound", "epsilon-below-minimum", "wide-range"],
+)  # fmt: skip
+def test_invalid_questions_are_rejected(
+    admin: AggregatorClient, question: pb.Question, message: str
+) -> None:
+    error = rejected(lambda: admin.create_survey("Bad", [question]))
+    assert error.code == Code.INVALID_ARGUMENT
+    assert message in error.details
+    assert admin.list_surveys(include_closed=True) == []
+
+
+@pytest.fixture
+def mixed(admin: AggregatorClient) -> pb.Survey:
+    questions = [categorical(spec.kind, spec) for spec in CATEGORICAL]
+    questions.append(numeric("duchi", NUMERIC[1]))
+    return admin.create_survey("Mixed", questions)
+
+
+@pytest.mark.parametrize(
+    ("qid", "value", "field", "message"),
+    [
+        ("grr", {"option": 5}, "reports[1].option", "5 is not below k=5"),
+        ("grr", {"bit": True}, "reports[0].option", "missing (grr reports carry option)"),
+        ("oue", {"bits": b"\x01\x00"}, "reports[1].bits", "must be 1 bytes for k=5"),
+        ("oue", {"bits": b"\x21"}, "reports[1].bits", "has padding bits set"),
+        ("olh", {"hashed": pb.HashedOption(a=2**61 - 1, b=0, value=0)}, "reports[1].hashed.a",
+         f"{2**61 - 1} is not below 2^61-1"),
+        ("olh", {"hashed": pb.HashedOption(a=1, b=1, value=99)}, "reports[1].hashed.value",
+         "99 is not below g="),
+        ("duchi", {"number": 0.5}, "reports[1].number", "0.5 is not a possible duchi report"),
+        ("duchi", {"number": math.nan}, "reports[1].number", "nan is not a possible"),
+        ("duchi", {"number": math.inf}, "reports[1].number", "inf is not a possible"),
+    ],
+)  # fmt: skip
+def test_bad_values_reject_the_batch_and_store_nothing(
+    anonymous: AggregatorClient,
+    mixed: pb.Survey,
+    qid: str,
+    value: dict[str, Any],
+    field: str,
+    message: str,
+) -> None:
+    spec = question_spec(next(q for q in mixed.questions if q.id == qid))
+    good = perturbed_values(spec, [0 if qid != "duchi" else 1.0], np.random.default_rng(1))
+    bad = reports_for(mixed, qid, [*good, value])
+    if "missing" in message:
+        bad = bad[1:]
+    error = rejected(lambda: anonymous.submit_reports(bad))
+    assert error.code == Code.INVALID_ARGUMENT
+    assert f"{field}: {message}" in error.details
+    assert anonymous.get_survey(mixed.id).reports == 0
+
+
+def test_a_report_with_another_questions_mechanism_fails_the_precondition(
+    anonymous: AggregatorClient, mixed: pb.Survey
+) -> None:
+    (report,) = reports_for(mixed, "grr", [{"option": 1}])
+    report.mechanism.CopyFrom(mechanism_message(categorical_spec("grr", 5, alpha=0.25)))
+    error = rejected(lambda: anonymous.submit_reports([report]))
+    assert error.code == Code.FAILED_PRECONDITION
+    assert "reports[0].mechanism: grr (alpha 0.25) differs from the survey's grr (alpha 0.5)" in (
+        error.details
+    )
+
+
+# --- the survey's limits: minimum epsilon, range, confidence -------------------------------
+
+# Each mechanism as a function of one float parameter, that parameter certified at
+# ε = 0.001 (from_epsilon), and the directions in which it raises and lowers ε.
+BOUNDARY: dict[str, tuple[Callable[[float], Spec], float, float, float]] = {
+    "randomized_response": (
+        RandomizedResponseSpec,
+        RandomizedResponseSpec.from_epsilon(MIN_SURVEY_EPSILON).alpha,
+        1.0,
+        0.0,
+    ),
+    "grr": (
+        lambda alpha: GrrSpec(5, alpha),
+        GrrSpec.from_epsilon(5, MIN_SURVEY_EPSILON).alpha,
+        1.0,
+        0.0,
+    ),
+    "olh": (
+        lambda alpha: OlhSpec(5, 2, alpha),
+        OlhSpec.from_epsilon(5, MIN_SURVEY_EPSILON).alpha,
+        1.0,
+        0.0,
+    ),
+    "oue": (lambda q: OueSpec(5, q), OueSpec.from_epsilon(5, MIN_SURVEY_EPSILON).q, 0.0, 0.5),
+    "laplace": (lambda eps: LaplaceSpec(0.0, 40.0, eps), MIN_SURVEY_EPSILON, math.inf, 0.0),
+    "duchi": (
+        lambda bound: DuchiSpec(0.0, 40.0, bound),
+        DuchiSpec.from_epsilon(0.0, 40.0, MIN_SURVEY_EPSILON).bound,
+        1.0,
+        math.inf,
+    ),
+}
+
+
+def question_for(spec: Spec, lo: float = 0.0, hi: float = 40.0) -> pb.Question:
+    if isinstance(spec, RandomizedResponseSpec):
+        return pb.Question(
+            id="q", text="t", binary=pb.BinaryQuestion(), mechanism=mechanism_message(spec)
+        )
+    return (
+        categorical("q", spec) if isinstance(spec, CategoricalSpec) else numeric("q", spec, lo, hi)
+    )
+
+
+@pytest.mark.parametrize("kind", sorted(BOUNDARY))
+def test_the_smallest_parameter_reaching_the_minimum_epsilon_is_accepted(kind: str) -> None:
+    build, x, more, less = BOUNDARY[kind]
+    while build(x).epsilon < MIN_SURVEY_EPSILON:
+        x = math.nextafter(x, more)
+    while build(math.nextafter(x, less)).epsilon >= MIN_SURVEY_EPSILON:
+        x = math.nextafter(x, less)
+    at, below = build(x), build(math.nextafter(x, less))
+    spec, privacy = check_question(question_for(at), "questions[0]")
+    assert spec == at
+    assert privacy.epsilon == at.epsilon >= MIN_SURVEY_EPSILON
+    with pytest.raises(InvalidArgument) as refused:
+        check_question(question_for(below), "questions[0]")
+    assert refused.value.code == "INVALID_ARGUMENT"
+    assert refused.value.message.startswith(
+        f"questions[0].mechanism: epsilon {below.epsilon!r} of {kind} ("
+    )
+    assert "is below the minimum 0.001" in refused.value.message
+
+
+@pytest.mark.parametrize("kind", ["piecewise", "hybrid"])
+def test_grid_mechanisms_at_the_minimum_epsilon(kind: str) -> None:
+    # Piecewise certifies about 1e-6 below the request; Hybrid there is pure Duchi.
+    accepted = numeric_spec(kind, 0.0, 40.0, MIN_SURVEY_EPSILON * (1 + 1e-5))
+    assert check_question(question_for(accepted), "q")[1].epsilon == accepted.epsilon
+    below = numeric_spec(kind, 0.0, 40.0, math.nextafter(MIN_SURVEY_EPSILON, 0.0))
+    assert below.epsilon < MIN_SURVEY_EPSILON
+    with pytest.raises(InvalidArgument, match=r"^q\.mechanism: epsilon .* below the minimum"):
+        check_question(question_for(below), "q")
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi", "field"),
+    [
+        (-MAX_NUMERIC_BOUND, MAX_NUMERIC_BOUND, None),
+        (math.nextafter(-MAX_NUMERIC_BOUND, -math.inf), 0.0, "min"),
+        (0.0, math.nextafter(MAX_NUMERIC_BOUND, math.inf), "max"),
+        (1.5e15, 2e15, "min"),
+        (-1e300, 1e300, "min"),
+    ],
+)
+def test_a_numeric_range_may_reach_but_not_pass_the_bound(
+    lo: float, hi: float, field: str | None
+) -> None:
+    for spec in NUMERIC:
+        wide = numeric_spec(spec.kind, lo, hi, 1.0)
+        if field is None:
+            check_question(question_for(wide, lo, hi), "questions[2]")
+            continue
+        with pytest.raises(InvalidArgument) as refused:
+            check_question(question_for(wide, lo, hi), "questions[2]")
+        value = lo if field == "min" else hi
+        assert refused.value.message == (
+            f"questions[2].numeric.{field}: {value!r} is beyond ±1e+15, the largest magnitude "
+            "of a numeric question's range"
+        )
+
+
+def test_estimates_at_the_extremes_that_are_accepted_are_finite(
+    admin: AggregatorClient, anonymous: AggregatorClient
+) -> None:
+    # The widest range, the smallest epsilon and the highest confidence, with reports at
+    # the mechanisms' largest values: every figure of every estimate is finite.
+    specs: list[Spec] = [
+        *(numeric_spec(k, -MAX_NUMERIC_BOUND, MAX_NUMERIC_BOUND, MIN_SURVEY_EPSILON)
+          for k in ("laplace", "duchi", "hybrid")),
+        numeric_spec("piecewise", -MAX_NUMERIC_BOUND, MAX_NUMERIC_BOUND, 1.001e-3),
+        *(categorical_spec(k, 5, MIN_SURVEY_EPSILON) for k in ("grr", "olh")),
+        OlhSpec(5, 2**32 - 1, 2.5e-13),  # the largest hash range: the smallest p* - q*
+        categorical_spec("oue", 5, 1.001e-3),
+        RandomizedResponseSpec.from_epsilon(MIN_SURVEY_EPSILON),
+    ]  # fmt: skip
+    questions = []
+    for i, spec in enumerate(specs):
+        question = question_for(spec, -MAX_NUMERIC_BOUND, MAX_NUMERIC_BOUND)
+        question.id = f"q{i}"
+        questions.append(question)
+    survey = admin.create_survey("Extremes", questions)
+    reports = []
+    for question, spec in zip(survey.questions, specs, strict=True):
+        if isinstance(spec, RandomizedResponseSpec):
+            values: list[dict[str, Any]] = [{"bit": True}, {"bit": True}]
+        elif isinstance(spec, GrrSpec):
+            values = [{"option": 0}, {"option": 0}]
+        elif isinstance(spec, OlhSpec):
+            values = [{"hashed": pb.HashedOption(a=1, b=0, value=0)}] * 2
+        elif isinstance(spec, OueSpec):
+            values = [{"bits": b"\x01"}] * 2
+        elif isinstance(spec, LaplaceSpec | DuchiSpec | PiecewiseSpec | HybridSpec):
+            values = [{"number": spec.bound}] * 2  # the largest report
+        else:
+            raise AssertionError(spec)
+        reports += reports_for(survey, question.id, values)
+    assert anonymous.submit_reports(reports).stored == len(reports)
+    for question in survey.questions:
+        for method in ("clopper-pearson", "wilson", "wald", "chebyshev"):
+            got = anonymous.get_estimate(survey.id, question.id, MAX_CONFIDENCE, method)
+            figures = [got.estimate, got.estimate_raw, got.ci_low, got.ci_high, got.std_error]
+            for option in got.options:
+                figures += [option.estimate, option.estimate_raw, option.ci_low,
+                            option.ci_high, option.std_error]  # fmt: skip
+            figures += [got.std_error_worst, got.epsilon]
+            assert all(math.isfinite(f) for f in figures), (question.id, method, got)
+            assert got.confidence == MAX_CONFIDENCE

@@ -1,0 +1,142 @@
+"""Group commit: concurrent batches share a commit, and each gets its own result or error."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from deniable.aggregator.storage import SubmitOutcome, Tally, open_storage
+from deniable.aggregator.storage._group_commit import GroupCommitter
+from deniable.aggregator.storage._sqlite import SqliteStorage
+from deniable.shared.errors import AlreadyExists
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
+from tests.aggregator.storage.test_storage_contract import (
+    logged,
+    recount,
+    report,
+    submission,
+    survey,
+)
+
+WAIT = 30.0  # seconds; a bound on a hang, never reached when the code works
+
+
+class Recorder:
+    """A commit function that records its groups; the first call waits for a signal."""
+
+    def __init__(self) -> None:
+        self.groups: list[list[int]] = []
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, items: Sequence[int]) -> list[int | BaseException]:
+        self.groups.append(list(items))
+        if len(self.groups) == 1:
+            self.entered.set()
+            assert self.release.wait(WAIT)
+        return [ValueError(f"odd {i}") if i % 2 else i * 10 for i in items]
+
+
+def test_a_lone_submit_commits_at_once() -> None:
+    recorder = Recorder()
+    recorder.release.set()
+    committer = GroupCommitter(recorder, threading.Lock())
+    assert committer.submit(4) == 40
+    with pytest.raises(ValueError, match="odd 3"):
+        committer.submit(3)
+    assert recorder.groups == [[4], [3]]
+
+
+def test_items_queued_during_a_commit_share_the_next_one() -> None:
+    recorder = Recorder()
+    lock = threading.Lock()
+    committer = GroupCommitter(recorder, lock)
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        first = pool.submit(committer.submit, 0)
+        assert recorder.entered.wait(WAIT)  # the first commit holds the lock
+        others = {item: pool.submit(committer.submit, item) for item in range(1, 6)}
+        while len(committer._queue) < 5:  # all five are queued behind the first commit
+            threading.Event().wait(0.001)
+        recorder.release.set()
+        assert first.result(WAIT) == 0
+        for item, future in others.items():
+            if item % 2:
+                with pytest.raises(ValueError, match=f"odd {item}"):
+                    future.result(WAIT)
+            else:
+                assert future.result(WAIT) == item * 10
+    assert recorder.groups[0] == [0]
+    assert sorted(recorder.groups[1]) == [1, 2, 3, 4, 5]  # one commit for all five
+    assert len(recorder.groups) == 2
+
+
+def test_a_failing_commit_fails_its_whole_group_only() -> None:
+    calls: list[list[int]] = []
+
+    def commit(items: Sequence[int]) -> list[int | BaseException]:
+        calls.append(list(items))
+        if len(calls) == 1:
+            raise OSError("disk full")
+        return list(items)
+
+    committer = GroupCommitter(commit, threading.Lock())
+    with pytest.raises(OSError, match="disk full"):
+        committer.submit(1)
+    assert committer.submit(2) == 2
+
+
+def test_a_wrong_number_of_results_is_an_error_for_every_item() -> None:
+    committer: GroupCommitter[int, int] = GroupCommitter(lambda items: [], threading.Lock())
+    with pytest.raises(RuntimeError, match="commit gave 0 results for 1 items"):
+        committer.submit(1)
+
+
+def test_concurrent_batches_are_stored_once_each(tmp_path: Path) -> None:
+    """Many threads at once, half the batches sent twice, on a file database."""
+    storage = open_storage(f"sqlite:///{tmp_path / 'x.db'}")
+    storage.create_survey(survey())
+    batches = [[report(f"b{b}-{i}", (b + i) % 2) for i in range(50)] for b in range(12)]
+    jobs = [*batches, *batches[:6]]  # the first six batches are sent twice
+    start = threading.Barrier(len(jobs))
+
+    def send(reports: list[pb.Report]) -> SubmitOutcome:
+        start.wait(WAIT)
+        return storage.submit(submission(reports))
+
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        outcomes = [future.result(WAIT) for future in [pool.submit(send, j) for j in jobs]]
+    assert sum(o.stored for o in outcomes) == 12 * 50  # each report stored exactly once
+    assert sum(o.already_stored for o in outcomes) == 6 * 50
+    ids = [r.report_id for r in logged(storage)]
+    assert sorted(ids) == sorted(r.report_id for batch in batches for r in batch)
+    assert storage.tally("s1", "q1") == recount(storage, "s1", "q1") == Tally(600, (300,))
+    with pytest.raises(AlreadyExists, match="'b0-0' is already stored"):
+        storage.submit(submission([report("new", 1), report("b0-0", 1)]))
+    assert storage.tally("s1", "q1") == Tally(600, (300,))
+    storage.close()
+
+
+def test_a_failing_group_releases_every_batch_in_it(tmp_path: Path) -> None:
+    """Two batches claimed in one group, then the transaction fails: neither is stored."""
+    storage = SqliteStorage(str(tmp_path / "x.db"))
+    storage.create_survey(survey())
+    first = submission([report(f"a{i}", 1) for i in range(5)])
+    second = submission([report(f"b{i}", 0, "q2") for i in range(5)] + [report("a0", 1)])
+
+    def boom(keep: object) -> list[int]:
+        raise RuntimeError("disk on fire")
+
+    broken = replace(second, groups=[replace(second.groups[0], tally=boom), *second.groups[1:]])
+    with storage._lock, pytest.raises(RuntimeError, match="disk on fire"):
+        storage._commit_locked([first, broken])
+    assert storage.tally("s1", "q1") == Tally(0)
+    assert storage.submit(first) == SubmitOutcome(stored=5, already_stored=0)
+    assert storage.submit(second) == SubmitOutcome(stored=5, already_stored=1)
+    for question in ("q1", "q2"):
+        assert storage.tally("s1", question) == recount(storage, "s1", question)
+    storage.close()

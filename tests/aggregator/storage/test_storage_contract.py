@@ -1,0 +1,343 @@
+"""One contract every storage backend must keep (run for each backend URL)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+from deniable.aggregator.storage import (
+    ReportGroup,
+    Storage,
+    StorageError,
+    Submission,
+    SubmitOutcome,
+    Tally,
+    default_database_url,
+    open_storage,
+)
+from deniable.aggregator.storage._decode import decode_batch
+from deniable.shared.errors import AlreadyExists, FailedPrecondition, NotFound, Unauthenticated
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
+from tests.conftest import binary_question
+
+Opener = Callable[[], Storage]
+
+
+@pytest.fixture(params=["sqlite-file", "sqlite-memory"])
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
+    urls = {
+        "sqlite-file": f"sqlite:///{tmp_path / 'contract.db'}",
+        "sqlite-memory": "sqlite:///:memory:",
+    }
+    opened: list[Storage] = []
+
+    def open_one() -> Storage:
+        storage = open_storage(urls[request.param])
+        opened.append(storage)
+        return storage
+
+    yield open_one
+    for storage in opened:
+        storage.close()  # closing twice is allowed
+
+
+def survey(survey_id: str = "s1", questions: tuple[str, ...] = ("q1", "q2")) -> pb.Survey:
+    return pb.Survey(id=survey_id, title="T", questions=[binary_question(q) for q in questions])
+
+
+def report(rid: str, bit: int, question: str = "q1", survey_id: str = "s1") -> pb.Report:
+    return pb.Report(
+        report_id=rid,
+        survey_id=survey_id,
+        question_id=question,
+        mechanism=binary_question(question).mechanism,
+        bit=bool(bit),
+    )
+
+
+def submission(reports: list[pb.Report]) -> Submission:
+    """The Submission the service hands to storage for these (valid) reports."""
+    data = pb.SubmitReportsRequest(reports=reports).SerializeToString()
+    batch = decode_batch(data, max_batch=len(reports))
+    groups = [
+        ReportGroup(
+            group.template.survey_id,
+            group.template.question_id,
+            group.rows,
+            partial(lambda bits, keep: [int(bits[keep].sum())], group.values),
+        )
+        for group in batch.groups
+    ]
+    return Submission(batch.report_ids, batch.payloads, groups, batch.encode, batch.positions)
+
+
+def submit(storage: Storage, reports: list[pb.Report]) -> SubmitOutcome:
+    return storage.submit(submission(reports))
+
+
+def logged(storage: Storage, survey_id: str = "s1") -> list[pb.Report]:
+    """Every report in the survey's log, in order."""
+    return [
+        report
+        for chunk in storage.log(survey_id)
+        for report in pb.SubmitReportsRequest.FromString(chunk).reports
+    ]
+
+
+def recount(storage: Storage, survey_id: str, question_id: str) -> Tally:
+    """The tally recomputed from the log."""
+    bits = [int(r.bit) for r in logged(storage, survey_id) if r.question_id == question_id]
+    return Tally(n=len(bits), sums=(sum(bits),) if bits else ())
+
+
+def test_survey_lifecycle(opener: Opener) -> None:
+    storage = opener()
+    assert storage.get_survey("s1") is None
+    storage.create_survey(survey("s1"))
+    storage.create_survey(survey("s2", ("a",)))
+    got = storage.get_survey("s1")
+    assert got is not None
+    assert got.state == pb.SURVEY_STATE_OPEN
+    assert [q.id for q in got.questions] == ["q1", "q2"]
+    assert got.reports == 0
+    assert [s.id for s in storage.list_surveys(False)] == ["s1", "s2"]
+    closed = storage.close_survey("s1")
+    assert closed is not None
+    assert closed.state == pb.SURVEY_STATE_CLOSED
+    assert [s.id for s in storage.list_surveys(False)] == ["s2"]
+    assert [s.id for s in storage.list_surveys(True)] == ["s1", "s2"]
+    assert storage.close_survey("missing") is None
+
+
+def test_submit_updates_tallies_and_is_idempotent(opener: Opener) -> None:
+    storage = opener()
+    storage.create_survey(survey())
+    batch = [report("a", 1), report("b", 0), report("c", 1, "q2")]
+    outcome = submit(storage, batch)
+    assert (outcome.stored, outcome.already_stored) == (3, 0)
+    assert storage.tally("s1", "q1") == Tally(n=2, sums=(1,))
+    assert storage.tally("s1", "q2") == Tally(n=1, sums=(1,))
+    again = submit(storage, [*batch, report("d", 1)])
+    assert (again.stored, again.already_stored) == (1, 3)
+    assert storage.tally("s1", "q1") == Tally(n=3, sums=(2,))
+    survey_now = storage.get_survey("s1")
+    assert survey_now is not None
+    assert survey_now.reports == 4
+    assert storage.tally("s1", "nope") is None
+    assert storage.tally("nope", "q1") is None
+    assert [r.report_id for r in logged(storage)] == ["a", "b", "c", "d"]  # each once
+    assert all(recount(storage, "s1", q) == storage.tally("s1", q) for q in ("q1", "q2"))
+
+
+def test_conflicting_resend_stores_nothing_of_the_batch(opener: Opener) -> None:
+    storage = opener()
+    storage.create_survey(survey())
+    submit(storage, [report("a", 1)])
+    with pytest.raises(
+        AlreadyExists, match=r"reports\[1\].report_id: 'a' is already stored in survey 's1'"
+    ):
+        submit(storage, [report("new", 1), report("a", 0)])
+    assert storage.tally("s1", "q1") == Tally(n=1, sums=(1,))
+    assert submit(storage, [report("new", 1)]).stored == 1  # the rollback kept nothing
+    assert [r.report_id for r in logged(storage)] == ["a", "new"]
+
+
+def test_a_batch_failing_midway_changes_nothing(opener: Opener) -> None:
+    storage = opener()
+    storage.create_survey(survey())
+    submit(storage, [report("a", 1), report("b", 1, "q2")])
+    reports = [report("c", 1), report("d", 0, "q2"), report("a", 1)]
+    good = submission(reports)
+
+    def boom(keep: object) -> list[int]:
+        raise RuntimeError("disk on fire")
+
+    # The second question's tally fails after the first question's tally was written.
+    broken = replace(good, groups=[good.groups[0], replace(good.groups[1], tally=boom)])
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="disk on fire"):
+            storage.submit(broken)
+        assert storage.tally("s1", "q1") == Tally(n=1, sums=(1,))
+        assert storage.tally("s1", "q2") == Tally(n=1, sums=(1,))
+    outcome = storage.submit(good)  # nothing of the failed batch was claimed or counted
+    assert (outcome.stored, outcome.already_stored) == (2, 1)
+    for question in ("q1", "q2"):
+        assert storage.tally("s1", question) == recount(storage, "s1", question)
+    assert storage.tally("s1", "q1") == Tally(n=2, sums=(2,))
+
+
+def test_closed_survey_stores_nothing(opener: Opener) -> None:
+    storage = opener()
+    storage.create_survey(survey())
+    storage.create_survey(survey("s2", ("q1",)))
+    storage.close_survey("s1")
+    with pytest.raises(FailedPrecondition, match="survey 's1' is closed"):
+        submit(storage, [report("x", 1, survey_id="s2"), report("y", 1)])
+    assert storage.tally("s2", "q1") == Tally(n=0)
+    assert logged(storage, "s2") == []
+
+
+def test_report_ids_are_scoped_to_their_survey(opener: Opener) -> None:
+    storage = opener()
+    storage.create_survey(survey())
+    storage.create_survey(survey("s2", ("q1",)))
+    assert submit(storage, [report("a", 1)]).stored == 1
+    assert submit(storage, [report("a", 0, survey_id="s2")]).stored == 1
+    assert storage.tally("s2", "q1") == Tally(n=1, sums=(0,))
+
+
+def test_batch_spanning_surveys_and_questions(opener: Opener) -> None:
+    storage = opener()
+    storage.create_survey(survey())
+    storage.create_survey(survey("s2", ("q1",)))
+    batch = [report("a", 1), report("b", 1, survey_id="s2"), report("c", 0, "q2"), report("d", 1)]
+    assert submit(storage, batch).stored == 4
+    assert [r.report_id for r in logged(storage)] == ["a", "c", "d"]
+    assert [r.report_id for r in logged(storage, "s2")] == ["b"]
+    assert storage.tally("s1", "q1") == Tally(n=2, sums=(2,))
+    assert storage.tally("s1", "q2") == Tally(n=1, sums=(0,))
+    again = submit(storage, [*batch, report("e", 0, "q2")])
+    assert (again.stored, again.already_stored) == (1, 4)
+    for survey_id, question in (("s1", "q1"), ("s1", "q2"), ("s2", "q1")):
+        assert recount(storage, survey_id, question) == storage.tally(survey_id, question)
+
+
+def test_large_batch_crosses_parameter_chunks(opener: Opener) -> None:
+    storage = opener()
+    storage.create_survey(survey())
+    batch = [report(f"r{i}", i % 2) for i in range(2500)]
+    assert submit(storage, batch).stored == 2500
+    assert submit(storage, batch).already_stored == 2500
+    assert storage.tally("s1", "q1") == Tally(n=2500, sums=(1250,))
+
+
+def test_reopening_a_file_database_keeps_everything(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'durable.db'}"
+    storage = open_storage(url)
+    storage.create_survey(survey())
+    submit(storage, [report("a", 1), report("b", 1)])
+    storage.close()
+    reopened = open_storage(url)
+    assert reopened.tally("s1", "q1") == Tally(n=2, sums=(2,))
+    assert submit(reopened, [report("a", 1)]).already_stored == 1
+    with pytest.raises(AlreadyExists):
+        submit(reopened, [report("b", 0)])
+    reopened.close_survey("s1")
+    reopened.close()
+    closed = open_storage(url)
+    with pytest.raises(FailedPrecondition, match="survey 's1' is closed"):
+        submit(closed, [report("c", 1)])
+    assert closed.tally("s1", "q1") == Tally(n=2, sums=(2,))
+    closed.close()
+
+
+def test_a_file_database_serves_one_process(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'busy.db'}"
+    first = open_storage(url)
+    with pytest.raises(StorageError, match="in use by another aggregator"):
+        open_storage(url)
+    first.close()
+    open_storage(url).close()  # released on close
+
+
+def test_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert default_database_url() == f"sqlite:///{tmp_path}/deniable/aggregator.db"
+    with pytest.raises(ValueError, match="unsupported database URL 'mysql://x'"):
+        open_storage("mysql://x")
+    nested = tmp_path / "a" / "b" / "c.db"
+    open_storage(f"sqlite:///{nested}").close()
+    assert nested.exists()
+
+
+# --- enrollment: token hashes and one report per (token, question) ---------------------
+
+
+def _hash(name: str) -> bytes:
+    return hashlib.sha256(name.encode()).digest()
+
+
+def enrolled(survey_id: str = "s1") -> pb.Survey:
+    created = survey(survey_id)
+    created.enrollment_required = True
+    return created
+
+
+def submit_with(storage: Storage, token: str, reports: list[pb.Report]) -> SubmitOutcome:
+    return storage.submit(replace(submission(reports), token_hash=_hash(token)))
+
+
+def test_issue_tokens_counts_them_for_open_surveys_only(opener: Opener) -> None:
+    storage = opener()
+    storage.create_survey(enrolled())
+    storage.issue_tokens("s1", [_hash("t1"), _hash("t2")])
+    storage.issue_tokens("s1", [_hash("t3")])
+    got = storage.get_survey("s1")
+    assert got is not None
+    assert (got.tokens_issued, got.enrollment_required) == (3, True)
+    with pytest.raises(NotFound, match="unknown survey 'nope'"):
+        storage.issue_tokens("nope", [_hash("t4")])
+    with pytest.raises(Unauthenticated):  # the refused token was not stored
+        submit_with(storage, "t4", [report("a", 1)])
+    storage.close_survey("s1")
+    with pytest.raises(FailedPrecondition, match="survey 's1' is closed"):
+        storage.issue_tokens("s1", [_hash("t5")])
+    assert [s.tokens_issued for s in storage.list_surveys(True)] == [3]
+
+
+def test_a_token_stores_one_report_per_question(opener: Opener) -> None:
+    storage = opener()
+    storage.create_survey(enrolled())
+    storage.issue_tokens("s1", [_hash("mine"), _hash("yours")])
+    first = submit_with(storage, "mine", [report("a", 1), report("b", 0, "q2")])
+    assert (first.stored, first.already_stored) == (2, 0)
+    again = submit_with(storage, "mine", [report("a", 1), report("b", 0, "q2")])
+    assert (again.stored, again.already_stored) == (0, 2)
+    answered = r"reports\[0\]: this enrollment token already answered question 'q1'"
+    for different in (report("c", 1), report("a", 0)):  # another id; the same id, changed
+        with pytest.raises(AlreadyExists, match=answered):
+            submit_with(storage, "mine", [different])
+    with pytest.raises(AlreadyExists, match=r"reports\[0\].report_id: 'a' is already stored"):
+        submit_with(storage, "yours", [report("a", 1)])  # the same report, another token
+    with pytest.raises(Unauthenticated, match="not a token issued for survey 's1'"):
+        submit_with(storage, "never issued", [report("d", 1)])
+    assert storage.tally("s1", "q1") == Tally(n=1, sums=(1,))
+    assert [r.report_id for r in logged(storage)] == ["a", "b"]
+    assert submit_with(storage, "yours", [report("c", 0)]).stored == 1  # nothing was bound
+    assert recount(storage, "s1", "q1") == storage.tally("s1", "q1") == Tally(n=2, sums=(1,))
+
+
+def test_a_token_answers_only_its_own_survey(opener: Opener) -> None:
+    storage = opener()
+    storage.create_survey(enrolled())
+    storage.create_survey(enrolled("s2"))
+    storage.issue_tokens("s2", [_hash("theirs")])
+    with pytest.raises(Unauthenticated, match="not a token issued for survey 's1'"):
+        submit_with(storage, "theirs", [report("a", 1)])
+    assert storage.tally("s1", "q1") == Tally(n=0)
+    assert submit_with(storage, "theirs", [report("a", 1, survey_id="s2")]).stored == 1
+
+
+def test_token_bindings_survive_reopening(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'tokens.db'}"
+    storage = open_storage(url)
+    storage.create_survey(enrolled())
+    storage.issue_tokens("s1", [_hash("mine")])
+    submit_with(storage, "mine", [report("a", 1)])
+    storage.close()
+    reopened = open_storage(url)
+    try:
+        got = reopened.get_survey("s1")
+        assert got is not None
+        assert got.tokens_issued == 1
+        with pytest.raises(AlreadyExists, match="already answered question 'q1'"):
+            submit_with(reopened, "mine", [report("b", 0)])
+        assert submit_with(reopened, "mine", [report("a", 1)]).already_stored == 1
+        assert submit_with(reopened, "mine", [report("c", 1, "q2")]).stored == 1
+    finally:
+        reopened.close()
