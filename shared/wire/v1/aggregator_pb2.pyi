@@ -248,6 +248,57 @@ class Hybrid(_message.Message):
 Global___Hybrid: _TypeAlias = Hybrid  # noqa: Y015
 
 @_typing.final
+class RegisteredMechanism(_message.Message):
+    """A mechanism without a message of its own in this file: an extension that the participant's
+    and the aggregator's mechanism registries both know by ``name``. Built-in mechanisms always
+    use their own message above; this is for mechanisms added without a protocol change.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class ParametersEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.float
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.float = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    NAME_FIELD_NUMBER: _builtins.int
+    PARAMETERS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """the registry name, [a-z][a-z0-9_]{0,63}"""
+    @_builtins.property
+    def parameters(self) -> _containers.ScalarMap[_builtins.str, _builtins.float]:
+        """its parameters by name (integers are exact below 2^53)"""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        parameters: _abc.Mapping[_builtins.str, _builtins.float] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "parameters", b"parameters"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RegisteredMechanism: _TypeAlias = RegisteredMechanism  # noqa: Y015
+
+@_typing.final
 class Mechanism(_message.Message):
     """The randomization a question's answers go through. The client recomputes ε from these
     parameters itself; it never trusts a server-supplied ε.
@@ -263,6 +314,7 @@ class Mechanism(_message.Message):
     DUCHI_FIELD_NUMBER: _builtins.int
     PIECEWISE_FIELD_NUMBER: _builtins.int
     HYBRID_FIELD_NUMBER: _builtins.int
+    REGISTERED_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def randomized_response(self) -> Global___RandomizedResponse:
         """binary questions"""
@@ -295,6 +347,10 @@ class Mechanism(_message.Message):
     def hybrid(self) -> Global___Hybrid:
         """numeric questions"""
 
+    @_builtins.property
+    def registered(self) -> Global___RegisteredMechanism:
+        """an extension, for its question type"""
+
     def __init__(
         self,
         *,
@@ -306,12 +362,13 @@ class Mechanism(_message.Message):
         duchi: Global___Duchi | None = ...,
         piecewise: Global___Piecewise | None = ...,
         hybrid: Global___Hybrid | None = ...,
+        registered: Global___RegisteredMechanism | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["duchi", b"duchi", "grr", b"grr", "hybrid", b"hybrid", "kind", b"kind", "laplace", b"laplace", "olh", b"olh", "oue", b"oue", "piecewise", b"piecewise", "randomized_response", b"randomized_response"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["duchi", b"duchi", "grr", b"grr", "hybrid", b"hybrid", "kind", b"kind", "laplace", b"laplace", "olh", b"olh", "oue", b"oue", "piecewise", b"piecewise", "randomized_response", b"randomized_response", "registered", b"registered"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["duchi", b"duchi", "grr", b"grr", "hybrid", b"hybrid", "kind", b"kind", "laplace", b"laplace", "olh", b"olh", "oue", b"oue", "piecewise", b"piecewise", "randomized_response", b"randomized_response"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["duchi", b"duchi", "grr", b"grr", "hybrid", b"hybrid", "kind", b"kind", "laplace", b"laplace", "olh", b"olh", "oue", b"oue", "piecewise", b"piecewise", "randomized_response", b"randomized_response", "registered", b"registered"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["randomized_response", "grr", "oue", "olh", "laplace", "duchi", "piecewise", "hybrid"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["randomized_response", "grr", "oue", "olh", "laplace", "duchi", "piecewise", "hybrid", "registered"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 
@@ -630,6 +687,7 @@ class Report(_message.Message):
     BITS_FIELD_NUMBER: _builtins.int
     HASHED_FIELD_NUMBER: _builtins.int
     NUMBER_FIELD_NUMBER: _builtins.int
+    ENCODED_FIELD_NUMBER: _builtins.int
     report_id: _builtins.str
     """client-generated, unique, [A-Za-z0-9_.-]{1,128}"""
     survey_id: _builtins.str
@@ -642,6 +700,8 @@ class Report(_message.Message):
     """oue: k bits, option i at bit (i mod 8) of byte i/8, padding 0"""
     number: _builtins.float
     """numeric mechanisms: y on the normalized scale, on the grid"""
+    encoded: _builtins.bytes
+    """a registered mechanism's report, in its own encoding"""
     @_builtins.property
     def mechanism(self) -> Global___Mechanism:
         """parameters it was perturbed with; must equal the survey's"""
@@ -662,12 +722,13 @@ class Report(_message.Message):
         bits: _builtins.bytes = ...,
         hashed: Global___HashedOption | None = ...,
         number: _builtins.float = ...,
+        encoded: _builtins.bytes = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["bit", b"bit", "bits", b"bits", "hashed", b"hashed", "mechanism", b"mechanism", "number", b"number", "option", b"option", "value", b"value"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bit", b"bit", "bits", b"bits", "encoded", b"encoded", "hashed", b"hashed", "mechanism", b"mechanism", "number", b"number", "option", b"option", "value", b"value"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bit", b"bit", "bits", b"bits", "hashed", b"hashed", "mechanism", b"mechanism", "number", b"number", "option", b"option", "question_id", b"question_id", "report_id", b"report_id", "survey_id", b"survey_id", "value", b"value"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bit", b"bit", "bits", b"bits", "encoded", b"encoded", "hashed", b"hashed", "mechanism", b"mechanism", "number", b"number", "option", b"option", "question_id", b"question_id", "report_id", b"report_id", "survey_id", b"survey_id", "value", b"value"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_value: _TypeAlias = _typing.Literal["bit", "option", "bits", "hashed", "number"]  # noqa: Y015
+    _WhichOneofReturnType_value: _TypeAlias = _typing.Literal["bit", "option", "bits", "hashed", "number", "encoded"]  # noqa: Y015
     _WhichOneofArgType_value: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_value) -> _WhichOneofReturnType_value | None: ...
 
