@@ -1,19 +1,17 @@
 """Decoding a SubmitReports batch into columns: a vectorized fast path and an exact fallback.
 
-A well-behaved client sends a batch of reports that differ only in ``report_id`` and value,
-each encoded canonically. The fast path recognises that shape on the raw bytes: it parses
-the first report, requires it to be the canonical encoding of its own fields, and then
-checks with numpy that every other record repeats it byte for byte outside the id and the
-value. Bytes that pass describe exactly those reports, with no ambiguity, so nothing is
-decoded per report in Python. Anything else (other field orders, unknown fields, mixed
-questions, ids of different lengths, repeats, errors) takes the exact path, which parses
-with protobuf and validates report by report, naming the first bad report and field.
-Both paths return the same :class:`DecodedBatch`.
+A well-behaved client sends canonically encoded reports, and the reports of one question
+differ only in ``report_id`` and value. The fast path (:mod:`._decode_fast`) recognises
+that shape on the raw bytes, whatever the mix of questions and kinds of value, and reads
+ids and values column-wise with numpy, so nothing is decoded per report in Python. Bytes
+that pass describe exactly those reports, with no ambiguity. Anything else (other field
+orders, unknown fields, an enrollment token, repeated ids, errors) takes the exact path,
+which parses with protobuf and validates report by report, naming the first bad report
+and field. Both paths return the same :class:`DecodedBatch`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,25 +20,25 @@ import numpy as np
 from google.protobuf.message import DecodeError
 from numpy.typing import NDArray
 
-from deniable.aggregator.storage._ids import KEY, IdGroup, ReportIds, UniformPayloads, kernels
-from deniable.aggregator.storage._log_format import (
-    COMPACT,
-    compact_columns,
-    compact_uniform,
-    varint,
-)
+from deniable.aggregator.storage._decode_fast import decode_fast
+from deniable.aggregator.storage._ids import ReportIds, UniformPayloads
+from deniable.aggregator.storage._layout import check_structure
+from deniable.aggregator.storage._log_format import COMPACT, compact_columns, varint
 from deniable.shared.errors import InvalidArgument, ResourceExhausted
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
-__all__ = ["DecodedBatch", "Group", "decode_batch", "frame"]
+__all__ = [
+    "DecodedBatch",
+    "Group",
+    "check_structure",
+    "decode_batch",
+    "decode_exact",
+    "decode_log",
+    "decode_vectorized",
+    "frame",
+]
 
-REPORT_ID_PATTERN = "[A-Za-z0-9_.-]{1,128}"
-_REPORT_ID = re.compile(REPORT_ID_PATTERN)
-_ID_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
-_ID_ALLOWED = np.zeros(256, dtype=np.bool_)
-_ID_ALLOWED[np.frombuffer(_ID_BYTES, dtype=np.uint8)] = True
 _REPORTS_TAG = 0x0A  # SubmitReportsRequest.reports: field 1, length-delimited
-_BIT_TAG = 0x28  # Report.bit: field 5, varint
 
 
 @dataclass(frozen=True)
@@ -52,15 +50,16 @@ class Group:
             group's.
         first: the request index of that report, for error messages.
         rows: the group's positions among the distinct reports, ascending.
-        values: the reports' values, aligned with ``rows``: uint8 0/1 for ``bit``, int64
-            for ``option``, a list of bytes for ``bits``, and a (m, 3) uint64 array of
-            (a, b, value) for ``hashed``.
+        values: the reports' values, aligned with ``rows``, by value field: ``bit``, a
+            uint8 array of 0/1; ``option``, an int64 array; ``bits``, a list of bytes;
+            ``hashed``, an (m, 3) uint64 array of (a, b, value); ``number``, a float64
+            array; ``encoded``, a list of bytes.
     """
 
     template: pb.Report
     first: int
     rows: NDArray[np.intp]
-    values: NDArray[Any]
+    values: Any
 
 
 @dataclass(frozen=True)
@@ -71,9 +70,11 @@ class DecodedBatch:
         size: reports in the request, identical repeats included.
         report_ids: distinct report ids (ASCII), in request order, in columns.
         payloads: each report's canonical encoding without its id.
-        groups: the reports grouped by (survey, question, mechanism, kind of value).
-        encode: the log row of the reports at ``rows`` (see :mod:`aggregator._log_format`):
-            compact for a fast-path batch, a canonical ``SubmitReportsRequest`` otherwise.
+        groups: the reports grouped by (survey, question, mechanism, kind of value), in
+            the order of their first report.
+        encode: the log row of the reports at ``rows`` (see :mod:`._log_format`):
+            compact for a batch of one yes/no shape, else a canonical
+            ``SubmitReportsRequest``.
         positions: each distinct report's index in the request.
         enrollment_token: the request's ``enrollment_token`` ("" when absent). It is never
             part of the log encoding.
@@ -88,19 +89,6 @@ class DecodedBatch:
     enrollment_token: str = ""
 
 
-def _read_varint(data: bytes, pos: int) -> tuple[int, int] | None:
-    """The varint at ``pos`` and the position after it, or None if malformed."""
-    value = shift = 0
-    while pos < len(data) and shift < 64:
-        byte = data[pos]
-        value |= (byte & 0x7F) << shift
-        pos += 1
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-    return None
-
-
 def frame(report: bytes) -> bytes:
     """One report's bytes as a ``reports`` entry of a ``SubmitReportsRequest``."""
     return bytes([_REPORTS_TAG]) + varint(len(report)) + report
@@ -108,23 +96,6 @@ def frame(report: bytes) -> bytes:
 
 def _id_field_size(report_id: str) -> int:
     return 1 + len(varint(len(report_id))) + len(report_id)
-
-
-def check_structure(report: pb.Report, index: int) -> None:
-    """Raise InvalidArgument naming ``reports[index]`` and the field if a report is malformed."""
-    where = f"reports[{index}]"
-    if not _REPORT_ID.fullmatch(report.report_id):
-        raise InvalidArgument(
-            f"{where}.report_id: {report.report_id[:40]!r} must match {REPORT_ID_PATTERN}"
-        )
-    if not report.survey_id:
-        raise InvalidArgument(f"{where}.survey_id: missing")
-    if not report.question_id:
-        raise InvalidArgument(f"{where}.question_id: missing")
-    if not report.HasField("mechanism"):
-        raise InvalidArgument(f"{where}.mechanism: missing")
-    if report.WhichOneof("value") is None:
-        raise InvalidArgument(f"{where}.value: missing (bit, option, bits, hashed or number)")
 
 
 def _check_size(count: int, max_batch: int) -> None:
@@ -142,74 +113,21 @@ def decode_batch(data: bytes, max_batch: int) -> DecodedBatch:
             repeated with different content (naming the report index and field).
         ResourceExhausted: more than ``max_batch`` reports.
     """
-    fast = _decode_uniform(data, max_batch)
-    return fast if fast is not None else _decode_exact(data, max_batch)
+    fast = decode_vectorized(data, max_batch)
+    return fast if fast is not None else decode_exact(data, max_batch)
 
 
-def _decode_uniform(data: bytes, max_batch: int) -> DecodedBatch | None:
-    """The fast path: canonical records identical outside id and bit, or None.
-
-    Only a request made of ``reports`` entries alone qualifies: any other field (such as
-    ``enrollment_token``) starts a row with another tag byte, and ``scan_uniform`` compares
-    every row's bytes before the id, tag included, with the first report's.
-    """
-    if len(data) < 2 or data[0] != _REPORTS_TAG:
+def decode_vectorized(data: bytes, max_batch: int) -> DecodedBatch | None:
+    """The fast path (:mod:`._decode_fast`), or None when the exact path must decide."""
+    fast = decode_fast(data, max_batch)
+    if fast is None:
         return None
-    header = _read_varint(data, 1)
-    if header is None:
-        return None
-    length, start = header
-    size = start + length
-    if size > len(data) or len(data) % size:
-        return None
-    count = len(data) // size
-    if count > max_batch:
-        return None
-    head = data[start:size]
-    template = pb.Report()
-    try:
-        template.ParseFromString(head)
-    except DecodeError:
-        return None
-    template.DiscardUnknownFields()
-    if template.WhichOneof("value") != "bit" or head[-2] != _BIT_TAG:
-        return None
-    try:
-        check_structure(template, 0)
-    except InvalidArgument:
-        return None
-    if template.SerializeToString(deterministic=True) != head:
-        return None  # unknown fields, or not canonical: its layout is not certain
-    id_end = start + _id_field_size(template.report_id)
-    id_start = id_end - len(template.report_id)
-    rows = np.frombuffer(data, dtype=np.uint8).reshape(count, size)
-    ok, id_columns, prints = kernels().scan_uniform(rows, id_start, id_end, _ID_ALLOWED, KEY)
-    if not ok:  # another layout, a byte outside the id alphabet, a bit other than 0/1, or
-        return None  # maybe repeated ids: the exact path tells identical from conflicting
-    id_length = id_end - id_start
-    ids = ReportIds(count, [IdGroup(np.arange(count), id_columns, prints)])
-    bits = rows[:, -1].copy()  # not a view: the request's bytes are not kept
-    stem = bytes(rows[0, id_end:-1])
-    payloads = UniformPayloads(stem, bits)
-    everything = np.arange(count)
-
-    def encode(selected: NDArray[np.intp]) -> bytes:
-        whole = len(selected) == count
-        chosen = id_columns if whole else id_columns[selected]
-        chosen_bits = (bits if whole else bits[selected]).tobytes()
-        if id_length % 2 == 0:
-            hex_ids, packed = kernels().pack_hex(chosen)
-            if hex_ids:  # lowercase hex digits, as clients send: half the bytes
-                return compact_uniform(
-                    stem, id_length, packed.tobytes(), chosen_bits, hex_packed=True
-                )
-        return compact_uniform(stem, id_length, chosen.tobytes(), chosen_bits)
-
-    group = Group(template=template, first=0, rows=everything, values=bits)
-    return DecodedBatch(count, ids, payloads, [group], encode, range(count))
+    groups = [Group(template, int(rows[0]), rows, values) for template, rows, values in fast.groups]
+    count = len(fast.report_ids)
+    return DecodedBatch(count, fast.report_ids, fast.payloads, groups, fast.encode, range(count))
 
 
-def _decode_exact(data: bytes, max_batch: int) -> DecodedBatch:
+def decode_exact(data: bytes, max_batch: int) -> DecodedBatch:
     """The exact path: protobuf parsing and per-report validation with precise errors."""
     request = pb.SubmitReportsRequest()
     try:
@@ -261,9 +179,9 @@ def _decode_exact(data: bytes, max_batch: int) -> DecodedBatch:
             template=reports[first],
             first=first,
             rows=np.asarray(rows, dtype=np.intp),
-            values=_values(reports[first].WhichOneof("value"), values),
+            values=_values(key[3], values),
         )
-        for first, rows, values in groups.values()
+        for key, (first, rows, values) in groups.items()
     ]
 
     def encode(selected: NDArray[np.intp]) -> bytes:
@@ -286,7 +204,7 @@ def _value(report: pb.Report, kind: str) -> Any:
     return getattr(report, kind)
 
 
-def _values(kind: str | None, values: list[Any]) -> Any:
+def _values(kind: str, values: list[Any]) -> Any:
     """A group's values in the column form :class:`Group` documents."""
     if kind == "bit":
         return np.asarray(values, dtype=np.uint8)
@@ -294,7 +212,9 @@ def _values(kind: str | None, values: list[Any]) -> Any:
         return np.asarray(values, dtype=np.int64)
     if kind == "hashed":
         return np.asarray(values, dtype=np.uint64).reshape(-1, 3)
-    return values
+    if kind == "number":
+        return np.asarray(values, dtype=np.float64)
+    return values  # bits, encoded: bytes each
 
 
 def decode_log(data: bytes) -> tuple[ReportIds, Sequence[bytes]]:
@@ -306,6 +226,6 @@ def decode_log(data: bytes) -> tuple[ReportIds, Sequence[bytes]]:
     """
     if data and data[0] in COMPACT:
         stem, ids, bits = compact_columns(data)
-        return ReportIds.uniform(ids), UniformPayloads(stem, bits.copy())
+        return ReportIds.uniform(np.ascontiguousarray(ids)), UniformPayloads(stem, bits.copy())
     batch = decode_batch(data, max_batch=len(data))
     return batch.report_ids, batch.payloads

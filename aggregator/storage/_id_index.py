@@ -1,7 +1,19 @@
-"""The in-memory index of stored report ids per open survey, for idempotent resends."""
+"""Which reports of a batch are new: filters first, then an exact comparison with the log.
+
+A report is stored before when its survey holds its id; it is an exact resend when the
+stored report's payload (its canonical encoding without the id) is the same, and a
+conflict otherwise. The per-survey filters (:mod:`._survey_ids`) answer "new" for almost
+every new id at once. Every other id is resolved exactly: its fingerprint leads to the
+log rows that may hold it (recent ids in memory, sealed segments on disk), and those log
+rows are read and their ids compared byte for byte. A fingerprint match is only ever a
+hint, so two distinct ids are never taken for one. Batches committed in the same
+transaction are compared with each other in memory (:class:`Claim`).
+"""
 
 from __future__ import annotations
 
+import sqlite3
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -9,174 +21,198 @@ import numpy as np
 from numpy.typing import NDArray
 
 from deniable.aggregator.storage._base import Submission
-from deniable.aggregator.storage._id_table import IdTable
-from deniable.aggregator.storage._ids import ReportIds
+from deniable.aggregator.storage._decode import decode_log
+from deniable.aggregator.storage._ids import ReportIds, fingerprints
+from deniable.aggregator.storage._survey_ids import SurveyIds
 from deniable.shared.errors import AlreadyExists, FailedPrecondition
 
 __all__ = ["Claim", "IdIndex"]
 
-_ROW_BITS = 20  # a reference is (batch number << 20) | row; batches hold at most 10,000
-_ROW_MASK = (1 << _ROW_BITS) - 1
-
-
-@dataclass
-class _Survey:
-    """One open survey's ids (a table per id length) and the payloads of its batches."""
-
-    tables: dict[int, IdTable] = field(default_factory=dict)
-    batches: list[Sequence[bytes]] = field(default_factory=list)
-
-    def table(self, length: int) -> IdTable:
-        table = self.tables.get(length)
-        if table is None:
-            table = self.tables[length] = IdTable(length)
-        return table
-
 
 @dataclass
 class Claim:
-    """What claiming a submission's ids did, so that it can be undone.
+    """One batch's reports sorted into new and stored before, not yet entered.
 
     Attributes:
-        total: the submission's reports.
+        submission: the batch.
+        total: its reports.
+        prints: each report's fingerprint.
         fresh: None if every report is new, else a mask of the new ones.
-        marks: per survey touched, its batch count and table sizes before the claim.
+        rows: per survey, the rows of its reports (ascending).
     """
 
+    submission: Submission
     total: int
+    prints: NDArray[np.uint64]
     fresh: NDArray[np.bool_] | None = None
-    marks: list[tuple[_Survey, int, list[tuple[IdTable, int]]]] = field(default_factory=list)
+    rows: dict[str, NDArray[np.intp]] = field(default_factory=dict)
 
     @property
     def stored(self) -> int:
-        """How many reports the claim found new."""
+        """How many reports are new."""
         return self.total if self.fresh is None else int(np.count_nonzero(self.fresh))
+
+    def new_rows(self, survey_id: str) -> NDArray[np.intp]:
+        """The survey's rows that are new."""
+        rows = self.rows[survey_id]
+        return rows if self.fresh is None else rows[self.fresh[rows]]
+
+
+class _StoredRows:
+    """Log rows read while resolving one batch, decoded once each."""
+
+    def __init__(self, db: sqlite3.Connection, key: tuple[int, int]) -> None:
+        self.db, self.key = db, key
+        self.rows: dict[int, tuple[ReportIds, Sequence[bytes], list[NDArray[np.uint64]]]] = {}
+
+    def payload(self, seq: int, report_id: bytes, fingerprint: int) -> bytes | None:
+        """The stored payload of ``report_id`` in log row ``seq``, or None if not there."""
+        row = self.rows.get(seq)
+        if row is None:
+            (data,) = self.db.execute("SELECT reports FROM log WHERE seq = ?", (seq,)).fetchone()
+            ids, payloads = decode_log(bytes(data))
+            row = self.rows[seq] = (
+                ids,
+                payloads,
+                [fingerprints(g.ids, self.key) for g in ids.groups],
+            )
+        ids, payloads, prints = row
+        for group, group_prints in zip(ids.groups, prints, strict=True):
+            if group.ids.shape[1] != len(report_id):
+                continue
+            for at in np.flatnonzero(group_prints == np.uint64(fingerprint)).tolist():
+                if group.ids[at].tobytes() == report_id:
+                    return payloads[int(group.rows[at])]
+        return None
 
 
 class IdIndex:
-    """The ids of each open survey's stored (or claimed) reports, with their payloads.
+    """The report ids of each open survey, for telling new reports from resends."""
 
-    Ids sit in compiled open-addressing tables (:class:`IdTable`), one per survey and id
-    length; each id refers to its batch's payloads (a report's canonical encoding without
-    its id), which tell an exact resend from a different report that reuses an id. A
-    uniform yes/no batch keeps one byte of payload per report, so an id costs its own
-    bytes plus 33 to 49 bytes. Closing a survey frees its part.
-    """
-
-    def __init__(self) -> None:
-        self.surveys: dict[str, _Survey] = {}
-
-    def open(self, survey_id: str) -> None:
-        """Start an empty index for a new open survey."""
-        self.surveys[survey_id] = _Survey()
-
-    def forget(self, survey_id: str) -> None:
-        """Drop a (closed) survey's ids."""
-        self.surveys.pop(survey_id, None)
+    def __init__(self, key: tuple[int, int]) -> None:
+        self.key = key
+        self.surveys: dict[str, SurveyIds] = {}
+        self.unentered: deque[tuple[Claim, dict[str, int]]] = deque()
 
     def __contains__(self, survey_id: str) -> bool:
         return survey_id in self.surveys
 
-    def count(self, survey_id: str) -> int:
-        """How many ids the survey's index holds."""
-        return sum(table.used for table in self.surveys[survey_id].tables.values())
-
-    def load(self, survey_id: str, ids: ReportIds, payloads: Sequence[bytes]) -> None:
-        """Enter a stored batch, read back from the log.
-
-        Raises:
-            ValueError: an id is already in the index (the log repeats a report).
-        """
-        claim = Claim(total=len(ids))
-        self._enter(self.surveys[survey_id], np.arange(len(ids)), ids, payloads, claim, None)
-
-    def claim(self, submission: Submission) -> Claim:
-        """Enter the submission's new ids; which of its reports are new.
-
-        On error nothing stays claimed; the caller releases the claim if the batch is not
-        committed. Claims are undone in the reverse order they were made.
+    def claim(
+        self, db: sqlite3.Connection, submission: Submission, pending: Sequence[Claim]
+    ) -> Claim:
+        """Sort a batch's reports into new and stored before (stored or ``pending``).
 
         Raises:
             FailedPrecondition: a survey is closed.
-            AlreadyExists: an id is stored with a different payload.
+            AlreadyExists: an id is stored (or pending) with a different payload.
         """
-        claim = Claim(total=len(submission.report_ids))
-        try:
-            self._claim(submission, claim)
-        except BaseException:
-            self.release(claim)
-            raise
-        return claim
-
-    def _claim(self, submission: Submission, claim: Claim) -> None:
+        self.catch_up()
         ids = submission.report_ids
         if not isinstance(ids, ReportIds):
             ids = ReportIds.of(list(ids))
-        by_survey: dict[str, list[NDArray[np.intp]]] = {}
+        prints = np.empty(len(ids), dtype=np.uint64)
+        for id_group in ids.groups:
+            prints[id_group.rows] = fingerprints(id_group.ids, self.key)
+        claim = Claim(submission, len(ids), prints)
+        parts: dict[str, list[NDArray[np.intp]]] = {}
         for group in submission.groups:
             if group.survey_id not in self.surveys:
                 first = submission.positions[int(group.rows[0])]
                 raise FailedPrecondition(f"reports[{first}]: survey {group.survey_id!r} is closed")
-            by_survey.setdefault(group.survey_id, []).append(group.rows)
-        for survey_id, parts in by_survey.items():
-            rows = parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts))
-            self._enter(self.surveys[survey_id], rows, ids, submission.payloads, claim, submission)
+            parts.setdefault(group.survey_id, []).append(group.rows)
+        stored = _StoredRows(db, self.key)
+        for survey_id, pieces in parts.items():
+            rows = pieces[0] if len(pieces) == 1 else np.sort(np.concatenate(pieces))
+            claim.rows[survey_id] = rows
+            survey_prints = prints[rows]
+            candidates = set(self.surveys[survey_id].maybe(survey_prints).tolist())
+            for other in pending:
+                if survey_id in other.rows:
+                    theirs = other.prints[other.new_rows(survey_id)]
+                    candidates.update(np.flatnonzero(np.isin(survey_prints, theirs)).tolist())
+            for at in sorted(candidates):
+                row = int(rows[at])
+                if self._stored_before(db, claim, survey_id, row, pending, stored, ids):
+                    if claim.fresh is None:
+                        claim.fresh = np.ones(claim.total, dtype=bool)
+                    claim.fresh[row] = False
+        return claim
 
-    @staticmethod
-    def _enter(
-        survey: _Survey,
-        rows: NDArray[np.intp],
-        ids: ReportIds,
-        payloads: Sequence[bytes],
+    def _stored_before(
+        self,
+        db: sqlite3.Connection,
         claim: Claim,
-        submission: Submission | None,
-    ) -> None:
-        """Enter the ids at ``rows`` (ascending) as one batch of ``survey``."""
-        if len(ids) > _ROW_MASK + 1:
-            raise ValueError(f"a batch of {len(ids)} reports exceeds the index's {_ROW_MASK + 1}")
-        batch = len(survey.batches)
-        survey.batches.append(payloads)
-        tables: list[tuple[IdTable, int]] = []
-        claim.marks.append((survey, batch, tables))
-        everything = len(rows) == len(ids)
-        for group in ids.groups:
-            keep = slice(None) if everything else np.isin(group.rows, rows)
-            group_rows = group.rows[keep]
-            if not len(group_rows):
-                continue
-            table = survey.table(group.ids.shape[1])
-            tables.append((table, table.used))
-            refs = (batch << _ROW_BITS) | group_rows.astype(np.int64)
-            found = table.claim(group.ids[keep], group.fingerprints[keep], refs)
-            for at in np.flatnonzero(found >= 0).tolist():  # rare: an id seen before
-                row, ref = int(group_rows[at]), int(found[at])
-                if submission is None:
-                    raise ValueError(f"report id {ids[row].decode()!r} appears twice in the log")
-                if ref >> _ROW_BITS == batch:
-                    raise ValueError(f"report id {ids[row].decode()!r} repeats in one batch")
-                if survey.batches[ref >> _ROW_BITS][ref & _ROW_MASK] != payloads[row]:
-                    raise AlreadyExists(
-                        f"reports[{submission.positions[row]}].report_id: "
-                        f"{ids[row].decode()!r} is already stored in survey "
-                        f"{_survey_of(submission, row)!r} with different content"
-                    )
-                if claim.fresh is None:
-                    claim.fresh = np.ones(claim.total, dtype=bool)
-                claim.fresh[row] = False
+        survey_id: str,
+        row: int,
+        pending: Sequence[Claim],
+        stored: _StoredRows,
+        ids: ReportIds,
+    ) -> bool:
+        """Whether the report at ``row`` is an exact resend; AlreadyExists if it conflicts."""
+        report_id = ids[row]
+        fingerprint = int(claim.prints[row])
+        payload = claim.submission.payloads[row]
+        found: bytes | None = None
+        for other in pending:
+            if found is None and survey_id in other.rows:
+                found = _pending_payload(other, survey_id, report_id, fingerprint)
+        if found is None:
+            for seq in self.surveys[survey_id].log_rows(db, fingerprint):
+                found = stored.payload(seq, report_id, fingerprint)
+                if found is not None:
+                    break
+        if found is None:
+            return False
+        if found != payload:
+            raise AlreadyExists(
+                f"reports[{claim.submission.positions[row]}].report_id: "
+                f"{report_id.decode()!r} is already stored in survey {survey_id!r} "
+                "with different content"
+            )
+        return True
 
-    @staticmethod
-    def release(claim: Claim) -> None:
-        """Forget everything a claim entered (its batch was not stored)."""
-        for survey, batch, tables in reversed(claim.marks):
-            for table, used in reversed(tables):
-                table.truncate(used)
-            del survey.batches[batch:]
-        claim.marks = []
+    def first_stored(
+        self, db: sqlite3.Connection, survey_id: str, ids: ReportIds, prints: NDArray[np.uint64]
+    ) -> bytes | None:
+        """The first of ``ids`` (with their ``prints``) the survey already holds, if any."""
+        self.catch_up()
+        stored = _StoredRows(db, self.key)
+        survey = self.surveys[survey_id]
+        for row in survey.maybe(prints).tolist():
+            report_id, fingerprint = ids[int(row)], int(prints[row])
+            for seq in survey.log_rows(db, fingerprint):
+                if stored.payload(seq, report_id, fingerprint) is not None:
+                    return report_id
+        return None
+
+    def committed(self, claim: Claim, seqs: dict[str, int]) -> None:
+        """Note a committed batch's new ids (``seqs``: each survey's log row), to be entered.
+
+        Entering costs a few tens of microseconds per batch, so it is done after the
+        reply, by the background thread; whoever reads the index next (the next batch,
+        sealing, filter growth) calls :meth:`catch_up` first, so nothing is missed.
+        """
+        self.unentered.append((claim, seqs))
+
+    def catch_up(self) -> None:
+        """Enter every committed batch not entered yet, in commit order."""
+        while self.unentered:
+            claim, seqs = self.unentered.popleft()
+            for survey_id, seq in seqs.items():
+                survey = self.surveys.get(survey_id)
+                if survey is not None:
+                    survey.enter(claim.prints[claim.new_rows(survey_id)], seq)
 
 
-def _survey_of(submission: Submission, row: int) -> str:
-    for group in submission.groups:
-        at = int(np.searchsorted(group.rows, row))
-        if at < len(group.rows) and group.rows[at] == row:
-            return group.survey_id
-    raise AssertionError(f"row {row} is in no group")  # pragma: no cover
+def _pending_payload(
+    claim: Claim, survey_id: str, report_id: bytes, fingerprint: int
+) -> bytes | None:
+    """The payload of ``report_id`` among a pending batch's new reports of the survey."""
+    rows = claim.new_rows(survey_id)
+    ids = claim.submission.report_ids
+    for at in np.flatnonzero(claim.prints[rows] == np.uint64(fingerprint)).tolist():
+        row = int(rows[at])
+        if ids[row] == report_id:
+            payload: bytes = claim.submission.payloads[row]
+            return payload
+    return None

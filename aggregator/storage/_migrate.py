@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import secrets
 import sqlite3
 
 from deniable.aggregator.storage._base import StorageError
 from deniable.aggregator.storage._decode import frame
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "migrate"]
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "fingerprint_key", "migrate"]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS surveys (
     id TEXT PRIMARY KEY,
@@ -47,6 +48,24 @@ CREATE TABLE IF NOT EXISTS token_answers (
     PRIMARY KEY (token_hash, question_id)
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS token_answers_by_report ON token_answers (survey_id, report_id);
+CREATE TABLE IF NOT EXISTS meta (
+    name TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS id_segments (
+    segment INTEGER PRIMARY KEY,
+    survey_id TEXT NOT NULL REFERENCES surveys(id),
+    last_seq INTEGER NOT NULL,
+    count INTEGER NOT NULL,
+    fences BLOB NOT NULL,
+    filter BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS id_segments_by_survey ON id_segments (survey_id, segment);
+CREATE TABLE IF NOT EXISTS id_chunks (
+    chunk INTEGER PRIMARY KEY,
+    prints BLOB NOT NULL,
+    seqs BLOB NOT NULL
+);
 """
 # Version 1 kept one row per report in a `reports` table with a random primary key.
 # Version 2 introduced the batch log; version 3 also writes compact log rows, which
@@ -57,7 +76,13 @@ CREATE UNIQUE INDEX IF NOT EXISTS token_answers_by_report ON token_answers (surv
 # Upgrading from 3 only creates these tables.
 # Version 5 also writes compact rows with hex-packed ids (first byte 0x02), which version 4
 # cannot read: again the tables are the same and only the number changes.
+# Version 6 adds the report-id index the daemon keeps on disk: `meta` holds the secret key
+# of the id fingerprints, `id_segments` and `id_chunks` the sealed segments of each open
+# survey's ids (sorted fingerprints and their log rows). Version 5 would not keep them up
+# to date, hence the new number. Upgrading creates the tables and the key; the daemon
+# seals the segments of the existing log when it opens the database.
 _V1_CHUNK = 10_000
+_KEY_NAME = "fingerprint_key"
 
 
 def migrate(db: sqlite3.Connection) -> None:
@@ -86,11 +111,21 @@ def migrate(db: sqlite3.Connection) -> None:
                 db.execute(statement)
         if v1:
             _from_v1(db)
+        db.execute(
+            "INSERT OR IGNORE INTO meta (name, value) VALUES (?, ?)",
+            (_KEY_NAME, secrets.token_bytes(16)),
+        )
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")
         raise
+
+
+def fingerprint_key(db: sqlite3.Connection) -> tuple[int, int]:
+    """The database's secret key for report-id fingerprints."""
+    (value,) = db.execute("SELECT value FROM meta WHERE name = ?", (_KEY_NAME,)).fetchone()
+    return int.from_bytes(value[:8], "little"), int.from_bytes(value[8:16], "little")
 
 
 def _from_v1(db: sqlite3.Connection) -> None:

@@ -23,10 +23,11 @@ from deniable.aggregator.storage._base import (
 )
 from deniable.aggregator.storage._group_commit import GroupCommitter
 from deniable.aggregator.storage._id_index import Claim, IdIndex
-from deniable.aggregator.storage._ids import warm_up
 from deniable.aggregator.storage._lock import exclusive_lock
 from deniable.aggregator.storage._log_format import expand
-from deniable.aggregator.storage._migrate import migrate
+from deniable.aggregator.storage._maintenance import DamagedLogError, Maintenance, load_survey
+from deniable.aggregator.storage._migrate import fingerprint_key, migrate
+from deniable.aggregator.storage._segments import delete_segments
 from deniable.aggregator.storage._sqlite_tokens import (
     Binding,
     PendingBindings,
@@ -35,8 +36,9 @@ from deniable.aggregator.storage._sqlite_tokens import (
     issued,
     store_bindings,
 )
+from deniable.aggregator.storage._survey_ids import SEGMENT_IDS, SurveyIds
 from deniable.aggregator.storage._wal import preallocate_wal, wal_target_size
-from deniable.shared.errors import FailedPrecondition, InvalidArgument
+from deniable.shared.errors import FailedPrecondition
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["SqliteStorage"]
@@ -51,32 +53,36 @@ class SqliteStorage(Storage):
 
     Layout: each committed batch appends one row per survey to ``log`` holding the new
     reports (compact for a uniform yes/no batch, else a serialized
-    ``SubmitReportsRequest``; see :mod:`aggregator._log_format`), and bumps the running
-    ``tallies`` in the same transaction. Rows are appended in key order, so a commit
-    writes a few sequential pages however random the clients' report ids are.
+    ``SubmitReportsRequest``; see :mod:`._log_format`), and bumps the running ``tallies``
+    in the same transaction. Rows are appended in key order, so a commit writes a few
+    sequential pages however random the clients' report ids are.
+
+    Idempotency is decided inside the batch's transaction, against the log: which ids an
+    open survey holds is answered by an index derived from the log (:mod:`._id_index`),
+    made of filters in memory and of sealed segments of sorted fingerprints in the
+    database, which a background thread writes (:mod:`._maintenance`). Every candidate
+    match is confirmed by reading the log row and comparing the id and payload byte for
+    byte. A lock file (``PATH.lock``) keeps a second aggregator from using the database.
 
     Enrollment: ``tokens`` holds the SHA-256 hash of each issued token, and
     ``token_answers`` binds each (token, question) to its one report, written in the
-    batch's transaction (see :mod:`aggregator.storage._sqlite_tokens`).
-
-    Idempotency: the ids of each open survey's stored reports (with their payloads) are
-    kept in memory (:class:`IdIndex`), rebuilt from the log at start; ids claimed by a
-    batch that is not committed are removed again. A lock file (``PATH.lock``) keeps a
-    second aggregator from using the same database.
+    batch's transaction (see :mod:`._sqlite_tokens`).
 
     Durability: the WAL journal with ``synchronous=FULL`` fsyncs the log at every commit,
-    so an acknowledged batch survives a process crash and a power loss. (``NORMAL`` would
-    be faster but can lose the last commits on power loss, which would break the promise
-    that an acknowledged report is never lost.) One connection serves all threads under a
-    lock, as SQLite admits one writer at a time anyway; batches that arrive during a
-    commit share the next one (:class:`GroupCommitter`).
+    so an acknowledged batch survives a process crash and a power loss. One connection
+    serves all threads under a lock, as SQLite admits one writer at a time anyway; batches
+    that arrive during a commit share the next one (:class:`GroupCommitter`).
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(
+        self, path: str, *, segment_ids: int = SEGMENT_IDS, background: bool = True
+    ) -> None:
         self.path = path
+        self.segment_ids = segment_ids
         self._lock = threading.Lock()
         self._lockfile: IO[bytes] | None = None
-        if path != ":memory:":
+        file_backed = path != ":memory:"
+        if file_backed:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             self._lockfile = exclusive_lock(f"{path}.lock")
         try:
@@ -87,14 +93,22 @@ class SqliteStorage(Storage):
             self._db.execute("PRAGMA busy_timeout=10000")
             migrate(self._db)
             self._preallocate_wal()
-            self._index = IdIndex()
-            warm_up()
-            self._load_index()
+            self._index = IdIndex(fingerprint_key(self._db))
+            for (survey_id,) in self._db.execute(
+                "SELECT id FROM surveys WHERE state = ? ORDER BY seq", (pb.SURVEY_STATE_OPEN,)
+            ).fetchall():
+                load_survey(self._db, self._index, survey_id, segment_ids)
             self._tallies: dict[tuple[str, str], Tally] = {}
             self._committer = GroupCommitter(self._commit_locked, self._lock)
+            self._maintenance = Maintenance(
+                self._db, self._lock, self._index, segment_ids, background and file_backed
+            )
         except sqlite3.DatabaseError as error:
             self._release_lockfile()
             raise StorageError(f"cannot open SQLite database {path!r}: {error}") from None
+        except DamagedLogError as error:
+            self._release_lockfile()
+            raise StorageError(f"log row {error.seq} of {path!r} is damaged: {error}") from None
         except StorageError:
             self._release_lockfile()
             raise
@@ -113,24 +127,6 @@ class SqliteStorage(Storage):
         if self._lockfile is not None:
             self._lockfile.close()
             self._lockfile = None
-
-    def _load_index(self) -> None:
-        """Enter the report ids and payloads of every open survey, read back from the log."""
-        from deniable.aggregator.storage._decode import decode_log
-
-        for (survey_id,) in self._db.execute(
-            "SELECT id FROM surveys WHERE state = ?", (pb.SURVEY_STATE_OPEN,)
-        ):
-            self._index.open(survey_id)
-        for seq, survey_id, reports in self._db.execute(
-            "SELECT log.seq, log.survey_id, log.reports FROM log "
-            "JOIN surveys ON surveys.id = log.survey_id WHERE surveys.state = ? ORDER BY log.seq",
-            (pb.SURVEY_STATE_OPEN,),
-        ):
-            try:
-                self._index.load(survey_id, *decode_log(reports))
-            except (ValueError, InvalidArgument) as error:  # LogFormatError is a ValueError
-                raise StorageError(f"log row {seq} of {self.path!r} is damaged: {error}") from None
 
     def _with_count(self, spec: bytes, state: int, survey_id: str) -> pb.Survey:
         survey = pb.Survey.FromString(spec)
@@ -162,7 +158,7 @@ class SqliteStorage(Storage):
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-            self._index.open(survey.id)
+            self._index.surveys[survey.id] = SurveyIds()
 
     def get_survey(self, survey_id: str) -> pb.Survey | None:
         """The survey with its state and report count, or None."""
@@ -182,12 +178,21 @@ class SqliteStorage(Storage):
             return [self._with_count(spec, state, sid) for sid, spec, state in rows]
 
     def close_survey(self, survey_id: str) -> pb.Survey | None:
-        """Mark the survey closed (closing twice is a no-op) and forget its id index."""
+        """Mark the survey closed (closing twice is a no-op) and drop its id index."""
         with self._lock:
-            self._db.execute(
-                "UPDATE surveys SET state = ? WHERE id = ?", (pb.SURVEY_STATE_CLOSED, survey_id)
-            )
-            self._index.forget(survey_id)
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute(
+                    "UPDATE surveys SET state = ? WHERE id = ?",
+                    (pb.SURVEY_STATE_CLOSED, survey_id),
+                )
+                delete_segments(self._db, survey_id)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._index.catch_up()
+            self._index.surveys.pop(survey_id, None)
         return self.get_survey(survey_id)
 
     def issue_tokens(self, survey_id: str, hashes: Sequence[bytes]) -> None:
@@ -208,55 +213,58 @@ class SqliteStorage(Storage):
         next transaction (group commit): each batch is still all or nothing, and the
         reply still waits for the fsync, but concurrent batches share it.
         """
-        return self._committer.submit(submission)
+        outcome = self._committer.submit(submission)
+        self._maintenance.poke()
+        return outcome
 
     def _commit_locked(
         self, submissions: Sequence[Submission]
     ) -> list[SubmitOutcome | BaseException]:
-        """Claim each batch's ids, then store every claimed batch in one transaction.
+        """Sort each batch's reports into new and stored, then store them in one transaction.
 
-        A batch refused while claiming (a closed survey, a conflicting id, or for a batch
-        with an enrollment token a conflicting binding) gets its own error and takes no
-        part in the transaction; if the transaction fails, every batch in it gets that
-        error and nothing of them stays claimed.
+        A batch refused while its reports are sorted (a closed survey, a conflicting id,
+        or for a batch with an enrollment token a conflicting binding) gets its own error
+        and takes no part in the transaction; if the transaction fails, every batch in it
+        gets that error and none of its ids is entered in the index.
         """
         results: list[SubmitOutcome | BaseException] = []
-        claims: list[tuple[int, Submission, Claim, list[Binding]]] = []
+        claims: list[tuple[int, Claim, list[Binding]]] = []
         pending = PendingBindings()
         for position, submission in enumerate(submissions):
             try:
                 bindings = self._bind_locked(submission, pending)
-                claim = self._index.claim(submission)
+                claim = self._index.claim(self._db, submission, [c for _, c, _ in claims])
             except Exception as error:
                 results.append(error)
                 continue
             pending.add(bindings)
-            claims.append((position, submission, claim, bindings))
+            claims.append((position, claim, bindings))
             results.append(RuntimeError("not committed"))  # replaced below
         if not claims:
             return results
         tallies: dict[tuple[str, str], Tally] = {}
+        seqs: list[dict[str, int]] = []
+        self._db.execute("BEGIN IMMEDIATE")
         try:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                for _, submission, claim, bindings in claims:
-                    self._append_locked(submission, claim.fresh, tallies)
-                    store_bindings(self._db, bindings)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+            for _, claim, bindings in claims:
+                seqs.append(self._append_locked(claim, tallies))
+                store_bindings(self._db, bindings)
+            self._db.execute("COMMIT")
         except BaseException:
-            for _, _, claim, _ in reversed(claims):  # none of these is stored: forget them,
-                self._index.release(claim)  # latest first, as the index requires
+            self._db.execute("ROLLBACK")
             raise
         self._tallies.update(tallies)  # only once committed
-        for position, _, claim, _ in claims:
+        for (position, claim, _), survey_seqs in zip(claims, seqs, strict=True):
+            self._index.committed(claim, survey_seqs)
             results[position] = SubmitOutcome(claim.stored, claim.total - claim.stored)
         return results
 
+    def maintain(self) -> None:
+        """Do the background work that is due now, in this thread (tests use it)."""
+        self._maintenance.run_once()
+
     def _bind_locked(self, submission: Submission, pending: PendingBindings) -> list[Binding]:
-        """A token batch's new (token, question) bindings, checked before its ids are claimed.
+        """A token batch's new (token, question) bindings, checked before its ids are sorted.
 
         Checked first, so that a different report for an answered question is refused as
         such (naming the question) even when it reuses the first report's id.
@@ -269,37 +277,36 @@ class SqliteStorage(Storage):
                 raise FailedPrecondition(f"reports[{first}]: survey {group.survey_id!r} is closed")
         return bind(self._db, submission, pending)
 
-    def _append_locked(
-        self,
-        submission: Submission,
-        fresh: NDArray[np.bool_] | None,
-        tallies: dict[tuple[str, str], Tally],
-    ) -> None:
-        """Write the new reports' log rows and tallies; enter the tallies in ``tallies``."""
-        by_survey: dict[str, list[NDArray[np.intp]]] = {}
+    def _append_locked(self, claim: Claim, tallies: dict[tuple[str, str], Tally]) -> dict[str, int]:
+        """Write a batch's log rows and tallies; each survey's new log row."""
+        submission, fresh = claim.submission, claim.fresh
+        seqs: dict[str, int] = {}
         for group in submission.groups:
             keep: Selection
             if fresh is None:
-                keep, rows = _ALL, group.rows
+                keep, count = _ALL, len(group.rows)
             else:
                 keep = fresh[group.rows]
-                rows = group.rows[keep]
-                if not len(rows):
+                count = int(np.count_nonzero(keep))
+                if not count:
                     continue
-            by_survey.setdefault(group.survey_id, []).append(rows)
             key = (group.survey_id, group.question_id)
             old = tallies.get(key) or self._tallies.get(key) or self._read_tally(key)
-            new = tallies[key] = Tally(old.n + len(rows), _add(old.sums, group.tally(keep)))
+            new = tallies[key] = Tally(old.n + count, _add(old.sums, group.tally(keep)))
             self._db.execute(
                 "UPDATE tallies SET n = ?, sums = ? WHERE survey_id = ? AND question_id = ?",
                 (new.n, json.dumps(new.sums), *key),
             )
-        for survey_id, parts in by_survey.items():
-            rows = parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts))
-            self._db.execute(
-                "INSERT INTO log (survey_id, reports) VALUES (?, ?)",
-                (survey_id, submission.encode(rows)),
-            )
+        for survey_id in claim.rows:
+            rows: NDArray[np.intp] = claim.new_rows(survey_id)
+            if len(rows):
+                cursor = self._db.execute(
+                    "INSERT INTO log (survey_id, reports) VALUES (?, ?)",
+                    (survey_id, submission.encode(rows)),
+                )
+                assert cursor.lastrowid is not None
+                seqs[survey_id] = cursor.lastrowid
+        return seqs
 
     def _read_tally(self, key: tuple[str, str]) -> Tally:
         n, sums = self._db.execute(
@@ -325,7 +332,8 @@ class SqliteStorage(Storage):
         return iter([expand(reports) for (reports,) in rows])
 
     def close(self) -> None:
-        """Close the connection and release the lock file (closing twice is allowed)."""
+        """Stop the background work, close the connection and release the lock file."""
+        self._maintenance.close()
         with self._lock:
             self._db.close()
             self._release_lockfile()

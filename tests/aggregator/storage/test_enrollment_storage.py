@@ -16,6 +16,7 @@ from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.aggregator.storage.test_storage_contract import enrolled, report, submit, survey
 
 V4_TABLES = {"tokens", "token_counts", "token_answers"}
+V6_TABLES = {"meta", "id_segments", "id_chunks"}  # the on-disk id index
 
 
 def uniform(count: int) -> list[pb.Report]:
@@ -77,7 +78,7 @@ def _v3_database(path: Path) -> None:
     submit(storage, [report("a", 1), report("b", 0, "q2")])
     storage.close()
     db = sqlite3.connect(path)
-    for table in V4_TABLES:
+    for table in V4_TABLES | V6_TABLES:
         db.execute(f"DROP TABLE {table}")
     db.execute("PRAGMA user_version = 3")
     db.commit()
@@ -109,7 +110,7 @@ def test_a_version_3_database_is_upgraded_by_adding_the_enrollment_tables(tmp_pa
     finally:
         upgraded.close()
     after = _dump(path)
-    assert set(after) == set(before) | V4_TABLES
+    assert set(after) == set(before) | V4_TABLES | V6_TABLES
     assert {table: after[table] for table in before} == before  # only tables were added
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)

@@ -1,0 +1,250 @@
+"""Keeping the id index small and the log short: sealing, filter growth and checkpoints.
+
+Three kinds of work run beside the batches, in one background thread of a file database
+(inline for ``:memory:`` and in tests that ask for it):
+
+- **sealing**: once an open survey has ``segment_ids`` recent ids, they are sorted and
+  written as a segment (:mod:`._segments`), and forgotten from memory but for the
+  segment's filter. The sorting happens outside the storage lock; the write is one short
+  transaction under it. It is committed with ``synchronous=NORMAL``: a segment is derived
+  from the log, and the next batch's commit, with ``FULL``, makes it durable anyway. If
+  it is lost, its rows are simply recent again at the next start.
+- **filter growth**: once a survey holds more ids than its filter's capacity, a filter of
+  twice the size is built from the segments' fingerprints and the recent ones, outside
+  the lock, while new ids go into both; then it replaces the old one.
+- **checkpoints**: every ``CHECKPOINT_EVERY`` commits, a second connection copies the
+  write-ahead log into the database (``PRAGMA wal_checkpoint(PASSIVE)``), so that the
+  commit that crosses SQLite's automatic threshold rarely has to.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+
+import numpy as np
+from numpy.typing import NDArray
+
+from deniable.aggregator.storage import _survey_ids
+from deniable.aggregator.storage._decode import decode_log
+from deniable.aggregator.storage._filter import BloomFilter
+from deniable.aggregator.storage._id_index import IdIndex
+from deniable.aggregator.storage._ids import ReportIds, fingerprints, repeated_rows
+from deniable.aggregator.storage._segments import (
+    Segment,
+    load_segments,
+    prepare_segment,
+    segment_prints,
+    write_segment,
+)
+from deniable.aggregator.storage._survey_ids import SEGMENT_CAPACITY, SurveyIds
+
+__all__ = ["CHECKPOINT_EVERY", "DamagedLogError", "Maintenance", "load_survey"]
+
+_logger = logging.getLogger("deniable.aggregator")
+
+CHECKPOINT_EVERY = 32  # commits between two background checkpoints
+_IDLE_WAKE = 1.0  # seconds: the thread also looks for work this often
+
+
+class DamagedLogError(ValueError):
+    """A log row cannot be read back, or repeats a report id."""
+
+    def __init__(self, seq: int, message: str) -> None:
+        super().__init__(message)
+        self.seq = seq
+
+
+def load_survey(
+    db: sqlite3.Connection, index: IdIndex, survey_id: str, segment_ids: int
+) -> SurveyIds:
+    """Rebuild an open survey's index from the database, sealing a long tail as it goes.
+
+    Raises:
+        DamagedLogError: a log row after the last segment does not decode or repeats an id.
+    """
+    (reports,) = db.execute(
+        "SELECT COALESCE(SUM(n), 0) FROM tallies WHERE survey_id = ?", (survey_id,)
+    ).fetchone()
+    survey = index.surveys[survey_id] = SurveyIds(
+        max(_survey_ids.INITIAL_CAPACITY, int(reports) + int(reports) // 4)
+    )
+    for segment, bloom in load_segments(db, survey_id, SEGMENT_CAPACITY):
+        survey.segments.add(segment, bloom)
+        for prints in segment_prints(db, segment):
+            survey.bloom.add(prints)
+    cursor = db.execute(
+        "SELECT seq, reports FROM log WHERE survey_id = ? AND seq > ? ORDER BY seq",
+        (survey_id, survey.segments.last_seq),
+    )
+    for seq, row in cursor.fetchall():
+        ids, prints = _row_prints(index, seq, bytes(row))
+        repeated = index.first_stored(db, survey_id, ids, prints)
+        if repeated is not None:
+            raise DamagedLogError(seq, f"report id {repeated.decode()!r} appears twice in the log")
+        survey.enter(prints, seq)
+        if survey.recent.count >= segment_ids:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                sealed = prepare_segment(
+                    survey.recent.prints[: survey.recent.count],
+                    survey.recent.seqs[: survey.recent.count],
+                    SEGMENT_CAPACITY,
+                )
+                segment = write_segment(db, survey_id, sealed)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            survey.segments.add(segment, sealed.bloom)
+            survey.recent.drop_through(segment.last_seq)
+    return survey
+
+
+def _row_prints(index: IdIndex, seq: int, row: bytes) -> tuple[ReportIds, NDArray[np.uint64]]:
+    """A log row's ids and their fingerprints, in row order."""
+    try:
+        ids, _ = decode_log(row)
+    except ValueError as error:  # LogFormatError
+        raise DamagedLogError(seq, str(error)) from None
+    except Exception as error:  # InvalidArgument from a damaged canonical row
+        raise DamagedLogError(seq, str(error)) from None
+    prints = np.empty(len(ids), dtype=np.uint64)
+    for group in ids.groups:
+        if repeated_rows(group.ids):
+            raise DamagedLogError(seq, "a report id appears twice in the row")
+        prints[group.rows] = fingerprints(group.ids, index.key)
+    return ids, prints
+
+
+class Maintenance:
+    """Runs sealing, filter growth and checkpoints in a background thread (or inline)."""
+
+    def __init__(
+        self,
+        db: sqlite3.Connection,
+        lock: threading.Lock,
+        index: IdIndex,
+        segment_ids: int,
+        background: bool,
+    ) -> None:
+        self._db, self._lock, self._index = db, lock, index
+        self._segment_ids = segment_ids
+        self._commits = self._checkpointed = 0
+        self._working = threading.Lock()  # one run at a time: the thread's, or a caller's
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._reader: sqlite3.Connection | None = None
+        self._thread: threading.Thread | None = None
+        if background:
+            (path,) = [row[2] for row in db.execute("PRAGMA database_list") if row[1] == "main"]
+            self._reader = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            self._reader.execute("PRAGMA busy_timeout=10000")
+            self._thread = threading.Thread(target=self._run, name="deniable-storage", daemon=True)
+            self._thread.start()
+
+    def poke(self) -> None:
+        """Called after each commit: the new ids are to be entered, and maybe more is due."""
+        self._commits += 1
+        if self._thread is not None:
+            self._wake.set()
+        else:
+            self.run_once()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(_IDLE_WAKE)
+            self._wake.clear()
+            if self._stop.is_set():
+                break
+            try:
+                self.run_once()
+            except Exception:  # keep serving: the work is retried at the next wake
+                _logger.exception("background storage maintenance failed")
+
+    def run_once(self) -> None:
+        """Enter the committed ids, then do every other piece of work that is due."""
+        with self._working:
+            self._run_once()
+
+    def _run_once(self) -> None:
+        with self._lock:
+            self._index.catch_up()
+            surveys = list(self._index.surveys.items())
+        for survey_id, survey in surveys:
+            if survey.recent.count >= self._segment_ids:
+                self._seal(survey_id, survey)
+            if survey.bloom.full and survey.growing is None:
+                self._grow(survey_id, survey)
+        if self._reader is not None and self._commits >= self._checkpointed + CHECKPOINT_EVERY:
+            self._checkpointed = self._commits
+            self._reader.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+    def _seal(self, survey_id: str, survey: SurveyIds) -> None:
+        """Write the survey's recent ids as a segment, then forget them."""
+        with self._lock:
+            self._index.catch_up()
+            count = survey.recent.count
+            prints = survey.recent.prints[:count].copy()
+            seqs = survey.recent.seqs[:count].copy()
+        sealed = prepare_segment(prints, seqs, SEGMENT_CAPACITY)
+        with self._lock:
+            if self._index.surveys.get(survey_id) is not survey:
+                return  # closed meanwhile
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    segment = write_segment(self._db, survey_id, sealed)
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+            finally:
+                self._db.execute("PRAGMA synchronous=FULL")
+            survey.segments.add(segment, sealed.bloom)
+            survey.recent.drop_through(segment.last_seq)
+
+    def _grow(self, survey_id: str, survey: SurveyIds) -> None:
+        """Replace the survey's filter by one of twice the capacity.
+
+        With a thread, the filter is built from a snapshot outside the lock while new ids
+        go into both filters; inline, it is built under the lock.
+        """
+        with self._lock:
+            self._index.catch_up()
+            grown = BloomFilter(2 * max(survey.count, survey.bloom.capacity))
+            segments = list(survey.segments.list)
+            recent = survey.recent.prints[: survey.recent.count].copy()
+            if self._reader is None:
+                _fill(self._db, grown, segments, recent)
+                survey.bloom = grown
+                return
+            survey.growing = grown
+        _fill(self._reader, grown, segments, recent)
+        with self._lock:
+            survey.bloom, survey.growing = grown, None
+
+    def close(self) -> None:
+        """Stop the thread (after the work in hand) and close its connection."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+
+def _fill(
+    db: sqlite3.Connection,
+    bloom: BloomFilter,
+    segments: list[Segment],
+    recent: NDArray[np.uint64],
+) -> None:
+    for segment in segments:
+        for prints in segment_prints(db, segment):
+            bloom.add(prints)
+    bloom.add(recent)

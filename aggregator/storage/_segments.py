@@ -1,0 +1,198 @@
+"""Sealed segments of a survey's report ids: sorted fingerprints on disk, filters in memory.
+
+A segment covers a run of consecutive log rows of one survey. On disk it is a row of
+``id_segments`` (the last log row it covers, how many ids, the first fingerprint of each
+chunk, and its Bloom filter) and its chunks in ``id_chunks``: ``CHUNK`` fingerprints in
+ascending order with the log row of each. A segment is written once, sequentially, in
+one transaction, and never changes. To find the log rows that may hold a fingerprint,
+one chunk is read (the fences say which); the segments' filters, stacked in one matrix,
+say which segments to look in at all.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from deniable.aggregator.storage._filter import BloomFilter, second_hash
+
+__all__ = [
+    "CHUNK",
+    "Sealed",
+    "Segment",
+    "Segments",
+    "delete_segments",
+    "load_segments",
+    "lookup",
+    "prepare_segment",
+    "segment_prints",
+    "write_segment",
+]
+
+CHUNK = 1024  # fingerprints per chunk row: 8 KB of fingerprints and 8 KB of log rows
+_CHUNK_BITS = 20  # a chunk's rowid is (segment << 20) | index
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One sealed segment: its number, the last log row it covers, its ids and fences."""
+
+    number: int
+    last_seq: int
+    count: int
+    fences: NDArray[np.uint64]
+
+
+@dataclass(frozen=True)
+class Sealed:
+    """A segment ready to be written: sorted fingerprints, their log rows, its filter."""
+
+    prints: NDArray[np.uint64]
+    seqs: NDArray[np.int64]
+    bloom: BloomFilter
+    last_seq: int
+
+
+def prepare_segment(prints: NDArray[np.uint64], seqs: NDArray[np.int64], capacity: int) -> Sealed:
+    """Sort the ids of consecutive log rows and build their filter (no database access)."""
+    order = np.argsort(prints, kind="stable")
+    bloom = BloomFilter(capacity)
+    bloom.add(second_hash(prints))
+    return Sealed(prints[order], seqs[order], bloom, int(seqs.max()))
+
+
+def write_segment(db: sqlite3.Connection, survey_id: str, sealed: Sealed) -> Segment:
+    """Store a prepared segment (in the caller's transaction)."""
+    prints, seqs = sealed.prints.astype("<u8"), sealed.seqs.astype("<i8")
+    fences = sealed.prints[::CHUNK].copy()
+    (number,) = db.execute("SELECT COALESCE(MAX(segment), 0) + 1 FROM id_segments").fetchone()
+    db.execute(
+        "INSERT INTO id_segments (segment, survey_id, last_seq, count, fences, filter) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (
+            number,
+            survey_id,
+            sealed.last_seq,
+            len(prints),
+            fences.astype("<u8").tobytes(),
+            sealed.bloom.words.astype("<u8").tobytes(),
+        ),
+    )
+    db.executemany(
+        "INSERT INTO id_chunks (chunk, prints, seqs) VALUES (?, ?, ?)",
+        (
+            (
+                (number << _CHUNK_BITS) | index,
+                prints[start : start + CHUNK].tobytes(),
+                seqs[start : start + CHUNK].tobytes(),
+            )
+            for index, start in enumerate(range(0, len(prints), CHUNK))
+        ),
+    )
+    return Segment(number, sealed.last_seq, len(prints), fences)
+
+
+def load_segments(
+    db: sqlite3.Connection, survey_id: str, capacity: int
+) -> Iterator[tuple[Segment, BloomFilter]]:
+    """A survey's segments with their filters, oldest first, one row at a time.
+
+    The filter's words are a view of the row's bytes: the caller copies them.
+    """
+    cursor = db.execute(
+        "SELECT segment, last_seq, count, fences, filter FROM id_segments "
+        "WHERE survey_id = ? ORDER BY segment",
+        (survey_id,),
+    )
+    for number, last_seq, count, fences, words in cursor:
+        bloom = BloomFilter.of_words(np.frombuffer(words, "<u8"), capacity, count)
+        fence_array = np.frombuffer(fences, "<u8").astype(np.uint64)
+        yield Segment(number, last_seq, count, fence_array), bloom
+
+
+def segment_prints(db: sqlite3.Connection, segment: Segment) -> Iterator[NDArray[np.uint64]]:
+    """The segment's fingerprints, chunk by chunk."""
+    low = segment.number << _CHUNK_BITS
+    for (prints,) in db.execute(
+        "SELECT prints FROM id_chunks WHERE chunk BETWEEN ? AND ? ORDER BY chunk",
+        (low, low | ((1 << _CHUNK_BITS) - 1)),
+    ):
+        yield np.frombuffer(prints, "<u8")
+
+
+def delete_segments(db: sqlite3.Connection, survey_id: str) -> None:
+    """Remove a survey's segments (in the caller's transaction)."""
+    numbers = [n for (n,) in db.execute(
+        "SELECT segment FROM id_segments WHERE survey_id = ?", (survey_id,)
+    )]  # fmt: skip
+    for number in numbers:
+        low = number << _CHUNK_BITS
+        db.execute(
+            "DELETE FROM id_chunks WHERE chunk BETWEEN ? AND ?",
+            (low, low | ((1 << _CHUNK_BITS) - 1)),
+        )
+    db.execute("DELETE FROM id_segments WHERE survey_id = ?", (survey_id,))
+
+
+class Segments:
+    """A survey's sealed segments and their filters, stacked for one probe per fingerprint."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.list: list[Segment] = []
+        self._words = np.zeros((0, len(BloomFilter(capacity).words)), dtype=np.uint64)
+        self._probe = BloomFilter(capacity)  # the geometry every segment's filter shares
+
+    def __len__(self) -> int:
+        return len(self.list)
+
+    @property
+    def count(self) -> int:
+        """Ids in all segments."""
+        return sum(segment.count for segment in self.list)
+
+    @property
+    def last_seq(self) -> int:
+        """The last log row the segments cover (0 without segments)."""
+        return self.list[-1].last_seq if self.list else 0
+
+    def add(self, segment: Segment, bloom: BloomFilter) -> None:
+        """Append a sealed segment and its filter."""
+        if len(self.list) == len(self._words):
+            grown = np.zeros((max(4, 2 * len(self._words)), self._words.shape[1]), np.uint64)
+            grown[: len(self._words)] = self._words
+            self._words = grown
+        self._words[len(self.list)] = bloom.words
+        self.list.append(segment)
+
+    def maybe(self, prints: NDArray[np.uint64]) -> list[tuple[int, Segment]]:
+        """(position in ``prints``, segment) pairs whose segment filter may hold it."""
+        if not self.list:
+            return []
+        index, pattern = self._probe.slots(second_hash(prints))
+        found = self._words[: len(self.list)][:, index]
+        hits = np.argwhere((found & pattern) == pattern)  # (segment, position) pairs
+        return [(int(at), self.list[int(seg)]) for seg, at in hits.tolist()]
+
+
+def lookup(db: sqlite3.Connection, segment: Segment, fingerprint: int) -> list[int]:
+    """The log rows of the segment's ids with this fingerprint (usually none or one)."""
+    key = np.uint64(fingerprint)
+    first = max(int(np.searchsorted(segment.fences, key, "left")) - 1, 0)
+    last = max(int(np.searchsorted(segment.fences, key, "right")) - 1, 0)
+    low = segment.number << _CHUNK_BITS
+    seqs: list[int] = []
+    for prints, stored in db.execute(
+        "SELECT prints, seqs FROM id_chunks WHERE chunk BETWEEN ? AND ?",
+        (low | first, low | last),
+    ):
+        column = np.frombuffer(prints, "<u8")
+        begin = int(np.searchsorted(column, key, "left"))
+        end = int(np.searchsorted(column, key, "right"))
+        if end > begin:
+            seqs.extend(np.frombuffer(stored, "<i8")[begin:end].tolist())
+    return seqs
