@@ -21,8 +21,10 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed-aggregator
 	$(BIN)/deniable-aggregator simulate --participants 10000 --p 0.3 --alpha 0.5
 
+# Every test runs, on every core (pytest-xdist); JOBS=0 runs them in this process.
+JOBS ?= auto
 test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(JOBS)
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .

@@ -1,4 +1,9 @@
-"""Aggregator side of deniable: debiased estimates, confidence intervals, planning."""
+"""Aggregator side of deniable: the daemon, storage, estimates, planning and simulation.
+
+Names are imported on first use (PEP 562), so that commands and the daemon load only what
+they need: the statistics pull in scipy, which adds 0.3 s or more to the start of every
+command that imports it.
+"""
 
 from __future__ import annotations
 
@@ -12,58 +17,94 @@ if importlib.util.find_spec("scipy") is None:  # pragma: no cover - only without
     )
 
 if TYPE_CHECKING:
-    from deniable.aggregator.analysis._coverage import (
-        exact_coverage,
-        exact_moments,
-        report_count_pmf,
-    )
-    from deniable.aggregator.analysis._intervals import METHODS
+    from deniable.aggregator.analysis._check import CheckReport, check
     from deniable.aggregator.analysis._planner import (
         Plan,
         margin_achieved,
         participants_needed,
         plan,
     )
-    from deniable.aggregator.analysis._proportion import ProportionEstimate, estimate_proportion
+    from deniable.aggregator.analysis._planner_kinds import KindPlan, plan_question
     from deniable.aggregator.analysis._simulate import SimulationResult, simulate_binary
+    from deniable.aggregator.analysis._simulate_categorical import (
+        CategoricalSimulation,
+        simulate_categorical,
+    )
+    from deniable.aggregator.analysis._simulate_numeric import (
+        NumericSimulation,
+        simulate_numeric,
+    )
+    from deniable.aggregator.server import AggregatorService, RunningServer, start_server
+    from deniable.aggregator.storage import Storage, open_storage
+    from deniable.shared.mechanisms import ProportionEstimate, estimate_proportion
+    from deniable.shared.mechanisms._rr_coverage import (
+        exact_coverage,
+        exact_moments,
+        report_count_pmf,
+    )
+    from deniable.shared.stats import METHODS
 
-# Each public name and its module, imported on first use (PEP 562), so that commands
-# and the daemon load only what they need: the statistics pull in scipy, which adds
-# 0.3 s or more to the start of every command that imports it.
+_ANALYSIS = "deniable.aggregator.analysis"
 _EXPORTS = {
-    "METHODS": "deniable.aggregator.analysis._intervals",
-    "Plan": "deniable.aggregator.analysis._planner",
-    "ProportionEstimate": "deniable.aggregator.analysis._proportion",
-    "SimulationResult": "deniable.aggregator.analysis._simulate",
-    "estimate_proportion": "deniable.aggregator.analysis._proportion",
-    "exact_coverage": "deniable.aggregator.analysis._coverage",
-    "exact_moments": "deniable.aggregator.analysis._coverage",
-    "margin_achieved": "deniable.aggregator.analysis._planner",
-    "participants_needed": "deniable.aggregator.analysis._planner",
-    "plan": "deniable.aggregator.analysis._planner",
-    "report_count_pmf": "deniable.aggregator.analysis._coverage",
-    "simulate_binary": "deniable.aggregator.analysis._simulate",
+    "AggregatorService": "deniable.aggregator.server",
+    "CategoricalSimulation": f"{_ANALYSIS}._simulate_categorical",
+    "CheckReport": f"{_ANALYSIS}._check",
+    "KindPlan": f"{_ANALYSIS}._planner_kinds",
+    "METHODS": "deniable.shared.stats",
+    "NumericSimulation": f"{_ANALYSIS}._simulate_numeric",
+    "Plan": f"{_ANALYSIS}._planner",
+    "ProportionEstimate": "deniable.shared.mechanisms",
+    "RunningServer": "deniable.aggregator.server",
+    "SimulationResult": f"{_ANALYSIS}._simulate",
+    "Storage": "deniable.aggregator.storage",
+    "check": f"{_ANALYSIS}._check",
+    "estimate_proportion": "deniable.shared.mechanisms",
+    "exact_coverage": "deniable.shared.mechanisms._rr_coverage",
+    "exact_moments": "deniable.shared.mechanisms._rr_coverage",
+    "margin_achieved": f"{_ANALYSIS}._planner",
+    "open_storage": "deniable.aggregator.storage",
+    "participants_needed": f"{_ANALYSIS}._planner",
+    "plan": f"{_ANALYSIS}._planner",
+    "plan_question": f"{_ANALYSIS}._planner_kinds",
+    "report_count_pmf": "deniable.shared.mechanisms._rr_coverage",
+    "simulate_binary": f"{_ANALYSIS}._simulate",
+    "simulate_categorical": f"{_ANALYSIS}._simulate_categorical",
+    "simulate_numeric": f"{_ANALYSIS}._simulate_numeric",
+    "start_server": "deniable.aggregator.server",
 }
 __all__ = [
     "METHODS",
+    "AggregatorService",
+    "CategoricalSimulation",
+    "CheckReport",
+    "KindPlan",
+    "NumericSimulation",
     "Plan",
     "ProportionEstimate",
+    "RunningServer",
     "SimulationResult",
+    "Storage",
+    "check",
     "estimate_proportion",
     "exact_coverage",
     "exact_moments",
     "margin_achieved",
+    "open_storage",
     "participants_needed",
     "plan",
+    "plan_question",
     "report_count_pmf",
     "simulate_binary",
+    "simulate_categorical",
+    "simulate_numeric",
+    "start_server",
 ]
 
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
-        raise AttributeError(f"module 'aggregator' has no attribute {name!r}")
+        raise AttributeError(f"module 'deniable.aggregator' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

@@ -12,25 +12,19 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import zip_longest
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from deniable.aggregator.analysis._questions import estimate, group_tally
 from deniable.aggregator.server._service import MAX_BATCH
-from deniable.aggregator.storage import Tally
-from deniable.aggregator.storage._decode import Group
-from deniable.client._categorical import categorical_mechanism
-from deniable.client._numeric import perturb_numeric
-from deniable.client._rr import RandomizedResponse
-from deniable.client._values import report_values
-from deniable.shared._categorical import OueSpec, categorical_spec
-from deniable.shared._frequency_oracle import CategoricalSpec
-from deniable.shared._numeric import numeric_spec
-from deniable.shared._rr import RandomizedResponseSpec
-from deniable.shared._wire import Spec, mechanism_message
+from deniable.shared.mechanisms import Mechanism, RandomizedResponse, Tally
+from deniable.shared.questions import (
+    NUMERIC,
+    categorical_mechanism,
+    numeric_mechanism,
+    question_type,
+)
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 PERTURB_BASELINE = "pcg64 rng.random(n) (baseline)"
@@ -52,41 +46,37 @@ class Variant:
 
 
 @dataclass(frozen=True)
-class Mechanism:
+class Subject:
     """A shipped mechanism with its parameters and n true answers."""
 
     name: str
-    spec: Spec
+    spec: Mechanism
     truths: NDArray[Any]
 
 
-def make_mechanisms(n: int, ks: Sequence[int], epsilon: float, seed: int) -> list[Mechanism]:
+def make_subjects(n: int, ks: Sequence[int], epsilon: float, seed: int) -> list[Subject]:
     """Every shipped mechanism at ``epsilon``: yes/no, GRR/OUE/OLH per k, four numeric ones."""
     rng = np.random.default_rng(seed)
     bits = rng.random(n) < 0.3
     values = rng.uniform(LO, HI, n)
-    mechanisms = [Mechanism("yes/no rr", RandomizedResponseSpec.from_epsilon(epsilon), bits)]
+    subjects = [Subject("yes/no rr", RandomizedResponse.from_epsilon(epsilon), bits)]
     for kind in ("grr", "oue", "olh"):
         for k in ks:
             options = rng.integers(0, k, n)
-            spec = categorical_spec(kind, k, epsilon=epsilon)
-            mechanisms.append(Mechanism(f"{kind} k={k}", spec, options))
+            spec = categorical_mechanism(kind, k, epsilon=epsilon)
+            subjects.append(Subject(f"{kind} k={k}", spec, options))
     for kind in ("laplace", "duchi", "piecewise", "hybrid"):
-        mechanisms.append(Mechanism(kind, numeric_spec(kind, LO, HI, epsilon), values))
-    return mechanisms
+        subjects.append(Subject(kind, numeric_mechanism(kind, LO, HI, epsilon), values))
+    return subjects
 
 
-def client_perturb(spec: Spec, truths: NDArray[Any]) -> Any:
-    """What ``client._values.perturbed_values`` runs before ``report_values`` (OS CSPRNG)."""
-    if isinstance(spec, RandomizedResponseSpec):
-        return RandomizedResponse(spec.alpha).perturb_many(truths)
-    if isinstance(spec, CategoricalSpec):
-        return categorical_mechanism(spec).perturb_many(truths)
-    return perturb_numeric(spec, truths)
+def client_perturb(spec: Mechanism, truths: NDArray[Any]) -> Any:
+    """What the client runs before ``spec.encode``: ``perturb_many``, with the OS CSPRNG."""
+    return spec.perturb_many(truths)
 
 
 def perturb_variants(
-    mechanisms: Sequence[Mechanism], n: int, numeric_n: int, seed: int
+    subjects: Sequence[Subject], n: int, numeric_n: int, seed: int
 ) -> list[Variant]:
     """The PCG64 baseline and each mechanism's client path, over the first n answers.
 
@@ -95,71 +85,67 @@ def perturb_variants(
     """
     rng = np.random.default_rng(seed)
     variants = [Variant(PERTURB_BASELINE, lambda: rng.random(n), n)]
-    for m in mechanisms:
-        numeric = not isinstance(m.spec, RandomizedResponseSpec | CategoricalSpec)
+    for m in subjects:
+        numeric = m.spec.question_type == NUMERIC.name
         truths = m.truths[: min(n, numeric_n) if numeric else n]
         run = functools.partial(client_perturb, m.spec, truths)
         variants.append(Variant(m.name, run, len(truths)))
     return variants
 
 
-def wire_columns(spec: Spec, reports: Any) -> Any:
-    """Reports in the column form the server's decoder gives a group (see ``Group.values``)."""
-    if isinstance(spec, RandomizedResponseSpec):
-        return np.asarray(reports, dtype=np.uint8)
-    if isinstance(spec, OueSpec):
-        packed = np.packbits(np.asarray(reports), axis=1, bitorder="little")
-        return [row.tobytes() for row in packed]
-    if isinstance(spec, CategoricalSpec) and isinstance(reports, tuple):  # OLH (a, b, y)
-        return np.stack([np.asarray(c, dtype=np.uint64) for c in reports], axis=1)
-    if isinstance(spec, CategoricalSpec):
-        return np.asarray(reports, dtype=np.int64)
-    return np.asarray(reports, dtype=np.float64).tolist()
+def _packed_rows(reports: Any) -> list[bytes]:
+    packed = np.packbits(np.asarray(reports), axis=1, bitorder="little")
+    return [row.tobytes() for row in packed]
 
 
-def make_groups(spec: Spec, reports: Any, batch: int) -> list[Group]:
-    """The reports as decoded batches of ``batch`` reports, built before timing."""
-    head = type(reports)(*(c[:1] for c in reports)) if isinstance(reports, tuple) else reports[:1]
-    first = report_values(spec, head)[0]  # OLH reports are a tuple (a, b, y) of arrays
-    template = pb.Report(survey_id="s", question_id="q", mechanism=mechanism_message(spec), **first)
-    columns = wire_columns(spec, reports)
-    return [
-        Group(template, 0, np.arange(len(part)), part)
-        for part in (columns[start : start + batch] for start in range(0, len(columns), batch))
-    ]
+# The column form the server's decoder gives a group of reports, by the wire's value field
+# (see ``Group.values`` in ``aggregator/storage/_decode.py``).
+WIRE_COLUMNS: dict[str, Callable[[Any], Any]] = {
+    "bit": lambda reports: np.asarray(reports, dtype=np.uint8),
+    "option": lambda reports: np.asarray(reports, dtype=np.int64),
+    "bits": _packed_rows,
+    "hashed": lambda reports: np.stack([np.asarray(c, dtype=np.uint64) for c in reports], axis=1),
+    "number": lambda reports: np.asarray(reports, dtype=np.float64),
+}
 
 
-def server_tally(spec: Spec, groups: Sequence[Group]) -> Tally:
-    """Per batch: check the values and add the group's contribution, as storage does."""
-    n, sums = 0, list[int]()
-    for group in groups:
-        delta = group_tally(spec, group, range(len(group.rows)))(slice(None))
-        sums = [a + b for a, b in zip_longest(sums, delta, fillvalue=0)]
-        n += len(group.rows)
-    return Tally(n, tuple(sums))
+def make_batches(spec: Mechanism, reports: Any, batch: int) -> list[Any]:
+    """The reports as decoded batches of ``batch`` reports, in column form, built before timing."""
+    columns = WIRE_COLUMNS[spec.value_field](reports)
+    return [columns[start : start + batch] for start in range(0, len(columns), batch)]
 
 
-def question_for(spec: Spec) -> pb.Question:
-    question = pb.Question(id="q", text="?", mechanism=mechanism_message(spec))
-    if isinstance(spec, CategoricalSpec):
-        question.categorical.options.extend(f"option {i}" for i in range(spec.k))
-    return question
+def server_tally(spec: Mechanism, batches: Sequence[Any]) -> Tally:
+    """Per batch: check the values and add their tally, as the service and storage do."""
+    tally = Tally(0)
+    everything = slice(None)  # the storage's selection when no report of the batch is a repeat
+    for values in batches:
+        reports = spec.read(spec.value_field, values)
+        tally = tally.plus(len(values), spec.tally(reports[everything]))
+    return tally
+
+
+def estimate(question: pb.Question, spec: Mechanism, tally: Tally) -> dict[str, Any]:
+    """What ``GetEstimate`` computes from a tally: the ``Estimate`` message's fields."""
+    result = spec.estimate(tally, 0.95, METHOD)
+    return {"mechanism": spec.name, **result.wire_fields(question)}
 
 
 def aggregate_variants(
-    mechanisms: Sequence[Mechanism], reports: dict[str, Any], n: int, batch: int, seed: int
+    subjects: Sequence[Subject], reports: dict[str, Any], n: int, batch: int, seed: int
 ) -> list[Variant]:
     """Per mechanism, tallying n reports batch by batch, then one estimate from the tally."""
     options = np.random.default_rng(seed).integers(0, 64, n)
     variants = [Variant(AGGREGATE_BASELINE, lambda: np.bincount(options, minlength=64), n)]
-    for m in mechanisms:
+    for m in subjects:
         got = reports[m.name]
-        if not isinstance(got, tuple) and len(got) < n:  # numeric: repeat the reports up to n
+        if m.spec.question_type == NUMERIC.name and len(got) < n:  # repeat the reports up to n
             got = np.resize(got, n)
-        groups = make_groups(m.spec, got, batch)
-        tally, question = server_tally(m.spec, groups), question_for(m.spec)
-        run_estimate = functools.partial(estimate, question, m.spec, tally, 0.95, METHOD)
-        run_tally = functools.partial(server_tally, m.spec, groups)
+        batches = make_batches(m.spec, got, batch)
+        tally = server_tally(m.spec, batches)
+        question = question_type(m.spec.question_type).question_for(m.spec)
+        run_estimate = functools.partial(estimate, question, m.spec, tally)
+        run_tally = functools.partial(server_tally, m.spec, batches)
         variants.append(Variant(f"{m.name}: tally", run_tally, n))
         variants.append(Variant(f"{m.name}: estimate", run_estimate, n))
     return variants
@@ -278,14 +264,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"k={args.k}, epsilon={args.epsilon}, "
         f"server batch={args.batch:,}, repeats={args.repeats}, budget={args.budget:g} s per phase"
     )
-    mechanisms = make_mechanisms(n, args.k, args.epsilon, args.seed)
-    names = [PERTURB_BASELINE, *(m.name for m in mechanisms)]
-    variants = perturb_variants(mechanisms, n, args.numeric_n, args.seed)
+    subjects = make_subjects(n, args.k, args.epsilon, args.seed)
+    names = [PERTURB_BASELINE, *(m.name for m in subjects)]
+    variants = perturb_variants(subjects, n, args.numeric_n, args.seed)
     seconds, reports = measure(variants, args.repeats, args.budget)
     print(f"\nperturbation, client path, OS CSPRNG ({len(seconds[PERTURB_BASELINE])} rounds)")
     print_perturbation(variants, seconds)
 
-    variants = aggregate_variants(mechanisms, reports, n, args.batch, args.seed)
+    variants = aggregate_variants(subjects, reports, n, args.batch, args.seed)
     seconds, _ = measure(variants, args.repeats, args.budget)
     print(f"\naggregation, server path ({len(seconds[AGGREGATE_BASELINE])} rounds)")
     target = print_aggregation([AGGREGATE_BASELINE, *names[1:]], seconds, n)

@@ -11,43 +11,23 @@ from typing import Any
 import numpy as np
 from google.protobuf.unknown_fields import UnknownFieldSet
 
-from deniable.client._errors import (
-    ExitCode,
-    InvalidAnswerError,
-    NotFoundError,
-    ParticipantError,
-    RefusedError,
-    UnreachableError,
-    from_remote,
-)
-from deniable.client._values import perturbed_values
-from deniable.shared._wire import Spec, describe_mechanism, question_spec
+from deniable.client._errors import InvalidAnswerError, RefusedError
+from deniable.shared.mechanisms import Mechanism, describe_mechanism, mechanism_of
+from deniable.shared.questions import Answer, question_type
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = [
     "Answer",
-    "ExitCode",
-    "InvalidAnswerError",
-    "NotFoundError",
-    "ParticipantError",
     "PreparedReport",
-    "RefusedError",
-    "UnreachableError",
     "answer_hint",
     "build_report",
     "build_reports",
     "check_mechanism",
     "check_open",
-    "from_remote",
     "new_report_id",
     "parse_answer",
     "parse_answers",
 ]
-
-Answer = bool | int | float
-"""A true answer: yes/no, an option's index, or a number. It never leaves the device."""
-YES = ("yes", "y")
-NO = ("no", "n")
 
 
 def check_open(survey: pb.Survey) -> None:
@@ -58,14 +38,14 @@ def check_open(survey: pb.Survey) -> None:
         raise RefusedError(f"survey {survey.id!r} has no questions")
 
 
-def check_mechanism(question: pb.Question) -> Spec:
+def check_mechanism(question: pb.Question) -> Mechanism:
     """The mechanism to perturb one question's answer with, if this device accepts it.
 
     ε is always recomputed here from the mechanism's parameters; the server's ``privacy``
-    field is never read. RefusedError (exit code 5): a kind of question or mechanism this
-    version does not know, a missing mechanism or one that does not fit the question,
-    invalid parameters, and mechanisms without privacy (ε = inf, such as α = 1). The
-    participant's limits (maximum ε, budget) are checked by :mod:`client._policy`.
+    field is never read. Refused: a kind of question or mechanism this version does not
+    know, a missing mechanism or one that does not fit the question, invalid parameters,
+    and mechanisms without privacy (ε = inf, such as α = 1). The participant's limits
+    (maximum ε, budget) are checked by :mod:`deniable.client._policy`.
 
     Raises:
         RefusedError: the question's mechanism is refused; the message says what to do.
@@ -79,19 +59,19 @@ def check_mechanism(question: pb.Question) -> Spec:
             "version of deniable may support it"
         )
     try:
-        spec = question_spec(question)
+        mechanism = mechanism_of(question)
     except ValueError as error:
         raise RefusedError(
             f"{where}: {error}; refusing to answer, nothing was sent. The survey's privacy "
             "setting is invalid: tell the survey's organizer"
         ) from None
-    if not math.isfinite(spec.epsilon):
+    if not math.isfinite(mechanism.epsilon):
         raise RefusedError(
             f"{where}: {describe_mechanism(question.mechanism)} gives no privacy "
             "(epsilon = inf: the server would learn your true answer); refusing to answer, "
             "nothing was sent. Ask the survey's organizer for a setting with privacy"
         )
-    return spec
+    return mechanism
 
 
 def _unknown_kind(question: pb.Question) -> str | None:
@@ -110,11 +90,7 @@ def _unknown_kind(question: pb.Question) -> str | None:
 def answer_hint(question: pb.Question) -> str:
     """What an answer to this question looks like, for prompts and errors."""
     kind = question.WhichOneof("kind")
-    if kind == "categorical":
-        return f"an option name or its number 1..{len(question.categorical.options)}"
-    if kind == "numeric":
-        return f"a number from {question.numeric.min!r} to {question.numeric.max!r}"
-    return "yes or no"
+    return question_type(kind).answer_hint(question) if kind else "yes or no"
 
 
 def parse_answer(text: str, question: pb.Question | None = None) -> Answer:
@@ -127,31 +103,10 @@ def parse_answer(text: str, question: pb.Question | None = None) -> Answer:
     Raises:
         ValueError: the text is not a valid answer (the message says what is expected).
     """
-    value = text.strip()
-    kind = "binary" if question is None else question.WhichOneof("kind")
-    if kind == "categorical":
-        assert question is not None
-        options = list(question.categorical.options)
-        lowered = [option.lower() for option in options]
-        if value.lower() in lowered:
-            return lowered.index(value.lower())
-        if value.isdigit() and 1 <= int(value) <= len(options):
-            return int(value) - 1
-        raise ValueError(f"answer must be {answer_hint(question)}, got {text!r}")
-    if kind == "numeric":
-        assert question is not None
-        try:
-            number = float(value)
-        except ValueError:
-            number = math.nan
-        if not question.numeric.min <= number <= question.numeric.max:
-            raise ValueError(f"answer must be {answer_hint(question)}, got {text!r}")
-        return number
-    if value.lower() in YES:
-        return True
-    if value.lower() in NO:
-        return False
-    raise ValueError(f"answer must be yes or no, got {text!r}")
+    if question is None:
+        question = pb.Question(binary=pb.BinaryQuestion())
+    kind = question.WhichOneof("kind") or "binary"
+    return question_type(kind).parse_answer(text, question)
 
 
 def parse_answers(options: Iterable[str], questions: Sequence[pb.Question]) -> dict[str, Answer]:
@@ -191,7 +146,7 @@ class PreparedReport:
     """
 
     report: pb.Report
-    mechanism: Spec
+    mechanism: Mechanism
     reused: bool = False
 
     @property
@@ -201,37 +156,21 @@ class PreparedReport:
 
     def summary(self) -> dict[str, Any]:
         """What is sent, as JSON fields: never the true answer."""
-        kind = self.report.WhichOneof("value")
-        value: Any = getattr(self.report, kind) if kind else None
-        if kind == "bits":
-            value = value.hex()
-        elif kind == "hashed":
-            value = {"a": value.a, "b": value.b, "value": value.value}
         summary = {
             "report_id": self.report.report_id,
             "question_id": self.report.question_id,
-            kind or "value": value,
-            "mechanism": self.mechanism.kind,
+            self.mechanism.value_field: self.mechanism.summary_value(self.report),
+            "mechanism": self.mechanism.name,
             "epsilon": self.mechanism.epsilon,
             "reused": self.reused,
             "charged": self.cost,
         }
-        alpha = getattr(self.mechanism, "alpha", None)
+        alpha = self.mechanism.parameters().get("alpha")
         return summary if alpha is None else {**summary, "alpha": alpha}
 
     def shown(self) -> str:
         """The reported value in words, for the participant's review."""
-        kind = self.report.WhichOneof("value")
-        if kind == "bit":
-            return "yes" if self.report.bit else "no"
-        if kind == "option":
-            return f"option {self.report.option + 1}"
-        if kind == "bits":
-            return f"bits {self.report.bits.hex()}"
-        if kind == "hashed":
-            hashed = self.report.hashed
-            return f"hash value {hashed.value}"
-        return repr(self.report.number)
+        return self.mechanism.show_value(self.report)
 
 
 def new_report_id(rng: np.random.Generator | None = None) -> str:
@@ -242,18 +181,18 @@ def new_report_id(rng: np.random.Generator | None = None) -> str:
 def build_report(
     survey_id: str,
     question: pb.Question,
-    mechanism: Spec,
+    mechanism: Mechanism,
     answer: Answer,
     rng: np.random.Generator | None = None,
 ) -> PreparedReport:
     """Perturb one true answer with ``mechanism`` and wrap it in a report.
 
-    The true answer goes only into the mechanism (:func:`perturbed_values`); the report
-    carries the randomized value, a fresh random ``report_id`` and a copy of the question's
-    mechanism. Randomness is the OS CSPRNG unless a seeded generator is injected (tests).
+    The true answer goes only into the mechanism; the report carries the randomized value,
+    a fresh random ``report_id`` and a copy of the question's mechanism. Randomness is the
+    OS CSPRNG unless a seeded generator is injected (tests).
     """
     report_id = new_report_id(rng)  # drawn first: with a test generator, never truth-dependent
-    (value,) = perturbed_values(mechanism, [answer], rng)
+    (value,) = mechanism.encode(mechanism.perturb_many([answer], rng))
     report = pb.Report(report_id=report_id, survey_id=survey_id, question_id=question.id, **value)
     report.mechanism.CopyFrom(question.mechanism)
     return PreparedReport(report, mechanism)

@@ -7,7 +7,8 @@ from typing import Any
 
 from deniable.client._guard import Plan
 from deniable.client._policy import Policy, round_down, round_up
-from deniable.shared._wire import Spec
+from deniable.shared.mechanisms import Mechanism
+from deniable.shared.questions import question_type
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["Say", "answer_document", "show_question", "show_reports"]
@@ -15,18 +16,17 @@ __all__ = ["Say", "answer_document", "show_question", "show_reports"]
 Say = Callable[[str], None]
 
 
-def show_question(say: Say, index: int, total: int, question: pb.Question, spec: Spec) -> None:
+def show_question(
+    say: Say, index: int, total: int, question: pb.Question, mechanism: Mechanism
+) -> None:
     """Text, plain-language privacy and exact ε, computed here from the mechanism."""
     say(f"\n[{index}/{total}] {question.id}: {question.text}")
-    if question.WhichOneof("kind") == "categorical":
-        for number, option in enumerate(question.categorical.options, 1):
-            say(f"  {number:>4}. {option}")
-    elif question.WhichOneof("kind") == "numeric":
-        say(f"  Answer with a number from {question.numeric.min!r} to {question.numeric.max!r}.")
-    say(f"  Privacy: {spec.explain()}")
-    alpha = getattr(spec, "alpha", None)
-    source = f"alpha = {alpha!r}" if alpha is not None else f"the {spec.kind} parameters"
-    say(f"  Exact epsilon: {spec.epsilon!r}, from {source} (computed on this device)")
+    for line in question_type(mechanism.question_type).prompt_lines(question):
+        say(f"  {line}")
+    say(f"  Privacy: {mechanism.explain()}")
+    alpha = mechanism.parameters().get("alpha")
+    source = f"alpha = {alpha!r}" if alpha is not None else f"the {mechanism.name} parameters"
+    say(f"  Exact epsilon: {mechanism.epsilon!r}, from {source} (computed on this device)")
 
 
 def show_reports(say: Say, target: str, plan: Plan, policy: Policy) -> None:
@@ -37,7 +37,7 @@ def show_reports(say: Say, target: str, plan: Plan, policy: Policy) -> None:
         cost = "0 (resent as before)" if item.reused else round_up(item.mechanism.epsilon)
         say(
             f"  {item.report.report_id:<32}  {item.report.question_id:<12}  "
-            f"{item.shown():<24}  {item.mechanism.kind:<19}  {cost}"
+            f"{item.shown():<24}  {item.mechanism.name:<19}  {cost}"
         )
     reused = sum(item.reused for item in plan.prepared)
     if reused == len(plan.prepared):

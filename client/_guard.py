@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from deniable.client._answer import Answer, PreparedReport, RefusedError, build_report
+from deniable.client._answer import Answer, PreparedReport, build_report
+from deniable.client._errors import RefusedError
 from deniable.client._files import LOCK_NAME, data_dir, exclusive_lock, unreadable
 from deniable.client._ledger import (
     LEDGER_NAME,
@@ -31,7 +32,7 @@ from deniable.client._memo import (
     save_memo,
 )
 from deniable.client._policy import Policy, round_down, round_up
-from deniable.shared._wire import Spec
+from deniable.shared.mechanisms import Mechanism
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["LocalState", "Plan", "Session"]
@@ -101,7 +102,7 @@ class Session:
         self,
         target: str,
         survey: pb.Survey,
-        specs: Mapping[str, Spec],
+        specs: Mapping[str, Mechanism],
         answers: Mapping[str, Answer],
         rng: np.random.Generator | None = None,
     ) -> Plan:
@@ -150,7 +151,7 @@ class Session:
                 plan.aggregator,
                 plan.survey_id,
                 item.report.question_id,
-                item.mechanism.kind,
+                item.mechanism.name,
                 item.mechanism.epsilon,
                 item.report.report_id,
                 at,

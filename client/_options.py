@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -11,7 +10,6 @@ from typing import Any, TypeVar, cast
 import click
 from click.core import ParameterSource
 
-from deniable.client._answer import InvalidAnswerError
 from deniable.client._policy import (
     DEFAULT_BUDGET,
     DEFAULT_MAX_EPSILON,
@@ -19,8 +17,8 @@ from deniable.client._policy import (
     Policy,
     resolve_policy,
 )
-from deniable.client._tls import TlsError, load_client_tls
 from deniable.client._token import read_enrollment_token
+from deniable.shared.transport.options import check_server, tls_options
 
 __all__ = [
     "json_option",
@@ -32,18 +30,7 @@ __all__ = [
     "token_options",
 ]
 
-SERVER = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):([0-9]{1,5})")
 Command = TypeVar("Command", bound=Callable[..., Any])
-
-
-def _check_server(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """Accept ``HOST:PORT`` (or ``[IPv6]:PORT``) with a port in 1..65535."""
-    if value is None:
-        return None
-    match = SERVER.fullmatch(value)
-    if not match or not 0 < int(match.group(2)) < 65536:
-        raise InvalidAnswerError(f"--server {value!r}: expected HOST:PORT, e.g. 127.0.0.1:50051")
-    return value
 
 
 def _server_option(required: bool, text: str) -> Callable[[Command], Command]:
@@ -54,53 +41,13 @@ def _server_option(required: bool, text: str) -> Callable[[Command], Command]:
         show_envvar=True,
         required=required,
         metavar="HOST:PORT",
-        callback=_check_server,
+        callback=check_server,
         help=text,
     )
 
 
 server_option = _server_option(True, "Address of the aggregator.")
 optional_server_option = _server_option(False, "Show only this aggregator.")
-
-
-_TLS_OPTIONS = (
-    ("--tls-ca", "DENIABLE_TLS_CA", "CA certificate(s) (PEM) that sign the aggregator's "
-     "certificate: connect over TLS and verify the aggregator."),
-    ("--tls-cert", "DENIABLE_TLS_CERT", "This client's certificate (PEM), for mutual TLS; "
-     "needs --tls-key. Without --tls-ca the system's CAs verify the aggregator."),
-    ("--tls-key", "DENIABLE_TLS_KEY", "The private key (PEM, unencrypted) of --tls-cert."),
-)  # fmt: skip
-
-
-def tls_options(command: Command) -> Command:
-    """``--tls-ca``, ``--tls-cert`` and ``--tls-key``, folded into one ``tls`` parameter.
-
-    The command receives ``tls``: the checked :class:`client._tls.TlsConfig`, or None
-    (plaintext) when none of the three is given. Files are read before the command runs;
-    one that cannot be used is a one-line error naming it, with exit code 2.
-    """
-
-    @functools.wraps(command)
-    def with_tls(
-        *args: Any, tls_ca: Path | None, tls_cert: Path | None, tls_key: Path | None, **kw: Any
-    ) -> Any:
-        try:
-            tls = load_client_tls(tls_ca, tls_cert, tls_key)
-        except TlsError as error:
-            raise InvalidAnswerError(str(error)) from None
-        return command(*args, tls=tls, **kw)
-
-    decorated: Callable[..., Any] = with_tls
-    for name, envvar, text in reversed(_TLS_OPTIONS):
-        decorated = click.option(
-            name,
-            type=click.Path(path_type=Path),
-            envvar=envvar,
-            show_envvar=True,
-            metavar="FILE",
-            help=text,
-        )(decorated)
-    return cast(Command, decorated)
 
 
 json_option = click.option(

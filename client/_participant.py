@@ -12,14 +12,13 @@ import click
 
 from deniable.client._answer import (
     Answer,
-    InvalidAnswerError,
     answer_hint,
     check_open,
-    from_remote,
     parse_answer,
     parse_answers,
 )
 from deniable.client._display import Say, answer_document, show_question, show_reports
+from deniable.client._errors import InvalidAnswerError, from_remote
 from deniable.client._guard import LocalState, Plan
 from deniable.client._options import (
     json_option,
@@ -30,14 +29,14 @@ from deniable.client._options import (
     token_options,
 )
 from deniable.client._remote import AggregatorClient, RemoteError
-from deniable.client._tls import TlsConfig
 from deniable.client._token import check_enrollment, refused_with_token
+from deniable.shared.questions import question_type
+from deniable.shared.transport import TlsConfig
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["answer_command", "surveys_command"]
 
 ATTEMPTS = 4  # UNAVAILABLE / DEADLINE_EXCEEDED are retried, with the same report_ids
-CHOICES = click.Choice(["yes", "no", "y", "n"], case_sensitive=False)
 
 
 @contextmanager
@@ -179,8 +178,9 @@ def _require_answers(survey: pb.Survey, answers: dict[str, Answer], interactive:
     missing = [q for q in survey.questions if q.id not in answers]
     if missing and not interactive:
         first = missing[0]
-        value = "yes|no" if first.WhichOneof("kind") == "binary" else "VALUE"
-        hint = "" if value == "yes|no" else f" ({answer_hint(first)})"
+        kind = question_type(first.WhichOneof("kind") or "binary")
+        value = kind.placeholder(first)
+        hint = "" if kind.choices(first) else f" ({answer_hint(first)})"
         raise InvalidAnswerError(
             f"no answer for question {first.id!r}; pass --answer {first.id}={value}{hint}"
         )
@@ -188,8 +188,10 @@ def _require_answers(survey: pb.Survey, answers: dict[str, Answer], interactive:
 
 def _prompt(question: pb.Question, as_json: bool) -> Answer:
     """Ask until the answer is valid for the question (yes/no, an option, a number in range)."""
-    if question.WhichOneof("kind") == "binary":
-        return parse_answer(click.prompt("  Your answer", type=CHOICES, err=as_json))
+    choices = question_type(question.WhichOneof("kind") or "binary").choices(question)
+    if choices:
+        choice = click.Choice(choices, case_sensitive=False)
+        return parse_answer(click.prompt("  Your answer", type=choice, err=as_json), question)
     while True:
         text = click.prompt(f"  Your answer ({answer_hint(question)})", err=as_json)
         try:

@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deniable.client._answer import InvalidAnswerError, RefusedError, check_mechanism
+from deniable.client._answer import check_mechanism
+from deniable.client._errors import InvalidAnswerError, RefusedError
 from deniable.client._files import config_dir
 from deniable.shared._validate import as_real
-from deniable.shared._wire import Spec
+from deniable.shared.mechanisms import Mechanism
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = [
@@ -99,7 +100,7 @@ class Policy:
         """The three ways to change a setting, for refusal messages."""
         return f"{_OPTIONS[name]}, {ENV_VARS[name]} or {name} in {config_path()}"
 
-    def check(self, question: pb.Question) -> Spec:
+    def check(self, question: pb.Question) -> Mechanism:
         """The question's mechanism if this policy accepts it, with ε computed here.
 
         The mechanism must be known, valid and private (:func:`check_mechanism`) and its
@@ -112,7 +113,7 @@ class Policy:
         if spec.epsilon > self.max_epsilon:
             raise RefusedError(
                 f"question {question.id!r}: epsilon {round_up(spec.epsilon)} (computed on this "
-                f"device from {spec.kind}) is above your limit of {self.max_epsilon!r} per answer "
+                f"device from {spec.name}) is above your limit of {self.max_epsilon!r} per answer "
                 f"({self.source('max_epsilon')}); refusing to answer, nothing was sent. To accept "
                 f"this privacy loss, raise the limit with {self.how_to_change('max_epsilon')}"
             )

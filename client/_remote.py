@@ -9,41 +9,19 @@ from typing import Any, TypeVar
 
 import grpc
 
-from deniable.client._tls import MAX_MESSAGE_BYTES, TlsConfig, open_channel
+from deniable.shared.transport import (
+    MAX_MESSAGE_BYTES,
+    RETRYABLE,
+    RemoteError,
+    TlsConfig,
+    open_channel,
+)
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from deniable.shared.wire.v1 import aggregator_pb2_grpc as pb_grpc
 
-__all__ = ["RETRYABLE", "AggregatorClient", "RemoteError", "exit_code_for"]
+__all__ = ["RETRYABLE", "AggregatorClient", "RemoteError"]
 
-RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
-# The exit code both command-line tools use for each aggregator status (1 for the rest).
-_EXIT_CODES = {
-    grpc.StatusCode.INVALID_ARGUMENT: 2,
-    grpc.StatusCode.RESOURCE_EXHAUSTED: 2,
-    grpc.StatusCode.UNAVAILABLE: 3,
-    grpc.StatusCode.DEADLINE_EXCEEDED: 3,
-    grpc.StatusCode.NOT_FOUND: 4,
-    grpc.StatusCode.FAILED_PRECONDITION: 5,
-    grpc.StatusCode.ALREADY_EXISTS: 5,
-    grpc.StatusCode.UNAUTHENTICATED: 6,
-    grpc.StatusCode.PERMISSION_DENIED: 6,
-}
 Response = TypeVar("Response")
-
-
-class RemoteError(Exception):
-    """The aggregator answered with a non-OK status (or could not be reached)."""
-
-    def __init__(self, code: grpc.StatusCode, details: str, attempts: int = 1) -> None:
-        super().__init__(f"{code.name}: {details}")
-        self.code = code
-        self.details = details
-        self.attempts = attempts
-
-
-def exit_code_for(code: grpc.StatusCode) -> int:
-    """The documented CLI exit code for an aggregator status."""
-    return _EXIT_CODES.get(code, 1)
 
 
 class AggregatorClient:

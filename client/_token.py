@@ -9,10 +9,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import grpc
-
 from deniable.client._errors import AuthError, InvalidAnswerError, ParticipantError, RefusedError
-from deniable.client._remote import RemoteError
+from deniable.shared.errors import RemoteError
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = [
@@ -94,14 +92,14 @@ def refused_with_token(error: RemoteError, survey_id: str) -> ParticipantError |
     ALREADY_EXISTS: the token already answered a question with another answer (exit 5).
     UNAUTHENTICATED: the aggregator does not know the token for this survey (exit 6).
     """
-    if error.code == grpc.StatusCode.ALREADY_EXISTS:
+    if error.code == "ALREADY_EXISTS":
         return RefusedError(
             f"this enrollment token already answered a question of survey {survey_id!r} with "
             "a different answer; the aggregator keeps the first answer and stored nothing "
             "new. The new reports reached it, so their epsilon stays charged in your ledger "
             f"(aggregator: {error.details})"
         )
-    if error.code == grpc.StatusCode.UNAUTHENTICATED:
+    if error.code == "UNAUTHENTICATED":
         return TokenError(
             f"the aggregator refused the enrollment token for survey {survey_id!r} "
             f"({error.details}); check that it is the token you were given for this survey"

@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
-import json
+import enum
 
 import click
 
-import deniable.client._grpc_env  # noqa: F401  (before grpc is imported: see the module)
-from deniable.client._answer import ExitCode
-from deniable.client._budget import budget_command
-from deniable.client._participant import answer_command, surveys_command
-from deniable.shared import RandomizedResponseSpec
+import deniable.shared._grpc_env  # noqa: F401  (before grpc is imported: see the module)
+from deniable.shared._cli import LazyGroup
 
-__all__ = ["EXIT_CODES", "cli", "main"]
+__all__ = ["COMMANDS", "EXIT_CODES", "ExitCode", "cli", "main"]
+
+
+class ExitCode(enum.IntEnum):
+    """Exit codes of the ``deniable`` command (also listed in ``deniable --help``)."""
+
+    OK = 0  # success
+    RUNTIME = 1  # unexpected or runtime error
+    USAGE = 2  # invalid usage or answer
+    UNREACHABLE = 3  # aggregator unreachable (UNAVAILABLE/DEADLINE_EXCEEDED after retries)
+    NOT_FOUND = 4  # survey or question not found
+    REFUSED = 5  # survey closed or mechanism refused (FAILED_PRECONDITION / policy)
+    AUTH = 6  # enrollment token missing or refused (UNAUTHENTICATED / PERMISSION_DENIED)
+
 
 EXIT_CODES: dict[ExitCode, str] = {
     ExitCode.OK: "success",
@@ -27,7 +37,33 @@ EXIT_CODES: dict[ExitCode, str] = {
 """Every exit code of ``deniable``, as listed in its help text."""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Each command's module, object and short help: a command is imported only when it runs,
+# so that ``deniable --help`` loads neither numpy nor gRPC.
+COMMANDS = {
+    "answer": (
+        "deniable.client._participant",
+        "answer_command",
+        "Answer a survey; your answers are randomized on this device first.",
+    ),
+    "budget": (
+        "deniable.client._budget",
+        "budget_command",
+        "Show the privacy (epsilon) spent and left, per aggregator and survey.",
+    ),
+    "explain": (
+        "deniable.client._explain",
+        "explain_command",
+        "Explain in plain words what a yes/no question's privacy setting means for you.",
+    ),
+    "surveys": (
+        "deniable.client._participant",
+        "surveys_command",
+        "List the open surveys: id, questions, reports so far and title.",
+    ),
+}
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="deniable")
 def cli() -> None:
     """Answer sensitive questions with plausible deniability.
@@ -48,36 +84,6 @@ def cli() -> None:
     answer refused by your privacy policy or budget, or ledger unreadable,
     6 enrollment token missing or refused.
     """
-
-
-@cli.command("explain")
-@click.option("--alpha", type=float, help="Keep-probability α of randomized response.")
-@click.option("--epsilon", type=float, help="Privacy loss ε; α = tanh(ε/2).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def explain(alpha: float | None, epsilon: float | None, as_json: bool) -> None:
-    """Explain in plain words what a yes/no question's privacy setting means for you."""
-    if (alpha is None) == (epsilon is None):
-        raise click.UsageError("give exactly one of --alpha or --epsilon")
-    try:
-        spec = (
-            RandomizedResponseSpec(alpha)
-            if alpha is not None
-            else RandomizedResponseSpec.from_epsilon(epsilon)  # type: ignore[arg-type]
-        )
-    except (ValueError, TypeError) as error:
-        raise click.UsageError(str(error)) from None
-    if as_json:
-        data = spec.describe() | {"explanation": spec.explain()}
-        if not spec.is_private:
-            data["epsilon"] = None
-        click.echo(json.dumps(data, indent=2))
-    else:
-        click.echo(spec.explain())
-
-
-cli.add_command(surveys_command)
-cli.add_command(answer_command)
-cli.add_command(budget_command)
 
 
 def main() -> None:

@@ -5,8 +5,8 @@ drift: a row is expanded to its canonical ``SubmitReportsRequest``
 (:func:`aggregator._log_format.expand`, which also validates a compact row as
 :func:`aggregator._batch.decode_log` does when the daemon rebuilds its id index), decoded
 by :func:`aggregator._batch.decode_batch` as a received batch is, and each group of
-reports contributes what :func:`aggregator._questions.group_tally` returns for it, as in
-``AggregatorService._check_group``.
+reports is read and tallied by its question's mechanism (``Mechanism.read`` and
+``Mechanism.tally``), as ``AggregatorService._check_group`` does.
 
 Memory: the tallies, plus 8 bytes per report id for the duplicate check (its keyed
 fingerprint). A survey with more than ``ids_per_pass`` reports is checked for duplicates
@@ -30,13 +30,12 @@ from deniable.aggregator.analysis._check_report import (
     SurveyCheck,
     padded,
 )
-from deniable.aggregator.analysis._questions import group_tally
 from deniable.aggregator.storage import Tally
 from deniable.aggregator.storage._decode import DecodedBatch, Group, decode_batch, decode_log
 from deniable.aggregator.storage._ids import ReportIds
 from deniable.aggregator.storage._log_format import expand
-from deniable.shared._wire import Spec, question_spec
 from deniable.shared.errors import AggregatorError
+from deniable.shared.mechanisms import Mechanism, ReportValueError, mechanism_of
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["CheckReport", "LogSource", "QuestionCheck", "SurveyCheck", "check"]
@@ -44,7 +43,6 @@ __all__ = ["CheckReport", "LogSource", "QuestionCheck", "SurveyCheck", "check"]
 IDS_PER_PASS = 8_000_000  # fingerprints held at once: 64 MB
 MAX_PASSES = 64  # a damaged tally must not make the check read the log forever
 MAX_EXAMPLES = 5  # repeated ids named per survey
-_EVERYTHING = np.s_[:]
 
 
 class LogSource(Protocol):
@@ -110,7 +108,7 @@ class _SurveyChecker:
         self.result = SurveyCheck(survey_id, self.survey.title, state)
         self.stored = stored  # the survey's stored tallies by question id
         self.questions = {q.id: q for q in self.survey.questions}
-        self.specs: dict[str, Spec] = {}
+        self.mechanisms: dict[str, Mechanism] = {}
         self.recomputed = {qid: Tally(0) for qid in self.questions}
 
     def run(self, ids_per_pass: int) -> SurveyCheck:
@@ -188,21 +186,24 @@ class _SurveyChecker:
             raise ValueError(f"{where}.question_id: no question {report.question_id!r}")
         if report.mechanism != question.mechanism:
             raise ValueError(f"{where}.mechanism: differs from question {question.id!r}'s")
+        mechanism = self._mechanism(question)
         try:
-            tally = group_tally(self._spec(question), group, positions)(_EVERYTHING)
-        except AggregatorError as error:
-            raise ValueError(f"{where.split(' reports[')[0]}: {error}") from None
+            tally = mechanism.tally(mechanism.read(report.WhichOneof("value"), group.values))
+        except ReportValueError as error:
+            at = positions[int(group.rows[error.row])]
+            row = where.split(" reports[")[0]
+            raise ValueError(f"{row}: reports[{at}].{error.field}: {error.message}") from None
         return question.id, tally
 
-    def _spec(self, question: pb.Question) -> Spec:
+    def _mechanism(self, question: pb.Question) -> Mechanism:
         """The question's mechanism (cached); ValueError naming the question if invalid."""
-        spec = self.specs.get(question.id)
-        if spec is None:
+        mechanism = self.mechanisms.get(question.id)
+        if mechanism is None:
             try:
-                spec = self.specs[question.id] = question_spec(question)
+                mechanism = self.mechanisms[question.id] = mechanism_of(question)
             except ValueError as error:
                 raise ValueError(f"question {question.id!r}: {error}") from None
-        return spec
+        return mechanism
 
     def _count_duplicates(self, collisions: NDArray[np.uint64]) -> None:
         """Compare in full the ids whose fingerprints collide; count the true repeats."""

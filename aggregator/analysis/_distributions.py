@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from deniable.shared._frequency_oracle import MAX_OPTIONS, check_options
 from deniable.shared._validate import as_real
+from deniable.shared.mechanisms._parameters import MAX_OPTIONS, check_options
 
 __all__ = [
     "SHARE_TOLERANCE",

@@ -6,9 +6,9 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from deniable.aggregator.analysis._intervals import normal_quantile
-from deniable.shared import RandomizedResponseSpec
 from deniable.shared._validate import as_count, as_real, check_confidence, check_unit_interval
+from deniable.shared.mechanisms import RandomizedResponse
+from deniable.shared.stats import normal_quantile
 
 __all__ = ["Plan", "margin_achieved", "participants_needed", "plan"]
 
@@ -33,13 +33,13 @@ class Plan:
         return asdict(self)
 
 
-def _unit_variance(spec: RandomizedResponseSpec, p: float) -> float:
+def _unit_variance(spec: RandomizedResponse, p: float) -> float:
     """n·Var(p̂) for the population estimand: (1−α²)/(4α²) + p(1−p)."""
     return spec.estimator_variance(p, 1, "population")
 
 
 def participants_needed(
-    margin: float, spec: RandomizedResponseSpec, confidence: float = 0.95, p: float = 0.5
+    margin: float, spec: RandomizedResponse, confidence: float = 0.95, p: float = 0.5
 ) -> int:
     """Smallest n with z·sqrt(V/n) <= margin, V = (1−α²)/(4α²) + p(1−p) (p = ½ is worst)."""
     m = as_real("margin", margin)
@@ -57,7 +57,7 @@ def participants_needed(
 
 
 def margin_achieved(
-    participants: int, spec: RandomizedResponseSpec, confidence: float = 0.95, p: float = 0.5
+    participants: int, spec: RandomizedResponse, confidence: float = 0.95, p: float = 0.5
 ) -> float:
     """Half-width z·sqrt(V/n) of the normal-approximation interval from n participants."""
     n = as_count("participants", participants, minimum=1)
@@ -66,7 +66,7 @@ def margin_achieved(
 
 
 def plan(
-    spec: RandomizedResponseSpec,
+    spec: RandomizedResponse,
     *,
     margin: float | None = None,
     participants: int | None = None,

@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from deniable.aggregator.analysis._sample_size import (
-    Variance,
-    categorical_variance,
     check_mean_margin,
     check_share_margin,
     margin_for,
-    numeric_variance,
     smallest_n,
+    variance_of,
 )
-from deniable.shared._categorical import CATEGORICAL_KINDS, categorical_spec, choose_categorical
-from deniable.shared._numeric import NUMERIC_KINDS, numeric_spec
 from deniable.shared._validate import as_count, check_confidence, check_unit_interval
+from deniable.shared.mechanisms import Mechanism
+from deniable.shared.questions import question_type
 
-__all__ = ["KindPlan", "MechanismPlan", "plan_categorical", "plan_numeric"]
+__all__ = ["KindPlan", "MechanismPlan", "plan_categorical", "plan_numeric", "plan_question"]
 
 KINDS_METHOD = (
     "normal approximation: n = z^2 * Var1 / margin^2, Var1 the per-report variance of the "
@@ -95,62 +92,85 @@ class KindPlan:
 
 
 def _compare(
-    specs: dict[str, Any],
-    variance_of: Callable[[Any], Variance],
+    mechanisms: list[Mechanism],
+    share: float | None,
     margin: float | None,
     participants: int | None,
     confidence: float,
 ) -> tuple[MechanismPlan, ...]:
     rows = []
-    for spec in specs.values():
-        variance = variance_of(spec)
+    for mechanism in mechanisms:
+        variance = variance_of(mechanism, share)
         if margin is not None:
             n = smallest_n(margin, confidence, variance)
         else:
             n = as_count("participants", participants, minimum=1)
         rows.append(
             MechanismPlan(
-                mechanism=spec.kind,
+                mechanism=mechanism.name,
                 participants=n,
                 margin=margin_for(n, confidence, variance),
                 variance_one=variance(1),
-                epsilon=spec.epsilon,
-                parameters=spec.describe(),
+                epsilon=mechanism.epsilon,
+                parameters=mechanism.describe(),
             )
         )
     return tuple(rows)
 
 
-def _check_target(margin: float | None, participants: int | None, confidence: float) -> float:
+def plan_question(
+    kind: str,
+    *domain: Any,
+    epsilon: float | None = None,
+    alpha: float | None = None,
+    mechanism: str = "auto",
+    margin: float | None = None,
+    participants: int | None = None,
+    confidence: float = 0.95,
+    p: float | None = None,
+) -> KindPlan:
+    """Plan a question of type ``kind`` on ``domain`` from one of ``margin`` or ``participants``.
+
+    Every registered mechanism of the type is built at the same ε (with ``alpha``, that
+    mechanism's exact ε) and compared; ``mechanism`` picks the headline figures and
+    ``auto_choice`` is what the type's ``auto`` rule picks. Shares are planned at an assumed
+    share ``p`` or the worst share (None); means for the worst distribution on the range.
+    """
     if (margin is None) == (participants is None):
         raise ValueError("give exactly one of margin or participants")
     if participants is not None:
         as_count("participants", participants, minimum=1)
-    return check_confidence(confidence)
-
-
-def _plan(
-    question_type: str,
-    requested: str,
-    selected: Any,
-    auto_choice: str,
-    rows: tuple[MechanismPlan, ...],
-    margin: float | None,
-    level: float,
-    **details: Any,
-) -> KindPlan:
-    chosen = next(row for row in rows if row.mechanism == selected.kind)
+    level = check_confidence(confidence)
+    qtype = question_type(kind)
+    mean = qtype.estimates_a_mean
+    target = None
+    if margin is not None:
+        target = check_mean_margin(margin) if mean else check_share_margin(margin)
+    share = None if p is None or mean else check_unit_interval("p", p)
+    selected = qtype.build(mechanism, *domain, epsilon=epsilon, alpha=alpha)
+    compared = [selected]
+    auto_choice = selected.name  # without privacy (α = 1): only the mechanism asked for
+    if selected.is_private:
+        eps = epsilon if epsilon is not None else selected.epsilon
+        compared = [
+            selected if cls.name == selected.name else qtype.build(cls.name, *domain, epsilon=eps)
+            for cls in qtype.mechanisms()
+            if qtype.plannable(cls)
+        ]
+        auto_choice = qtype.auto(*domain, epsilon=eps).name
+    rows = _compare(compared, share, target, participants, level)
+    chosen = next(row for row in rows if row.mechanism == selected.name)
     return KindPlan(
-        question_type=question_type,
-        requested=requested,
+        question_type=kind,
+        requested=mechanism,
         mechanism=chosen.mechanism,
         auto_choice=auto_choice,
         participants=chosen.participants,
         margin=chosen.margin,
-        target_margin=margin,
+        target_margin=target,
         confidence=level,
         mechanisms=rows,
-        **{"share": None, "k": None, "lo": None, "hi": None, **details},
+        **{"share": share, "k": None, "lo": None, "hi": None, **qtype.domain_fields(selected)},
     )
 
 
@@ -165,35 +185,16 @@ def plan_categorical(
     confidence: float = 0.95,
     p: float | None = None,
 ) -> KindPlan:
-    """Plan a k-option question from exactly one of ``margin`` or ``participants``.
-
-    The margin is the half-width of one option's interval at ``confidence``, for an assumed
-    share ``p`` or the worst share (None). Every mechanism (GRR, OUE, OLH) is built at the
-    same ε (with ``alpha``, GRR's exact ε) and compared; ``mechanism`` picks the headline
-    figures and ``auto_choice`` is what :func:`shared._categorical.choose_categorical` picks.
+    """Plan a k-option question (see :func:`plan_question`).
 
     Example:
         >>> plan = plan_categorical(4, epsilon=1.0, margin=0.05)
         >>> plan.mechanism, [row.mechanism for row in plan.mechanisms]
         ('grr', ['grr', 'oue', 'olh'])
     """
-    level = _check_target(margin, participants, confidence)
-    target = None if margin is None else check_share_margin(margin)
-    share = None if p is None else check_unit_interval("p", p)
-    selected = categorical_spec(mechanism, k, epsilon, alpha)
-    specs: dict[str, Any] = {selected.kind: selected}
-    auto_choice = "grr"  # α = 1 (ε = inf): GRR, the only mechanism without privacy
-    if selected.is_private:
-        eps = epsilon if epsilon is not None else selected.epsilon
-        kinds = [kind for kind in CATEGORICAL_KINDS if kind != "auto"]
-        specs = {kind: specs.get(kind) or categorical_spec(kind, selected.k, eps) for kind in kinds}
-        auto_choice = choose_categorical(selected.k, eps).kind
-    rows = _compare(
-        specs, lambda spec: categorical_variance(spec, share), target, participants, level
-    )
-    return _plan(
-        "categorical", mechanism, selected, auto_choice, rows, target, level, share=share,
-        k=selected.k,
+    return plan_question(
+        "categorical", k, epsilon=epsilon, alpha=alpha, mechanism=mechanism, margin=margin,
+        participants=participants, confidence=confidence, p=p,
     )  # fmt: skip
 
 
@@ -207,27 +208,14 @@ def plan_numeric(
     participants: int | None = None,
     confidence: float = 0.95,
 ) -> KindPlan:
-    """Plan a numeric question on [lo, hi] from exactly one of ``margin`` or ``participants``.
-
-    The margin is the half-width of the mean's interval in x units, for the worst
-    distribution on [lo, hi] (``spec.variance_x``). Every mechanism is built at ``epsilon``
-    and compared; ``auto_choice`` is what ``numeric_spec("auto", ...)`` picks (lowest
-    worst-case per-report variance).
+    """Plan a numeric question on [lo, hi] (see :func:`plan_question`); margins in x units.
 
     Example:
         >>> plan = plan_numeric(0.0, 100.0, epsilon=1.0, participants=1000)
         >>> plan.auto_choice, round(plan.margin, 2)
         ('hybrid', 7.13)
     """
-    level = _check_target(margin, participants, confidence)
-    target = None
-    if margin is not None:
-        target = check_mean_margin(margin)
-    selected = numeric_spec(mechanism, lo, hi, epsilon)
-    specs = {kind: numeric_spec(kind, lo, hi, epsilon) for kind in NUMERIC_KINDS if kind != "auto"}
-    auto_choice = numeric_spec("auto", lo, hi, epsilon).kind
-    rows = _compare(specs, numeric_variance, target, participants, level)
-    return _plan(
-        "numeric", mechanism, selected, auto_choice, rows, target, level, lo=selected.lo,
-        hi=selected.hi,
+    return plan_question(
+        "numeric", lo, hi, epsilon=epsilon, mechanism=mechanism, margin=margin,
+        participants=participants, confidence=confidence,
     )  # fmt: skip

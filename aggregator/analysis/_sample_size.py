@@ -1,27 +1,23 @@
-"""Normal-approximation sample sizes for one option's share or a mean: n = z²·Var₁/m²."""
+"""Normal-approximation sample sizes for any mechanism: n = z²·Var₁/m², and the margin of n."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
 
-from deniable.aggregator.analysis._intervals import normal_quantile
-from deniable.shared._frequency_oracle import CategoricalSpec
-from deniable.shared._numeric import NumericSpec
 from deniable.shared._validate import as_count, as_real, check_confidence, check_unit_interval
+from deniable.shared.mechanisms import Mechanism
+from deniable.shared.stats import normal_quantile
 
 __all__ = [
     "Variance",
-    "categorical_margin_achieved",
-    "categorical_participants_needed",
-    "categorical_variance",
     "check_mean_margin",
     "check_share_margin",
+    "margin_achieved_by",
     "margin_for",
-    "numeric_margin_achieved",
-    "numeric_participants_needed",
-    "numeric_variance",
+    "participants_for",
     "smallest_n",
+    "variance_of",
 ]
 
 Variance = Callable[[int], float]
@@ -46,12 +42,10 @@ def margin_for(participants: int, confidence: float, variance: Variance) -> floa
     return normal_quantile(check_confidence(confidence)) * math.sqrt(variance(n))
 
 
-def categorical_variance(spec: CategoricalSpec, p: float | None) -> Variance:
-    """Var(f̂) from n reports: at share p, or the worst case over shares when p is None."""
-    if p is None:
-        return lambda n: spec.worst_variance(n, "population")
-    share = check_unit_interval("p", p)
-    return lambda n: spec.variance(share, n, "population")
+def variance_of(mechanism: Mechanism, share: float | None = None) -> Variance:
+    """N ↦ the mechanism's ``estimate_variance(n, share)`` (share None: the worst case)."""
+    checked = None if share is None else check_unit_interval("p", share)
+    return lambda n: mechanism.estimate_variance(n, checked)
 
 
 def check_share_margin(margin: float) -> float:
@@ -70,40 +64,26 @@ def check_mean_margin(margin: float) -> float:
     return m
 
 
-def categorical_participants_needed(
-    margin: float, spec: CategoricalSpec, confidence: float = 0.95, p: float | None = None
+def participants_for(
+    margin: float,
+    mechanism: Mechanism,
+    confidence: float = 0.95,
+    share: float | None = None,
+    *,
+    mean: bool = False,
 ) -> int:
-    """Smallest n whose interval for one option's share has half-width <= ``margin``.
+    """Smallest n whose interval has half-width <= ``margin``.
 
-    Var₁ is ``spec.variance(p, 1)`` for the population estimand, or its worst case over all
-    shares (``spec.worst_variance``) when ``p`` is None.
+    For a share (``mean`` False) the margin is in (0, 1] and Var₁ is taken at ``share``,
+    or at the worst share when None; for a mean it is in x units and Var₁ is the worst
+    case over all distributions on the range.
     """
-    m = check_share_margin(margin)
-    return smallest_n(m, confidence, categorical_variance(spec, p))
+    m = check_mean_margin(margin) if mean else check_share_margin(margin)
+    return smallest_n(m, confidence, variance_of(mechanism, share))
 
 
-def categorical_margin_achieved(
-    participants: int, spec: CategoricalSpec, confidence: float = 0.95, p: float | None = None
+def margin_achieved_by(
+    participants: int, mechanism: Mechanism, confidence: float = 0.95, share: float | None = None
 ) -> float:
-    """Half-width z·sqrt(Var(f̂)) of one option's interval from ``participants``."""
-    return margin_for(participants, confidence, categorical_variance(spec, p))
-
-
-def numeric_variance(spec: NumericSpec) -> Variance:
-    """Worst-case Var(mean) from n reports, in x units (``spec.variance_x``)."""
-    return lambda n: spec.variance_x(n, "population")
-
-
-def numeric_participants_needed(margin: float, spec: NumericSpec, confidence: float = 0.95) -> int:
-    """Smallest n whose interval for the mean has half-width <= ``margin`` (x units).
-
-    Var₁ is ``spec.variance_x(1)``: the worst case over all distributions on [lo, hi].
-    """
-    return smallest_n(check_mean_margin(margin), confidence, numeric_variance(spec))
-
-
-def numeric_margin_achieved(
-    participants: int, spec: NumericSpec, confidence: float = 0.95
-) -> float:
-    """Worst-case half-width z·sqrt(spec.variance_x(n)) of the mean's interval, x units."""
-    return margin_for(participants, confidence, numeric_variance(spec))
+    """Half-width z·sqrt(Var(estimate)) from ``participants`` (see :func:`participants_for`)."""
+    return margin_for(participants, confidence, variance_of(mechanism, share))

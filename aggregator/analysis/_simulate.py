@@ -11,18 +11,18 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from deniable.aggregator.analysis._coverage import exact_coverage
-from deniable.aggregator.analysis._intervals import check_method
-from deniable.aggregator.analysis._proportion import (
+from deniable.shared._validate import as_count, check_confidence, check_unit_interval
+from deniable.shared.mechanisms import (
     ProportionEstimate,
+    RandomizedResponse,
     estimate_proportion,
     proportion_arrays,
 )
-from deniable.client import RandomizedResponse
-from deniable.shared import RandomizedResponseSpec
-from deniable.shared._validate import as_count, check_confidence, check_unit_interval
+from deniable.shared.mechanisms._rr_coverage import exact_coverage
+from deniable.shared.questions import QuestionType
+from deniable.shared.stats import check_method
 
-__all__ = ["SimulationResult", "Submit", "agreed", "simulate_binary"]
+__all__ = ["SimulationResult", "Submit", "agreed", "check_spec_type", "simulate_binary"]
 
 Estimate = TypeVar("Estimate")
 
@@ -41,6 +41,16 @@ def agreed(
             f"{detail(remote)} (expected {detail(local)})"
         )
     return remote
+
+
+def check_spec_type(spec: object, kind: QuestionType) -> None:
+    """Refuse a mechanism that does not answer ``kind`` questions (a caller's mistake).
+
+    Raises:
+        TypeError: ``spec`` is not a mechanism of that question type (naming its class).
+    """
+    if getattr(spec, "question_type", None) != kind.name:
+        raise TypeError(f"spec must be a {kind.name} spec, got {type(spec).__name__}")
 
 
 Submit = Callable[[NDArray[np.bool_]], ProportionEstimate]
@@ -97,7 +107,7 @@ class SimulationResult:
 def simulate_binary(
     participants: int,
     p: float,
-    spec: RandomizedResponseSpec,
+    spec: RandomizedResponse,
     *,
     repeats: int = 1,
     confidence: float = 0.95,
@@ -109,11 +119,11 @@ def simulate_binary(
     """Simulate ``repeats`` surveys of ``participants`` people whose true share is ``p``.
 
     True answers are drawn i.i.d. Bernoulli(p) (so the estimand is the population share),
-    perturbed with :meth:`client.RandomizedResponse.perturb_many` and estimated with the
+    perturbed with :meth:`RandomizedResponse.perturb_many` and estimated with the
     aggregator's estimator. Without ``seed`` the perturbation uses the OS CSPRNG, exactly as
     a participant's device does; with ``seed`` everything is reproducible.
 
-    With ``submit`` (see :mod:`aggregator._simulate_grpc`), each repeat's reports also go
+    With ``submit`` (see :mod:`._simulate_grpc`), each repeat's reports also go
     to an aggregator, whose estimate must equal the one computed here from the same
     reports: a report lost or counted twice on the way raises RuntimeError.
     """
@@ -122,7 +132,6 @@ def simulate_binary(
     share = check_unit_interval("p", p)
     level = check_confidence(confidence)
     check_method(method)
-    rr = RandomizedResponse(spec.alpha)
     rng = np.random.default_rng(seed)
     perturb_rng = rng if seed is not None else None
     ones = np.empty(runs, dtype=np.int64)
@@ -133,7 +142,7 @@ def simulate_binary(
         truth = rng.random(n) < share
         if run == 0:
             sample_share = float(truth.mean())
-        reports = rr.perturb_many(truth, rng=perturb_rng)
+        reports = spec.perturb_many(truth, rng=perturb_rng)
         ones[run] = np.count_nonzero(reports)
         if submit is not None:
             local = estimate_proportion(int(ones[run]), n, spec.alpha, level, method)

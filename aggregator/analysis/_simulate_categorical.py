@@ -11,30 +11,26 @@ from typing import Any
 import numpy as np
 
 from deniable.aggregator.analysis._distributions import check_option_names, check_shares
-from deniable.aggregator.analysis._frequency import (
+from deniable.aggregator.analysis._simulate import agreed, check_spec_type
+from deniable.shared._validate import as_count, check_confidence
+from deniable.shared.mechanisms import (
     FrequencyEstimate,
+    FrequencyOracle,
     estimate_frequencies,
     frequency_arrays,
 )
-from deniable.aggregator.analysis._intervals import check_method
-from deniable.aggregator.analysis._simulate import agreed
-from deniable.aggregator.analysis._support import support_counts
-from deniable.client._categorical import categorical_mechanism
-from deniable.shared._frequency_oracle import CategoricalSpec
-from deniable.shared._validate import as_count, check_confidence
+from deniable.shared.questions import CATEGORICAL
+from deniable.shared.stats import check_method
 
 __all__ = [
     "CategoricalSimulation",
     "CategoricalSubmit",
     "OptionSummary",
-    "exact_frequency_coverage",
     "simulate_categorical",
 ]
 
 CategoricalSubmit = Callable[[Any], FrequencyEstimate]
 """Sends one survey's perturbed reports to an aggregator and returns its estimate."""
-
-_TAIL = 1e-16  # binomial mass left out on each side when summing the pmf
 
 
 @dataclass(frozen=True)
@@ -107,29 +103,10 @@ class CategoricalSimulation:
         return data
 
 
-def exact_frequency_coverage(
-    n: int, share: float, spec: CategoricalSpec, confidence: float, method: str
-) -> float:
-    """P(interval for option v contains f), summing the pmf of C_v ~ Binomial(n, λ).
-
-    With i.i.d. participants, λ = q* + f(p* − q*) for every mechanism (for OLH q* = 1/g is
-    within 2^−61 of the true value). The pmf is summed where it exceeds 1e-16 in either tail.
-    """
-    from scipy import stats  # imported here: scipy.stats adds ~0.8 s to every CLI start
-
-    lam = spec.q_star + share * (spec.p_star - spec.q_star)
-    low = max(int(stats.binom.ppf(_TAIL, n, lam)) - 1, 0)
-    high = min(int(stats.binom.isf(_TAIL, n, lam)) + 1, n)
-    y = np.arange(low, high + 1)
-    arrays = frequency_arrays(y, n, spec, confidence, method, "population")
-    covered = (arrays["ci_low"] <= share) & (share <= arrays["ci_high"])
-    return float(np.sum(stats.binom.pmf(y[covered], n, lam)))
-
-
 def simulate_categorical(
     participants: int,
     distribution: Sequence[float],
-    spec: CategoricalSpec,
+    spec: FrequencyOracle,
     *,
     options: Sequence[str] | None = None,
     repeats: int = 1,
@@ -143,18 +120,17 @@ def simulate_categorical(
 
     True options are drawn i.i.d. from ``distribution`` (k shares, >= 0, summing to 1 within
     1e-9), so the intervals target population shares. Each answer is perturbed with the
-    client's :func:`client._categorical.categorical_mechanism` (OS CSPRNG unless ``seed``),
-    reduced to support counts and estimated with :func:`aggregator._frequency.
-    estimate_frequencies`. With ``submit`` (see :mod:`aggregator._simulate_grpc_kinds`),
+    mechanism (OS CSPRNG unless ``seed``), reduced to support counts and estimated with
+    :func:`estimate_frequencies`. With ``submit`` (see :mod:`._simulate_grpc_kinds`),
     each repeat's reports also go to an aggregator whose estimate must equal the local one
     (else RuntimeError: a report was lost or doubled); ``first`` is then the aggregator's.
 
     Raises:
         ValueError: invalid participants, repeats, shares, options, confidence or method
             (the message names the value).
+        TypeError: ``spec`` is not a multiple-choice mechanism.
     """
-    if not isinstance(spec, CategoricalSpec):
-        raise TypeError(f"spec must be a categorical spec, got {type(spec).__name__}")
+    check_spec_type(spec, CATEGORICAL)
     n = as_count("participants", participants, minimum=1)
     runs = as_count("repeats", repeats, minimum=1)
     shares = check_shares(distribution, spec.k)
@@ -163,7 +139,6 @@ def simulate_categorical(
     )
     level = check_confidence(confidence)
     check_method(method)
-    mechanism = categorical_mechanism(spec)
     rng = np.random.default_rng(seed)
     perturb_rng = rng if seed is not None else None
     probabilities = np.asarray(shares) / math.fsum(shares)
@@ -175,8 +150,8 @@ def simulate_categorical(
         truth = rng.choice(spec.k, size=n, p=probabilities)
         if run == 0:
             sample = np.bincount(truth, minlength=spec.k) / n
-        reports = mechanism.perturb_many(truth, rng=perturb_rng)
-        counts[run] = support_counts(spec, reports)
+        reports = spec.perturb_many(truth, rng=perturb_rng)
+        counts[run] = spec.support_counts(reports)
         if submit is not None:
             local = estimate_frequencies(counts[run], n, spec, level, "population", method)
             remote = agreed(
@@ -208,7 +183,7 @@ def simulate_categorical(
                 coverage_se=(
                     math.sqrt(coverage * (1 - coverage) / runs) if coverage is not None else None
                 ),
-                coverage_exact=exact_frequency_coverage(n, shares[v], spec, level, method),
+                coverage_exact=spec.exact_coverage(n, shares[v], level, method),
                 mean_width=float(widths[v]),
                 mean_estimate_raw=float(raw[:, v].mean()),
                 std_estimate_raw=math.sqrt(variance) if variance is not None else None,

@@ -14,15 +14,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from deniable.aggregator.analysis._proportion import ProportionEstimate
 from deniable.aggregator.server._lifecycle import start_server
 from deniable.aggregator.storage import open_storage
-from deniable.client._remote import AggregatorClient
-from deniable.client._tls import TlsConfig
-from deniable.client._values import report_values
-from deniable.shared import RandomizedResponseSpec
-from deniable.shared._frequency_oracle import CategoricalSpec
-from deniable.shared._wire import Spec, mechanism_message
+from deniable.client import AggregatorClient
+from deniable.shared.mechanisms import Mechanism, ProportionEstimate, RandomizedResponse
+from deniable.shared.questions import question_type
+from deniable.shared.transport import TlsConfig
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["GrpcSubmitter", "GrpcTransport", "aggregator_connection", "grpc_submitter"]
@@ -34,23 +31,16 @@ QUESTION_ID = "simulated"
 Result = TypeVar("Result", bound="DataclassInstance")
 
 
-def simulated_question(spec: Spec, options: tuple[str, ...] = ()) -> pb.Question:
-    """The question a simulated survey asks: ``spec``'s kind, range or options, mechanism.
+def simulated_question(spec: Mechanism, options: tuple[str, ...] = ()) -> pb.Question:
+    """The question a simulated survey asks: ``spec``'s type, domain and mechanism.
 
-    The mechanism is :func:`shared._wire.mechanism_message` of ``spec``, as a survey spec
-    would give; multiple-choice options default to ``0``..``k−1``.
+    Multiple-choice options default to ``0``..``k−1``.
     """
-    kind: dict[str, Any]
-    if isinstance(spec, RandomizedResponseSpec):
-        text, kind = "yes/no", {"binary": pb.BinaryQuestion()}
-    elif isinstance(spec, CategoricalSpec):
-        names = options or tuple(str(v) for v in range(spec.k))
-        text, kind = "multiple-choice", {"categorical": pb.CategoricalQuestion(options=names)}
-    else:
-        text, kind = "numeric", {"numeric": pb.NumericQuestion(min=spec.lo, max=spec.hi)}
-    return pb.Question(
-        id=QUESTION_ID, text=f"Simulated {text} question", mechanism=mechanism_message(spec), **kind
-    )
+    qtype = question_type(spec.question_type)
+    question = qtype.question_for(spec, options)
+    question.id = QUESTION_ID
+    question.text = f"Simulated {qtype.label} question"
+    return question
 
 
 def from_estimate(kind: type[Result], message: pb.Estimate, /, **fields: Any) -> Result:
@@ -70,7 +60,7 @@ class GrpcTransport:
     """
 
     client: AggregatorClient
-    spec: Spec
+    spec: Mechanism
     address: str
     confidence: float
     method: str
@@ -88,7 +78,7 @@ class GrpcTransport:
         self.surveys.append(survey.id)
         mechanism = survey.questions[0].mechanism
         started = time.perf_counter()
-        values = report_values(self.spec, reports)
+        values = self.spec.encode(reports)
         for start in range(0, len(values), self.batch_size):
             batch = [
                 pb.Report(
@@ -172,7 +162,7 @@ def aggregator_connection(
 
 @contextmanager
 def grpc_submitter(
-    spec: RandomizedResponseSpec,
+    spec: RandomizedResponse,
     *,
     confidence: float,
     method: str,

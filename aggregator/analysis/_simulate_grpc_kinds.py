@@ -1,8 +1,8 @@
 """Simulated multiple-choice and numeric participants that submit over gRPC.
 
-The reports travel as the participant client sends them (:func:`client._values.
-report_values`) to an embedded or remote aggregator (:func:`aggregator._simulate_grpc.
-aggregator_connection`); each estimate is read back with GetEstimate.
+The reports travel as the participant client sends them (the mechanism's ``encode``) to an
+embedded or remote aggregator (:func:`._simulate_grpc.aggregator_connection`); each
+estimate is read back with GetEstimate.
 """
 
 from __future__ import annotations
@@ -10,22 +10,26 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
 
 from deniable.aggregator.analysis._distributions import check_option_names
-from deniable.aggregator.analysis._frequency import FrequencyEstimate
-from deniable.aggregator.analysis._mean import MeanEstimate
+from deniable.aggregator.analysis._simulate import check_spec_type
 from deniable.aggregator.analysis._simulate_grpc import (
     GrpcTransport,
     aggregator_connection,
     from_estimate,
 )
-from deniable.client._categorical import OlhReports
-from deniable.client._tls import TlsConfig
-from deniable.shared._frequency_oracle import CategoricalSpec
-from deniable.shared._numeric import NumericSpec
+from deniable.shared.mechanisms import (
+    FrequencyEstimate,
+    FrequencyOracle,
+    MeanEstimate,
+    NumericMechanism,
+)
+from deniable.shared.questions import CATEGORICAL, NUMERIC
+from deniable.shared.transport import TlsConfig
 
 __all__ = [
     "CategoricalGrpcSubmitter",
@@ -42,9 +46,7 @@ PER_OPTION = ("estimate", "estimate_raw", "std_error", "ci_low", "ci_high")
 class CategoricalGrpcSubmitter(GrpcTransport):
     """Multiple-choice questions: submits option, bits or hashed values; FrequencyEstimate."""
 
-    def __call__(
-        self, reports: NDArray[np.int64] | NDArray[np.bool_] | OlhReports
-    ) -> FrequencyEstimate:
+    def __call__(self, reports: Any) -> FrequencyEstimate:
         """Create a survey, submit ``reports`` (as ``perturb_many`` returns them), estimate."""
         estimate = self.exchange(reports)
         rows = estimate.options
@@ -62,15 +64,14 @@ class NumericGrpcSubmitter(GrpcTransport):
     def __call__(self, reports: NDArray[np.float64]) -> MeanEstimate:
         """Create a survey, submit ``reports``, return its GetEstimate as a MeanEstimate."""
         estimate = self.exchange(reports)
-        spec = self.spec
-        assert isinstance(spec, NumericSpec)
+        spec = cast(NumericMechanism, self.spec)  # as numeric_grpc_submitter built it
         # The range is the question's, not part of an Estimate.
         return from_estimate(MeanEstimate, estimate, lo=spec.lo, hi=spec.hi)
 
 
 @contextmanager
 def categorical_grpc_submitter(
-    spec: CategoricalSpec,
+    spec: FrequencyOracle,
     *,
     options: Sequence[str] | None = None,
     confidence: float,
@@ -84,9 +85,11 @@ def categorical_grpc_submitter(
 
     ``options`` name the question's options (default ``0``..``k−1``). See
     :func:`aggregator._simulate_grpc.aggregator_connection` for the daemon.
+
+    Raises:
+        TypeError: ``spec`` is not a multiple-choice mechanism.
     """
-    if not isinstance(spec, CategoricalSpec):
-        raise TypeError(f"spec must be a categorical spec, got {type(spec).__name__}")
+    check_spec_type(spec, CATEGORICAL)
     names = check_option_names(
         options if options is not None else [str(v) for v in range(spec.k)], spec.k
     )
@@ -99,7 +102,7 @@ def categorical_grpc_submitter(
 
 @contextmanager
 def numeric_grpc_submitter(
-    spec: NumericSpec,
+    spec: NumericMechanism,
     *,
     confidence: float,
     server: str | None = None,
@@ -111,9 +114,11 @@ def numeric_grpc_submitter(
 
     The interval is always the t-interval, so GetEstimate gets no interval method. See
     :func:`aggregator._simulate_grpc.aggregator_connection` for the daemon.
+
+    Raises:
+        TypeError: ``spec`` is not a numeric mechanism.
     """
-    if not isinstance(spec, NumericSpec):
-        raise TypeError(f"spec must be a numeric spec, got {type(spec).__name__}")
+    check_spec_type(spec, NUMERIC)
     with aggregator_connection(server, admin_token, batch_size, tls) as (client, address):
         yield NumericGrpcSubmitter(
             client, spec, address, confidence, "", batch_size, embedded=server is None

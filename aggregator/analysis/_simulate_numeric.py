@@ -12,11 +12,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from deniable.aggregator.analysis._distributions import NumericDistribution
-from deniable.aggregator.analysis._mean import MeanEstimate, MeanTally, estimate_mean
 from deniable.aggregator.analysis._simulate import agreed
-from deniable.client._numeric import perturb_numeric
-from deniable.shared._numeric import NumericSpec
 from deniable.shared._validate import as_count, check_open_unit
+from deniable.shared.mechanisms import MeanEstimate, MeanTally, NumericMechanism, estimate_mean
 
 __all__ = ["NumericSimulation", "NumericSubmit", "estimate_variance", "simulate_numeric"]
 
@@ -79,7 +77,7 @@ class NumericSimulation:
         return data
 
 
-def estimate_variance(spec: NumericSpec, distribution: NumericDistribution, n: int) -> float:
+def estimate_variance(spec: NumericMechanism, distribution: NumericDistribution, n: int) -> float:
     """Var of the unbiased mean estimate from n i.i.d. participants, in x units squared.
 
     One report y (on the [−1, 1] scale) has population variance E[Var(y | t)] + Var(t);
@@ -101,7 +99,7 @@ def estimate_variance(spec: NumericSpec, distribution: NumericDistribution, n: i
 def simulate_numeric(
     participants: int,
     distribution: NumericDistribution | str,
-    spec: NumericSpec,
+    spec: NumericMechanism,
     *,
     repeats: int = 1,
     confidence: float = 0.95,
@@ -112,9 +110,9 @@ def simulate_numeric(
     """Simulate ``repeats`` surveys of ``participants`` people answering a value on [lo, hi].
 
     True values are drawn i.i.d. from ``distribution`` (so the interval targets the
-    population mean), perturbed with :func:`client._numeric.perturb_numeric` (OS CSPRNG
-    unless ``seed``), tallied exactly and estimated with :func:`aggregator._mean.
-    estimate_mean`. With ``submit`` (see :mod:`aggregator._simulate_grpc_kinds`), each
+    population mean), perturbed with the mechanism (OS CSPRNG unless ``seed``), tallied
+    exactly and estimated with :func:`estimate_mean`. With ``submit`` (see
+    :mod:`._simulate_grpc_kinds`), each
     repeat's reports also go to an aggregator whose estimate must equal the local one (else
     RuntimeError: a report was lost or doubled); ``first`` is then the aggregator's.
 
@@ -138,7 +136,7 @@ def simulate_numeric(
         values = dist.draw(rng, n, spec.lo, spec.hi)
         if run == 0:
             sample_mean = float(values.mean())
-        reports = perturb_numeric(spec, values, rng=perturb_rng)
+        reports = spec.perturb_many(values, rng=perturb_rng)
         local = estimate_mean(spec, MeanTally.empty(spec).add(spec, reports), level)
         if submit is not None:
             detail = "n={0.n}, estimate_raw={0.estimate_raw}".format

@@ -2,43 +2,51 @@
 
 from __future__ import annotations
 
-import importlib
-
 import click
 
-import deniable.client._grpc_env  # noqa: F401  (before grpc is imported)
+import deniable.shared._grpc_env  # noqa: F401  (before grpc is imported)
+from deniable.shared._cli import LazyGroup
 
-__all__ = ["cli", "main"]
+__all__ = ["COMMANDS", "cli", "main"]
 
-# Each command's module and object, imported only when the command runs (or for the
-# command list in --help): each command then loads only what it needs, and the one
-# that computes statistics is the one that pays for scipy.
-_COMMANDS = {
-    "plan": ("deniable.aggregator.cli._plan", "plan_command"),
-    "serve": ("deniable.aggregator.cli._serve", "serve_command"),
-    "simulate": ("deniable.aggregator.cli._simulate", "simulate_command"),
-    "survey": ("deniable.aggregator.cli._survey", "survey_group"),
-    "estimate": ("deniable.aggregator.cli._estimate", "estimate_command"),
-    "check": ("deniable.aggregator.cli._check", "check_command"),
+# Each command's module, object and short help: a command is imported only when it runs
+# (``--help`` lists the short helps), so each command loads only what it needs, and the
+# one that computes statistics is the one that pays for scipy.
+COMMANDS = {
+    "check": (
+        "deniable.aggregator.cli._check",
+        "check_command",
+        "Check that every stored tally equals the one recomputed from the report log.",
+    ),
+    "estimate": (
+        "deniable.aggregator.cli._estimate",
+        "estimate_command",
+        "Estimate each question of SURVEY_ID with a confidence interval.",
+    ),
+    "plan": (
+        "deniable.aggregator.cli._plan",
+        "plan_command",
+        "Plan a survey question: how many participants a margin of error needs.",
+    ),
+    "serve": (
+        "deniable.aggregator.cli._serve",
+        "serve_command",
+        "Run the aggregator daemon until SIGTERM or SIGINT.",
+    ),
+    "simulate": (
+        "deniable.aggregator.cli._simulate",
+        "simulate_command",
+        "Simulate a survey of a population whose true answers you choose.",
+    ),
+    "survey": (
+        "deniable.aggregator.cli._survey",
+        "survey_group",
+        "Create, list, show and close surveys on a running aggregator.",
+    ),
 }
 
 
-class _LazyGroup(click.Group):
-    """A command group that imports a command's module the first time it is asked for."""
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(_COMMANDS)
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.commands and cmd_name in _COMMANDS:
-            module, name = _COMMANDS[cmd_name]
-            command = getattr(importlib.import_module(module), name)
-            assert isinstance(command, click.Command)
-            self.add_command(command, cmd_name)
-        return self.commands.get(cmd_name)
-
-
-@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="deniable")
 def cli() -> None:
     """Aggregate randomized survey answers into honest estimates.

@@ -12,9 +12,10 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-import deniable.client._grpc_env  # noqa: F401  (before grpc is imported: see the module)
-from deniable.client._options import tls_options
-from deniable.shared import RandomizedResponseSpec
+import deniable.shared._grpc_env  # noqa: F401  (before grpc is imported: see the module)
+from deniable.shared._cli import fail as _fail
+from deniable.shared.mechanisms import RandomizedResponse
+from deniable.shared.transport.options import tls_options
 
 __all__ = [
     "emit_json",
@@ -74,18 +75,18 @@ def mechanism_options(function: F) -> F:
     )(function)
 
 
-def spec_from_options(alpha: float | None, epsilon: float | None) -> RandomizedResponseSpec:
+def spec_from_options(alpha: float | None, epsilon: float | None) -> RandomizedResponse:
     """Build the mechanism from exactly one of ``--alpha`` and ``--epsilon``."""
     if (alpha is None) == (epsilon is None):
         raise click.UsageError("give exactly one of --alpha or --epsilon")
     with user_errors():
         if alpha is not None:
-            return RandomizedResponseSpec(alpha)
+            return RandomizedResponse(alpha)
         assert epsilon is not None
-        return RandomizedResponseSpec.from_epsilon(epsilon)
+        return RandomizedResponse.from_epsilon(epsilon)
 
 
-def privacy_line(spec: RandomizedResponseSpec) -> str:
+def privacy_line(spec: RandomizedResponse) -> str:
     """Exact ε, with 2α shown only as the labelled approximation."""
     if not spec.is_private:
         return "Privacy: none (alpha = 1, epsilon = infinity)"
@@ -100,8 +101,7 @@ def privacy_line(spec: RandomizedResponseSpec) -> str:
 
 def fail(message: str, exit_code: int) -> NoReturn:
     """Print ``Error: message`` on stderr and exit with ``exit_code``."""
-    click.echo(f"Error: {message}", err=True)
-    raise click.exceptions.Exit(exit_code)
+    raise _fail(message, exit_code)
 
 
 @contextmanager
@@ -111,19 +111,17 @@ def remote_errors(server: str) -> Iterator[None]:
     Unreachable (UNAVAILABLE, DEADLINE_EXCEEDED, a failed TLS handshake) keeps gRPC's
     reason, which tells a refused connection from a certificate that did not verify.
     """
-    from deniable.client._remote import RETRYABLE, RemoteError, exit_code_for
+    from deniable.shared.transport import RemoteError
 
     try:
         yield
     except RemoteError as error:
-        if error.code in RETRYABLE:
+        if error.retryable:
             reason = " ".join(error.details.split())
-            message = (
-                f"cannot reach the aggregator at {server} ({error.code.name.lower()}: {reason})"
-            )
+            message = f"cannot reach the aggregator at {server} ({error.code.lower()}: {reason})"
         else:
-            message = f"{error.code.name.lower().replace('_', ' ')}: {error.details}"
-        fail(message, exit_code_for(error.code))
+            message = f"{error.code.lower().replace('_', ' ')}: {error.details}"
+        fail(message, error.exit_code)
 
 
 def server_option(function: F) -> F:

@@ -6,7 +6,6 @@ from typing import Any
 
 import click
 
-from deniable.aggregator.analysis._intervals import MAX_CONFIDENCE, METHODS
 from deniable.aggregator.cli._common import (
     emit_json,
     fail,
@@ -14,8 +13,9 @@ from deniable.aggregator.cli._common import (
     server_option,
     tls_options,
 )
-from deniable.client._remote import AggregatorClient, RemoteError
-from deniable.client._tls import TlsConfig
+from deniable.client import AggregatorClient
+from deniable.shared.stats import MAX_CONFIDENCE, METHODS
+from deniable.shared.transport import RemoteError, TlsConfig
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 FIELDS = (
@@ -87,7 +87,7 @@ def estimate_command(
                 estimate = client.get_estimate(survey_id, qid, confidence, method)
             except RemoteError as error:
                 gated = survey.min_reports > 0  # then the refusal is the release gate's
-                if question_id is None and error.code.name == "FAILED_PRECONDITION" and not gated:
+                if question_id is None and error.code == "FAILED_PRECONDITION" and not gated:
                     results.append({"question_id": qid, "n": 0})  # no reports yet
                     continue
                 raise

@@ -10,6 +10,8 @@ from click.core import ParameterSource
 
 from deniable.aggregator.analysis._distributions import parse_options
 from deniable.aggregator.cli._common import user_errors
+from deniable.shared.mechanisms import registered
+from deniable.shared.questions import CATEGORICAL
 
 __all__ = [
     "QUESTION_TYPES",
@@ -23,18 +25,6 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 QUESTION_TYPES = ("binary", "categorical", "numeric")
-
-NUMERIC_NAMES = {
-    "laplace": "exact discrete Laplace noise",
-    "duchi": "Duchi et al.: one of two values",
-    "piecewise": "Piecewise mechanism (Wang et al. 2019)",
-    "hybrid": "Hybrid: Piecewise or Duchi at random",
-}
-CATEGORICAL_NAMES = {
-    "grr": "generalized randomized response",
-    "oue": "optimized unary encoding",
-    "olh": "optimized local hashing",
-}
 
 SHOWN_PARAMETERS = (
     "alpha", "q", "g", "p_star", "q_star", "noise_scale", "grid_bits", "beta", "bound", "p_max",
@@ -96,8 +86,9 @@ def categorical_inputs(
     if (alpha is None) == (epsilon is None):
         raise click.UsageError("give exactly one of --alpha or --epsilon")
     kind = mechanism or "auto"
-    if alpha is not None and kind != "grr":
-        raise click.UsageError("--alpha applies only to --mechanism grr; give --epsilon")
+    with_alpha = CATEGORICAL.alpha_mechanism  # the one mechanism a keep-probability names
+    if alpha is not None and kind != with_alpha:
+        raise click.UsageError(f"--alpha applies only to --mechanism {with_alpha}; give --epsilon")
     with user_errors():
         return parse_options(options), kind
 
@@ -116,7 +107,7 @@ def numeric_inputs(
 def mechanism_summary(description: dict[str, Any]) -> str:
     """``kind (full name): parameters`` from a spec's ``describe()``."""
     kind = str(description["mechanism"])
-    name = CATEGORICAL_NAMES.get(kind) or NUMERIC_NAMES.get(kind, kind)
+    name = registered()[kind].title or kind if kind in registered() else kind
     parameters = ", ".join(
         f"{key} = {value:.6g}" if isinstance(value, float) else f"{key} = {value}"
         for key, value in description.items()

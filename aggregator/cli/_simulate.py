@@ -9,7 +9,6 @@ from typing import Any
 
 import click
 
-from deniable.aggregator.analysis._intervals import METHODS
 from deniable.aggregator.analysis._simulate import SimulationResult, simulate_binary
 from deniable.aggregator.cli._common import (
     emit_json,
@@ -25,8 +24,9 @@ from deniable.aggregator.cli._common import (
 )
 from deniable.aggregator.cli._kinds import kind_options, reject_options
 from deniable.aggregator.cli._simulate_kinds import simulate_kind
-from deniable.client._tls import TlsConfig
-from deniable.shared import ESTIMANDS, RandomizedResponseSpec
+from deniable.shared.mechanisms import RandomizedResponse
+from deniable.shared.stats import ESTIMANDS, METHODS
+from deniable.shared.transport import TlsConfig
 
 
 @click.command("simulate")
@@ -145,7 +145,7 @@ def simulate_command(
 
 
 def _print_result(
-    result: SimulationResult, spec: RandomizedResponseSpec, grpc_info: dict[str, Any] | None
+    result: SimulationResult, spec: RandomizedResponse, grpc_info: dict[str, Any] | None
 ) -> None:
     first = result.first
     click.echo(

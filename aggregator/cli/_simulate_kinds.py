@@ -15,7 +15,6 @@ from deniable.aggregator.analysis._distributions import (
     check_shares,
     parse_shares,
 )
-from deniable.aggregator.analysis._intervals import check_method
 from deniable.aggregator.analysis._simulate_categorical import (
     CategoricalSimulation,
     simulate_categorical,
@@ -41,11 +40,10 @@ from deniable.aggregator.cli._kinds import (
     numeric_inputs,
     reject_options,
 )
-from deniable.client._tls import TlsConfig
-from deniable.shared import ESTIMANDS
-from deniable.shared._categorical import categorical_spec
-from deniable.shared._numeric import numeric_spec
 from deniable.shared._validate import as_count, check_open_unit
+from deniable.shared.questions import categorical_mechanism, numeric_mechanism
+from deniable.shared.stats import ESTIMANDS, check_method
+from deniable.shared.transport import TlsConfig
 
 __all__ = ["simulate_kind"]
 
@@ -92,10 +90,10 @@ def simulate_kind(
         check_method(method)
         if question_type == "categorical":
             shares = check_shares(parse_shares(distribution), len(names))
-            categorical = categorical_spec(kind, len(names), epsilon, alpha)
+            categorical = categorical_mechanism(kind, len(names), epsilon, alpha)
         else:
             values = NumericDistribution.parse(distribution)
-            numeric = numeric_spec(kind, low, high, eps)
+            numeric = numeric_mechanism(kind, low, high, eps)
             values.check_range(numeric.lo, numeric.hi)
     connection: dict[str, Any] = {
         "confidence": confidence, "server": server, "admin_token": token, "batch_size": batch_size,

@@ -9,7 +9,6 @@ from typing import Any
 import click
 from google.protobuf import json_format
 
-from deniable.aggregator.analysis._questions import MIN_SURVEY_EPSILON, check_survey_limits
 from deniable.aggregator.cli._common import (
     emit_json,
     fail,
@@ -20,23 +19,14 @@ from deniable.aggregator.cli._common import (
     token_option,
 )
 from deniable.aggregator.cli._survey_tokens import tokens_command
-from deniable.client._remote import AggregatorClient
-from deniable.client._tls import TlsConfig
-from deniable.shared import RandomizedResponseSpec
-from deniable.shared._categorical import categorical_spec
-from deniable.shared._numeric import numeric_spec
-from deniable.shared._wire import Spec, mechanism_message
-from deniable.shared.errors import InvalidArgument
+from deniable.client import AggregatorClient
+from deniable.shared.questions import MIN_SURVEY_EPSILON, question_from_spec, question_type
+from deniable.shared.transport import TlsConfig
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 STATES = {pb.SURVEY_STATE_OPEN: "open", pb.SURVEY_STATE_CLOSED: "closed"}
 SURVEY_KEYS = {"title", "questions", "min_reports", "enrollment_required"}
-MAX_MIN_REPORTS = 10**9  # as the daemon checks (aggregator._enrollment)
-_KEYS = {
-    "binary": {"id", "text", "type", "alpha", "epsilon"},
-    "categorical": {"id", "text", "type", "options", "alpha", "epsilon", "mechanism"},
-    "numeric": {"id", "text", "type", "min", "max", "epsilon", "mechanism"},
-}
+MAX_MIN_REPORTS = 10**9  # as the daemon checks (deniable.aggregator.server._enrollment)
 
 
 def survey_to_dict(survey: pb.Survey) -> dict[str, Any]:
@@ -75,59 +65,21 @@ def survey_options_from_spec(spec: dict[str, Any]) -> tuple[int, bool]:
 
 
 def _question(item: object, where: str) -> pb.Question:
-    if not isinstance(item, dict):
-        raise click.UsageError(f"{where}: must be an object")
-    kind = item.get("type", "binary")
-    if kind not in _KEYS:
-        raise click.UsageError(f"{where}.type: expected one of {', '.join(_KEYS)}, got {kind!r}")
-    extra = set(item) - _KEYS[kind]
-    if extra:
-        raise click.UsageError(f"{where}: unknown keys for a {kind} question {sorted(extra)}")
-    question = pb.Question(id=str(item.get("id", "")), text=str(item.get("text", "")))
     try:
-        if kind == "numeric":
-            if "epsilon" not in item:
-                raise ValueError("'epsilon' is required")
-            lo, hi = item.get("min"), item.get("max")
-            mechanism = item.get("mechanism", "auto")
-            number = numeric_spec(mechanism, lo, hi, item["epsilon"])  # type: ignore[arg-type]
-            question.numeric.CopyFrom(pb.NumericQuestion(min=number.lo, max=number.hi))
-            spec: Spec = number
-        else:
-            if ("alpha" in item) == ("epsilon" in item):
-                raise ValueError("give exactly one of 'alpha' or 'epsilon'")
-            if kind == "binary":
-                spec = (
-                    RandomizedResponseSpec(item["alpha"])
-                    if "alpha" in item
-                    else RandomizedResponseSpec.from_epsilon(item["epsilon"])
-                )
-                question.binary.SetInParent()
-            else:
-                options = item.get("options")
-                if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
-                    raise ValueError("'options' must be a list of strings")
-                mechanism = item.get("mechanism", "grr" if "alpha" in item else "auto")
-                spec = categorical_spec(
-                    mechanism, len(options), item.get("epsilon"), item.get("alpha")
-                )
-                question.categorical.options.extend(options)
-    except (TypeError, ValueError) as error:
-        raise click.UsageError(f"{where}: {error}") from None
-    question.mechanism.CopyFrom(mechanism_message(spec))
-    try:  # the daemon's limits, checked here so that nothing is sent
-        check_survey_limits(question, spec, where)
-    except InvalidArgument as error:
-        requested = item.get("epsilon")
-        hint = (
-            f"; the mechanism certified at the requested epsilon {requested!r} comes out "
-            "just below it: ask for a slightly larger epsilon"
-            if spec.epsilon < MIN_SURVEY_EPSILON
+        question, _ = question_from_spec(item, where)
+    except ValueError as error:
+        message = str(error)
+        requested = item.get("epsilon") if isinstance(item, dict) else None
+        if (
+            "is below the minimum" in message
             and isinstance(requested, int | float)
             and requested >= MIN_SURVEY_EPSILON
-            else ""
-        )
-        raise click.UsageError(f"{error.message}{hint}") from None
+        ):  # the mechanism certified at the requested ε comes out just below it
+            message += (
+                f"; the mechanism certified at the requested epsilon {requested!r} comes out "
+                "just below it: ask for a slightly larger epsilon"
+            )
+        raise click.UsageError(message) from None
     return question
 
 
@@ -150,20 +102,8 @@ def print_survey(survey: pb.Survey) -> None:
 
 def describe_question(question: pb.Question) -> str:
     """One line: the kind of question, its mechanism and its exact ε."""
-    epsilon = question.privacy.epsilon
     kind = question.WhichOneof("kind")
-    if kind == "binary":
-        alpha = question.mechanism.randomized_response.alpha
-        return (
-            f"yes/no, alpha = {alpha:g}, epsilon = {epsilon:.4f} (exact; "
-            f"2*alpha = {question.privacy.epsilon_approx:.4f} approximation)"
-        )
-    mechanism = question.mechanism.WhichOneof("kind")
-    if kind == "categorical":
-        options = ", ".join(question.categorical.options)
-        return f"one of [{options}], {mechanism}, epsilon = {epsilon:.4f} (exact)"
-    bounds = f"[{question.numeric.min:g}, {question.numeric.max:g}]"
-    return f"a number in {bounds}, {mechanism}, epsilon = {epsilon:.4f} (exact)"
+    return question_type(kind).describe(question) if kind else "a question of an unknown kind"
 
 
 @click.group("survey")

@@ -18,8 +18,8 @@ from deniable.aggregator.cli._common import (
     tls_options,
     token_option,
 )
-from deniable.client._remote import AggregatorClient
-from deniable.client._tls import TlsConfig
+from deniable.client import AggregatorClient
+from deniable.shared.transport import TlsConfig
 
 __all__ = ["tokens_command"]
 

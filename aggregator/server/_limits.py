@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from deniable.aggregator.server._service import MAX_BATCH
-from deniable.client._tls import CHANNEL_KEEPALIVE, MAX_MESSAGE_BYTES
+from deniable.shared.transport import CHANNEL_KEEPALIVE, MAX_MESSAGE_BYTES
 
 __all__ = ["LimitError", "ServerLimits"]
 

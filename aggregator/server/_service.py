@@ -7,8 +7,6 @@ import secrets
 import time
 from collections.abc import Sequence
 
-from deniable.aggregator.analysis._intervals import MAX_CONFIDENCE, METHODS
-from deniable.aggregator.analysis._questions import check_question, estimate, group_tally
 from deniable.aggregator.server._enrollment import (
     check_min_reports,
     check_token_batch,
@@ -19,7 +17,6 @@ from deniable.aggregator.server._enrollment import (
 )
 from deniable.aggregator.storage import ReportGroup, Storage, Submission
 from deniable.aggregator.storage._decode import Group, decode_batch
-from deniable.shared._wire import Spec, describe_mechanism, question_spec
 from deniable.shared.errors import (
     FailedPrecondition,
     InvalidArgument,
@@ -27,6 +24,15 @@ from deniable.shared.errors import (
     Unauthenticated,
     shown,
 )
+from deniable.shared.mechanisms import (
+    Mechanism,
+    ReportValueError,
+    Tally,
+    describe_mechanism,
+    mechanism_of,
+)
+from deniable.shared.questions import check_question
+from deniable.shared.stats import MAX_CONFIDENCE, METHODS
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["MAX_BATCH", "MAX_QUESTIONS", "AggregatorService"]
@@ -54,7 +60,7 @@ class AggregatorService:
         self.storage = storage
         self.max_batch = max_batch
         self._specs: dict[str, pb.Survey] = {}  # open surveys' specs, read once
-        self._question_specs: dict[tuple[str, str], Spec] = {}
+        self._mechanisms: dict[tuple[str, str], Mechanism] = {}
 
     def create_survey(self, request: pb.CreateSurveyRequest) -> pb.Survey:
         """Validate a survey spec, fill in each question's privacy figures, store it."""
@@ -86,10 +92,19 @@ class AggregatorService:
             seen.add(question.id)
             if not question.text.strip() or len(question.text) > MAX_TEXT:
                 raise InvalidArgument(f"{where}.text: must be 1..{MAX_TEXT} characters")
-            _, privacy = check_question(question, where)
+            try:
+                mechanism = check_question(question, where)
+            except ValueError as error:
+                raise InvalidArgument(str(error)) from None
             stored = survey.questions.add()
             stored.CopyFrom(question)
-            stored.privacy.CopyFrom(privacy)
+            stored.privacy.CopyFrom(
+                pb.Privacy(
+                    epsilon=mechanism.epsilon,
+                    epsilon_approx=getattr(mechanism, "epsilon_approx", 0.0),
+                    explanation=mechanism.explain(),
+                )
+            )
         self.storage.create_survey(survey)
         return self.get_survey(survey.id)
 
@@ -178,20 +193,26 @@ class AggregatorService:
                 f"{where}.mechanism: {describe_mechanism(report.mechanism)} differs from the "
                 f"survey's {describe_mechanism(question.mechanism)}"
             )
+        mechanism = self._mechanism(survey.id, question)
+        try:
+            reports = mechanism.read(report.WhichOneof("value"), group.values)
+        except ReportValueError as error:
+            at = positions[int(group.rows[error.row])]
+            raise InvalidArgument(f"reports[{at}].{error.field}: {error.message}") from None
         return ReportGroup(
             survey_id=survey.id,
             question_id=question.id,
             rows=group.rows,
-            tally=group_tally(self._spec(survey.id, question), group, positions),
+            tally=lambda keep: mechanism.tally(reports[keep]),
         )
 
-    def _spec(self, survey_id: str, question: pb.Question) -> Spec:
-        """The question's mechanism spec (validated when the survey was created), cached."""
+    def _mechanism(self, survey_id: str, question: pb.Question) -> Mechanism:
+        """The question's mechanism (validated when the survey was created), cached."""
         key = (survey_id, question.id)
-        spec = self._question_specs.get(key)
-        if spec is None:
-            spec = self._question_specs[key] = question_spec(question)
-        return spec
+        mechanism = self._mechanisms.get(key)
+        if mechanism is None:
+            mechanism = self._mechanisms[key] = mechanism_of(question)
+        return mechanism
 
     def issue_tokens(self, request: pb.IssueTokensRequest) -> pb.IssueTokensResponse:
         """New enrollment tokens for an open survey that requires enrollment.
@@ -235,5 +256,7 @@ class AggregatorService:
             raise FailedPrecondition(
                 f"question_id: no reports yet for question {shown(request.question_id)}"
             )
-        fields = estimate(question, self._spec(survey.id, question), tally, confidence, method)
+        mechanism = self._mechanism(survey.id, question)
+        estimate = mechanism.estimate(Tally(tally.n, tally.sums), confidence, method)
+        fields = {"mechanism": mechanism.name, **estimate.wire_fields(question)}
         return pb.Estimate(survey_id=survey.id, question_id=request.question_id, **fields)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import grpc
 
-from deniable.client._tls import TlsError, check_key_pair, read_certificates
+from deniable.shared.transport import TlsError, check_key_pair, read_certificates
 
 __all__ = [
     "ServerTls",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from deniable.client._answer import ExitCode, InvalidAnswerError, RefusedError, check_mechanism
+from deniable.client import InvalidAnswerError, RefusedError, check_mechanism
 from deniable.client._policy import (
     DEFAULT_BUDGET,
     DEFAULT_MAX_EPSILON,
@@ -18,6 +18,7 @@ from deniable.client._policy import (
     load_config,
     resolve_policy,
 )
+from deniable.client.cli import ExitCode
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.conftest import RunCli, binary_question
 

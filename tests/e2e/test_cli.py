@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from deniable.aggregator import participants_needed
-from deniable.shared import RandomizedResponseSpec
+from deniable.shared import RandomizedResponse
 from tests.conftest import RunCli
 
 
@@ -17,7 +17,7 @@ def test_plan_json_is_one_document_matching_the_library(run_cli: RunCli) -> None
     done = run_cli("deniable-aggregator", "plan", "--epsilon", "1", "--margin", "0.03", "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    spec = RandomizedResponseSpec.from_epsilon(1.0)
+    spec = RandomizedResponse.from_epsilon(1.0)
     assert data["participants"] == participants_needed(0.03, spec)
     assert data["epsilon"] == 1.0
     assert data["alpha"] == spec.alpha
@@ -39,7 +39,7 @@ def test_options_are_read_from_deniable_environment_variables(run_cli: RunCli) -
     done = run_cli("deniable-aggregator", "plan", "--json", env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["participants"] == participants_needed(
-        0.03, RandomizedResponseSpec.from_epsilon(1.0)
+        0.03, RandomizedResponse.from_epsilon(1.0)
     )
 
 

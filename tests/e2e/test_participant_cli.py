@@ -14,16 +14,10 @@ import pytest
 from click.testing import CliRunner
 
 from deniable.aggregator.server._lifecycle import RunningServer
-from deniable.client._answer import (
-    ExitCode,
-    RefusedError,
-    build_reports,
-    check_mechanism,
-    from_remote,
-    parse_answers,
-)
+from deniable.client._answer import build_reports, check_mechanism, parse_answers
+from deniable.client._errors import RefusedError, from_remote
 from deniable.client._remote import AggregatorClient, RemoteError
-from deniable.client.cli import EXIT_CODES, cli
+from deniable.client.cli import EXIT_CODES, ExitCode, cli
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.conftest import ADMIN_TOKEN, BIN, Daemon, RunCli, binary_question
 

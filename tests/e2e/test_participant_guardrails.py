@@ -12,14 +12,13 @@ from typing import Any
 
 import pytest
 
-from deniable.client._answer import ExitCode
 from deniable.client._files import data_dir
 from deniable.client._guard import LocalState
 from deniable.client._ledger import Charge, load_ledger, save_ledger
 from deniable.client._remote import AggregatorClient
-from deniable.shared._categorical import GrrSpec
-from deniable.shared._numeric import numeric_spec
-from deniable.shared._wire import mechanism_message
+from deniable.client.cli import ExitCode
+from deniable.shared.mechanisms import GeneralizedRandomizedResponse
+from deniable.shared.questions import numeric_mechanism
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.client._recording import open_survey, recording_aggregator
 from tests.conftest import ADMIN_TOKEN, BIN, Daemon, RunCli, binary_question
@@ -399,13 +398,13 @@ def test_no_true_answer_reaches_the_files_or_the_output(daemon: Daemon, run_cli:
             id="place",
             text="Where?",
             categorical=pb.CategoricalQuestion(options=options),
-            mechanism=mechanism_message(GrrSpec(3, 0.5)),
+            mechanism=GeneralizedRandomizedResponse(3, 0.5).to_message(),
         ),
         pb.Question(
             id="hours",
             text="How long?",
             numeric=pb.NumericQuestion(min=0, max=100),
-            mechanism=mechanism_message(numeric_spec("hybrid", 0.0, 100.0, 1.0)),
+            mechanism=numeric_mechanism("hybrid", 0.0, 100.0, 1.0).to_message(),
         ),
     )
     data = _answer(run_cli, daemon.address, survey_id, "--answer", "place=Zanzibar",

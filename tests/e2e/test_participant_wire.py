@@ -15,9 +15,12 @@ import pytest
 
 from deniable.client._answer import Answer, build_reports
 from deniable.client._remote import AggregatorClient
-from deniable.shared._categorical import GrrSpec, OlhSpec, OueSpec
-from deniable.shared._numeric import numeric_spec
-from deniable.shared._wire import mechanism_message
+from deniable.shared.mechanisms import (
+    GeneralizedRandomizedResponse,
+    OptimizedLocalHashing,
+    OptimizedUnaryEncoding,
+)
+from deniable.shared.questions import numeric_mechanism
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.client._recording import RecordingAggregator, open_survey, recording_aggregator
 from tests.conftest import RunCli, binary_question
@@ -40,16 +43,28 @@ def _numeric(qid: str, kind: str) -> pb.Question:
         id=qid,
         text="How long?",
         numeric=pb.NumericQuestion(min=0, max=100),
-        mechanism=mechanism_message(numeric_spec(kind, 0.0, 100.0, 1.0)),
+        mechanism=numeric_mechanism(kind, 0.0, 100.0, 1.0).to_message(),
     )
 
 
 # question, its possible true answers, whether the randomness drawn is answer-independent
 CASES: dict[str, tuple[pb.Question, list[Answer], bool]] = {
     "yes/no": (binary_question("q", 0.5), [True, False], True),
-    "grr": (_categorical("q", mechanism_message(GrrSpec(4, 0.5))), [0, 1, 2, 3], True),
-    "oue": (_categorical("q", mechanism_message(OueSpec(4, 0.25))), [0, 1, 2, 3], True),
-    "olh": (_categorical("q", mechanism_message(OlhSpec(4, 3, 0.5))), [0, 1, 2, 3], True),
+    "grr": (
+        _categorical("q", GeneralizedRandomizedResponse(4, 0.5).to_message()),
+        [0, 1, 2, 3],
+        True,
+    ),
+    "oue": (
+        _categorical("q", OptimizedUnaryEncoding(4, 0.25).to_message()),
+        [0, 1, 2, 3],
+        True,
+    ),
+    "olh": (
+        _categorical("q", OptimizedLocalHashing(4, 3, 0.5).to_message()),
+        [0, 1, 2, 3],
+        True,
+    ),
     "duchi": (_numeric("q", "duchi"), [0.0, 12.3, 99.9], False),
     "hybrid": (_numeric("q", "hybrid"), [0.0, 12.3, 99.9], False),
 }
@@ -115,7 +130,7 @@ def test_the_installed_client_sends_the_same_shape_whatever_the_answer(
     survey = open_survey(
         "s",
         binary_question("b", 0.5),
-        _categorical("c", mechanism_message(GrrSpec(4, 0.5))),
+        _categorical("c", GeneralizedRandomizedResponse(4, 0.5).to_message()),
         _numeric("n", "hybrid"),
     )
     answers = {

@@ -12,7 +12,7 @@ import grpc
 import pytest
 
 from deniable.client._remote import AggregatorClient, RemoteError
-from deniable.client._tls import TlsConfig
+from deniable.shared.transport import TlsConfig
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests._certs import Pki, make_pki
 from tests.conftest import ADMIN_TOKEN, Daemon, RunCli, binary_question, start_daemon
@@ -211,7 +211,7 @@ def test_daemon_enforces_its_limits(run_cli: RunCli, tmp_path: Path) -> None:
             ]  # fmt: skip
             with pytest.raises(RemoteError) as caught:
                 client.submit_reports(big)
-            assert caught.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert caught.value.status == grpc.StatusCode.RESOURCE_EXHAUSTED
             assert client.get_survey(survey.id).reports == 0
             small = [pb.Report(**{**_fields(r), "report_id": f"s{i}"}) for i, r in enumerate(big)]
             assert client.submit_reports(small).stored == 3

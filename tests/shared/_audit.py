@@ -1,4 +1,4 @@
-"""Empirical privacy audit (DESIGN §7): certify a lower bound on a mechanism's ε from samples.
+"""Empirical privacy audit: certify a lower bound on a mechanism's ε from samples.
 
 A mechanism M is ε-LDP when P(M(x) ∈ S) <= e^ε · P(M(x') ∈ S) for every pair of inputs
 x, x' and every event S. Fix x, x' and S in advance, run M N times on each input and count

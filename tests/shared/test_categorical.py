@@ -12,15 +12,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from deniable.shared import RandomizedResponseSpec, tightest_epsilon
-from deniable.shared._categorical import (
-    GrrSpec,
-    OlhSpec,
-    OueSpec,
-    categorical_spec,
-    choose_categorical,
+from deniable.shared import RandomizedResponse, tightest_epsilon
+from deniable.shared.mechanisms import (
+    FrequencyOracle,
+    GeneralizedRandomizedResponse,
+    OptimizedLocalHashing,
+    OptimizedUnaryEncoding,
 )
-from deniable.shared._frequency_oracle import CategoricalSpec
+from deniable.shared.questions import categorical_mechanism, choose_categorical
 
 options = st.integers(min_value=2, max_value=1024)
 open_alphas = st.floats(min_value=1e-12, max_value=1 - 1e-12)
@@ -34,7 +33,7 @@ def unchecked(value: object) -> Any:
     return value
 
 
-def assert_pinned(spec: CategoricalSpec) -> None:
+def assert_pinned(spec: FrequencyOracle) -> None:
     """ε is certified, and one ulp less is not: the tightest float, never understated."""
     assert spec.certifies(spec.epsilon)
     assert not spec.certifies(math.nextafter(spec.epsilon, 0.0))
@@ -44,23 +43,25 @@ def assert_pinned(spec: CategoricalSpec) -> None:
 @pytest.mark.parametrize(
     ("spec", "ratio"),
     [
-        (GrrSpec(k=4, alpha=0.5), Fraction(5)),  # 1 + kα/(1−α) = 1 + 4
-        (GrrSpec(k=2, alpha=0.5), Fraction(3)),  # yes/no RR: ln 3
-        (GrrSpec(k=10, alpha=0.25), Fraction(13, 3)),  # 1 + 10/3
-        (OueSpec(k=3, q=0.25), Fraction(3)),  # (1−q)/q
-        (OueSpec(k=1024, q=0.125), Fraction(7)),
-        (OlhSpec(k=100, g=4, alpha=0.5), Fraction(5)),  # 1 + gα/(1−α)
-        (OlhSpec(k=7, g=2, alpha=0.75), Fraction(7)),
+        (GeneralizedRandomizedResponse(k=4, alpha=0.5), Fraction(5)),  # 1 + kα/(1−α) = 1 + 4
+        (GeneralizedRandomizedResponse(k=2, alpha=0.5), Fraction(3)),  # yes/no RR: ln 3
+        (GeneralizedRandomizedResponse(k=10, alpha=0.25), Fraction(13, 3)),  # 1 + 10/3
+        (OptimizedUnaryEncoding(k=3, q=0.25), Fraction(3)),  # (1−q)/q
+        (OptimizedUnaryEncoding(k=1024, q=0.125), Fraction(7)),
+        (OptimizedLocalHashing(k=100, g=4, alpha=0.5), Fraction(5)),  # 1 + gα/(1−α)
+        (OptimizedLocalHashing(k=7, g=2, alpha=0.75), Fraction(7)),
     ],
 )
 def test_epsilon_is_the_log_of_the_exact_ratio_pinned_from_both_sides(
-    spec: CategoricalSpec, ratio: Fraction
+    spec: FrequencyOracle, ratio: Fraction
 ) -> None:
     assert spec.privacy_ratio == ratio
     p, q = spec.p_star_exact, spec.q_star_exact
-    if isinstance(spec, OueSpec):  # two bits differ between inputs
+    if isinstance(spec, OptimizedUnaryEncoding):  # two bits differ between inputs
         assert p * (1 - q) / ((1 - p) * q) == ratio
-    elif isinstance(spec, OlhSpec):  # the value y in [g] versus one other value in [g]
+    elif isinstance(
+        spec, OptimizedLocalHashing
+    ):  # the value y in [g] versus one other value in [g]
         assert p / ((1 - Fraction(spec.alpha)) / spec.g) == ratio
     else:
         assert p / q == ratio
@@ -70,7 +71,7 @@ def test_epsilon_is_the_log_of_the_exact_ratio_pinned_from_both_sides(
 
 
 def test_documented_values_at_alpha_half() -> None:
-    spec = GrrSpec(k=4, alpha=0.5)
+    spec = GeneralizedRandomizedResponse(k=4, alpha=0.5)
     assert (spec.p_star, spec.q_star) == (0.625, 0.125)
     assert spec.certifies(math.log(5.0001))
     assert not spec.certifies(math.log(4.9999))
@@ -78,7 +79,7 @@ def test_documented_values_at_alpha_half() -> None:
 
 @given(open_alphas)
 def test_grr_with_two_options_is_yes_no_randomized_response(alpha: float) -> None:
-    grr, rr = GrrSpec(k=2, alpha=alpha), RandomizedResponseSpec(alpha)
+    grr, rr = GeneralizedRandomizedResponse(k=2, alpha=alpha), RandomizedResponse(alpha)
     assert grr.privacy_ratio == rr.privacy_ratio
     assert grr.epsilon == rr.epsilon
     assert grr.p_star_exact == rr.p_truth_exact
@@ -91,7 +92,7 @@ def test_grr_with_two_options_is_yes_no_randomized_response(alpha: float) -> Non
 
 @given(options, open_alphas)
 def test_grr_epsilon_is_exact_for_any_alpha(k: int, alpha: float) -> None:
-    spec = GrrSpec(k, alpha)
+    spec = GeneralizedRandomizedResponse(k, alpha)
     assert spec.p_star_exact == Fraction(alpha) + (1 - Fraction(alpha)) / k
     assert spec.q_star_exact == (1 - Fraction(alpha)) / k
     assert spec.epsilon == pytest.approx(math.log1p(k * alpha / (1 - alpha)), rel=1e-12)
@@ -100,7 +101,7 @@ def test_grr_epsilon_is_exact_for_any_alpha(k: int, alpha: float) -> None:
 
 @given(options, oue_qs)
 def test_oue_epsilon_is_exact_for_any_q(k: int, q: float) -> None:
-    spec = OueSpec(k, q)
+    spec = OptimizedUnaryEncoding(k, q)
     assert (spec.p_star_exact, spec.q_star_exact) == (Fraction(1, 2), Fraction(q))
     assert spec.epsilon == pytest.approx(math.log((1 - q) / q), rel=1e-12, abs=1e-15)
     assert_pinned(spec)
@@ -108,7 +109,7 @@ def test_oue_epsilon_is_exact_for_any_q(k: int, q: float) -> None:
 
 @given(options, hash_ranges, open_alphas)
 def test_olh_epsilon_is_exact_for_any_alpha_and_range(k: int, g: int, alpha: float) -> None:
-    spec = OlhSpec(k, g, alpha)
+    spec = OptimizedLocalHashing(k, g, alpha)
     assert spec.p_star_exact == Fraction(alpha) + (1 - Fraction(alpha)) / g
     assert spec.q_star_exact == Fraction(1, g)
     assert spec.q_star_bias_bound == Fraction(1, 2**61 - 1)
@@ -118,13 +119,15 @@ def test_olh_epsilon_is_exact_for_any_alpha_and_range(k: int, g: int, alpha: flo
 
 @given(options, epsilons)
 def test_grr_from_epsilon_is_the_largest_certified_alpha(k: int, epsilon: float) -> None:
-    spec = GrrSpec.from_epsilon(k, epsilon)
+    spec = GeneralizedRandomizedResponse.from_epsilon(k, epsilon)
     expected = math.expm1(epsilon) / (math.expm1(epsilon) + k)
     assert spec.alpha == pytest.approx(expected, rel=1e-12)
     assert spec.certifies(epsilon)
     assert spec.epsilon <= epsilon
     if spec.alpha < 1.0:
-        assert not GrrSpec(k, math.nextafter(spec.alpha, 1.0)).certifies(epsilon)
+        assert not GeneralizedRandomizedResponse(k, math.nextafter(spec.alpha, 1.0)).certifies(
+            epsilon
+        )
     e = math.exp(epsilon)
     assert spec.p_star == pytest.approx(e / (e + k - 1), rel=1e-9)
     assert spec.q_star == pytest.approx(1 / (e + k - 1), rel=1e-6)
@@ -132,53 +135,63 @@ def test_grr_from_epsilon_is_the_largest_certified_alpha(k: int, epsilon: float)
 
 @given(options, epsilons)
 def test_oue_from_epsilon_is_the_smallest_certified_q(k: int, epsilon: float) -> None:
-    spec = OueSpec.from_epsilon(k, epsilon)
+    spec = OptimizedUnaryEncoding.from_epsilon(k, epsilon)
     assert spec.q == pytest.approx(1 / (math.exp(epsilon) + 1), rel=1e-12)
     assert spec.certifies(epsilon)
     assert spec.epsilon <= epsilon
-    assert not OueSpec(k, math.nextafter(spec.q, 0.0)).certifies(epsilon)
+    assert not OptimizedUnaryEncoding(k, math.nextafter(spec.q, 0.0)).certifies(epsilon)
 
 
 @given(options, epsilons)
 def test_olh_from_epsilon_uses_g_round_e_to_epsilon_plus_one(k: int, epsilon: float) -> None:
-    spec = OlhSpec.from_epsilon(k, epsilon)
+    spec = OptimizedLocalHashing.from_epsilon(k, epsilon)
     e = math.exp(epsilon)
     assert spec.g == min(max(2, math.floor(e + 0.5) + 1), (1 << 32) - 1)
     assert spec.alpha == pytest.approx((e - 1) / (e + spec.g - 1), rel=1e-9)
     assert spec.certifies(epsilon)
     if spec.alpha < 1.0:
-        assert not OlhSpec(k, spec.g, math.nextafter(spec.alpha, 1.0)).certifies(epsilon)
+        assert not OptimizedLocalHashing(k, spec.g, math.nextafter(spec.alpha, 1.0)).certifies(
+            epsilon
+        )
     assert spec.p_star == pytest.approx(e / (e + spec.g - 1), rel=1e-9)
 
 
 def test_huge_epsilon_still_gives_certified_parameters() -> None:
-    olh = OlhSpec.from_epsilon(10, 40.0)
+    olh = OptimizedLocalHashing.from_epsilon(10, 40.0)
     assert olh.g == (1 << 32) - 1  # capped so that g fits in uint32
     assert olh.certifies(40.0)
-    oue = OueSpec.from_epsilon(10, 800.0)  # 1/(e^800 + 1) underflows; the least q is certified
+    oue = OptimizedUnaryEncoding.from_epsilon(
+        10, 800.0
+    )  # 1/(e^800 + 1) underflows; the least q is certified
     assert oue.q == math.ulp(0.0)
     assert oue.certifies(800.0)
-    assert GrrSpec.from_epsilon(10, 800.0).certifies(800.0)
+    assert GeneralizedRandomizedResponse.from_epsilon(10, 800.0).certifies(800.0)
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0, 4.0])
 def test_small_f_variances_match_the_design_table(epsilon: float) -> None:
     e, k, n = math.exp(epsilon), 32, 1000
-    grr = GrrSpec.from_epsilon(k, epsilon)
+    grr = GeneralizedRandomizedResponse.from_epsilon(k, epsilon)
     assert n * grr.small_f_variance(n) == pytest.approx((k - 2 + e) / (e - 1) ** 2, rel=1e-9)
     oue_figure = 4 * e / (e - 1) ** 2
-    assert n * OueSpec.from_epsilon(k, epsilon).small_f_variance(n) == pytest.approx(
+    assert n * OptimizedUnaryEncoding.from_epsilon(k, epsilon).small_f_variance(n) == pytest.approx(
         oue_figure, rel=1e-9
     )
     # OLH with integer g = round(e^ε) + 1 is within 1% of OUE, never better.
-    olh = n * OlhSpec.from_epsilon(k, epsilon).small_f_variance(n)
+    olh = n * OptimizedLocalHashing.from_epsilon(k, epsilon).small_f_variance(n)
     assert oue_figure * (1 - 1e-12) <= olh <= 1.01 * oue_figure
 
 
 @pytest.mark.parametrize(
-    "spec", [GrrSpec(5, 0.3), OueSpec(5, 0.2), OlhSpec(50, 3, 0.4), OlhSpec(50, 40, 0.97)]
+    "spec",
+    [
+        GeneralizedRandomizedResponse(5, 0.3),
+        OptimizedUnaryEncoding(5, 0.2),
+        OptimizedLocalHashing(50, 3, 0.4),
+        OptimizedLocalHashing(50, 40, 0.97),
+    ],
 )
-def test_variance_formulas_and_their_worst_case(spec: CategoricalSpec) -> None:
+def test_variance_formulas_and_their_worst_case(spec: FrequencyOracle) -> None:
     n = 400
     p, q = spec.p_star, spec.q_star
     grid = [i / 1000 for i in range(1001)]
@@ -198,26 +211,26 @@ def test_auto_rule_follows_k_below_three_e_to_epsilon_plus_two_on_both_sides() -
     # k = 8: GRR iff e^ε > 2. tightest_epsilon(2) is the smallest float with e^ε >= 2.
     above = tightest_epsilon(Fraction(2))
     below = math.nextafter(above, 0.0)
-    assert isinstance(choose_categorical(8, above), GrrSpec)
-    assert isinstance(choose_categorical(8, below), OlhSpec)
+    assert isinstance(choose_categorical(8, above), GeneralizedRandomizedResponse)
+    assert isinstance(choose_categorical(8, below), OptimizedLocalHashing)
     # k = 11: GRR iff e^ε > 3.
     above = tightest_epsilon(Fraction(3))
-    assert choose_categorical(11, above).kind == "grr"
-    assert choose_categorical(11, math.nextafter(above, 0.0)).kind == "olh"
+    assert choose_categorical(11, above).name == "grr"
+    assert choose_categorical(11, math.nextafter(above, 0.0)).name == "olh"
     # k <= 5 always satisfies the rule for ε > 0; k = 1024 needs e^ε > 340.67.
-    assert choose_categorical(5, 1e-9).kind == "grr"
-    assert choose_categorical(2, 1e-9).kind == "grr"
-    assert choose_categorical(6, 1e-9).kind == "olh"
-    assert choose_categorical(1024, math.log(340.6)).kind == "olh"
-    assert choose_categorical(1024, math.log(340.7)).kind == "grr"
+    assert choose_categorical(5, 1e-9).name == "grr"
+    assert choose_categorical(2, 1e-9).name == "grr"
+    assert choose_categorical(6, 1e-9).name == "olh"
+    assert choose_categorical(1024, math.log(340.6)).name == "olh"
+    assert choose_categorical(1024, math.log(340.7)).name == "grr"
 
 
 @pytest.mark.parametrize("k", [3, 8, 20, 100, 1024])
 @pytest.mark.parametrize("epsilon", [0.5, 1.0, 3.0, 6.0])
 def test_auto_choice_is_never_worse_than_the_other_at_small_f(k: int, epsilon: float) -> None:
     chosen = choose_categorical(k, epsilon)
-    grr = GrrSpec.from_epsilon(k, epsilon).small_f_variance(1)
-    olh = OlhSpec.from_epsilon(k, epsilon).small_f_variance(1)
+    grr = GeneralizedRandomizedResponse.from_epsilon(k, epsilon).small_f_variance(1)
+    olh = OptimizedLocalHashing.from_epsilon(k, epsilon).small_f_variance(1)
     assert chosen.certifies(epsilon)
     assert chosen.small_f_variance(1) <= max(grr, olh)
     # Far from the boundary the rule picks the strictly better one.
@@ -226,20 +239,32 @@ def test_auto_choice_is_never_worse_than_the_other_at_small_f(k: int, epsilon: f
 
 
 def test_categorical_spec_factory() -> None:
-    assert categorical_spec("grr", 4, alpha=0.5) == GrrSpec(4, 0.5)
-    assert categorical_spec("grr", 4, epsilon=1.0) == GrrSpec.from_epsilon(4, 1.0)
-    assert categorical_spec("oue", 40, epsilon=1.0) == OueSpec.from_epsilon(40, 1.0)
-    assert categorical_spec("olh", 40, epsilon=1.0) == OlhSpec.from_epsilon(40, 1.0)
-    assert categorical_spec("auto", 40, epsilon=1.0) == OlhSpec.from_epsilon(40, 1.0)
-    assert categorical_spec("auto", 4, epsilon=1.0) == GrrSpec.from_epsilon(4, 1.0)
+    assert categorical_mechanism("grr", 4, alpha=0.5) == GeneralizedRandomizedResponse(4, 0.5)
+    assert categorical_mechanism(
+        "grr", 4, epsilon=1.0
+    ) == GeneralizedRandomizedResponse.from_epsilon(4, 1.0)
+    assert categorical_mechanism("oue", 40, epsilon=1.0) == OptimizedUnaryEncoding.from_epsilon(
+        40, 1.0
+    )
+    assert categorical_mechanism("olh", 40, epsilon=1.0) == OptimizedLocalHashing.from_epsilon(
+        40, 1.0
+    )
+    assert categorical_mechanism("auto", 40, epsilon=1.0) == OptimizedLocalHashing.from_epsilon(
+        40, 1.0
+    )
+    assert categorical_mechanism(
+        "auto", 4, epsilon=1.0
+    ) == GeneralizedRandomizedResponse.from_epsilon(4, 1.0)
 
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"kind": "rappor", "k": 4, "epsilon": 1.0}, r"unknown kind 'rappor'; expected one of"),
+        (
+            {"kind": "rappor", "k": 4, "epsilon": 1.0},
+            r"unknown kind 'rappor' of a categorical question; expected one of",
+        ),
         ({"kind": "oue", "k": 4, "alpha": 0.5}, r"alpha=0.5 applies only to kind 'grr', not 'oue'"),
-        ({"kind": "auto", "k": 4, "alpha": 0.5}, r"alpha=0.5 applies only to kind 'grr'"),
         (
             {"kind": "grr", "k": 4, "alpha": 0.5, "epsilon": 1.0},
             r"give epsilon or alpha, not both \(epsilon=1.0, alpha=0.5\)",
@@ -251,54 +276,126 @@ def test_categorical_spec_factory() -> None:
 )
 def test_categorical_spec_rejects_bad_combinations(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        categorical_spec(**kwargs)  # type: ignore[arg-type]
+        categorical_mechanism(**kwargs)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
     ("make", "error", "message"),
     [
-        (lambda: GrrSpec(1, 0.5), ValueError, r"k must be between 2 and 1024 options, got 1"),
-        (lambda: GrrSpec(1025, 0.5), ValueError, r"k must be between 2 and 1024 options, got 1025"),
-        (lambda: GrrSpec(True, 0.5), TypeError, r"k must be an integer, got True"),
         (
-            lambda: GrrSpec(unchecked(4.0), 0.5),
+            lambda: GeneralizedRandomizedResponse(1, 0.5),
+            ValueError,
+            r"k must be between 2 and 1024 options, got 1",
+        ),
+        (
+            lambda: GeneralizedRandomizedResponse(1025, 0.5),
+            ValueError,
+            r"k must be between 2 and 1024 options, got 1025",
+        ),
+        (
+            lambda: GeneralizedRandomizedResponse(True, 0.5),
+            TypeError,
+            r"k must be an integer, got True",
+        ),
+        (
+            lambda: GeneralizedRandomizedResponse(unchecked(4.0), 0.5),
             TypeError,
             r"k must be an integer, got 4.0 \(float\)",
         ),
-        (lambda: GrrSpec(4, 0), ValueError, r"alpha must be in \(0, 1\], got 0.0 \(alpha = 0"),
-        (lambda: GrrSpec(4, 1.5), ValueError, r"alpha must be in \(0, 1\], got 1.5"),
-        (lambda: GrrSpec(4, math.nan), ValueError, r"alpha must be a finite number, got nan"),
         (
-            lambda: GrrSpec(4, unchecked("0.5")),
+            lambda: GeneralizedRandomizedResponse(4, 0),
+            ValueError,
+            r"alpha must be in \(0, 1\], got 0.0 \(alpha = 0",
+        ),
+        (
+            lambda: GeneralizedRandomizedResponse(4, 1.5),
+            ValueError,
+            r"alpha must be in \(0, 1\], got 1.5",
+        ),
+        (
+            lambda: GeneralizedRandomizedResponse(4, math.nan),
+            ValueError,
+            r"alpha must be a finite number, got nan",
+        ),
+        (
+            lambda: GeneralizedRandomizedResponse(4, unchecked("0.5")),
             TypeError,
             r"alpha must be a real number, got '0.5' \(str\)",
         ),
-        (lambda: OueSpec(4, 0.5), ValueError, r"q must be strictly between 0 and 1/2, got 0.5"),
-        (lambda: OueSpec(4, 0.0), ValueError, r"q must be strictly between 0 and 1/2, got 0.0"),
-        (lambda: OueSpec(4, -math.inf), ValueError, r"q must be a finite number, got -inf"),
-        (lambda: OlhSpec(4, 1, 0.5), ValueError, r"g must be between 2 and 4294967295, got 1"),
-        (lambda: OlhSpec(4, 2**32, 0.5), ValueError, r"between 2 and 4294967295, got 4294967296"),
         (
-            lambda: OlhSpec(4, unchecked(2.0), 0.5),
+            lambda: OptimizedUnaryEncoding(4, 0.5),
+            ValueError,
+            r"q must be strictly between 0 and 1/2, got 0.5",
+        ),
+        (
+            lambda: OptimizedUnaryEncoding(4, 0.0),
+            ValueError,
+            r"q must be strictly between 0 and 1/2, got 0.0",
+        ),
+        (
+            lambda: OptimizedUnaryEncoding(4, -math.inf),
+            ValueError,
+            r"q must be a finite number, got -inf",
+        ),
+        (
+            lambda: OptimizedLocalHashing(4, 1, 0.5),
+            ValueError,
+            r"g must be between 2 and 4294967295, got 1",
+        ),
+        (
+            lambda: OptimizedLocalHashing(4, 2**32, 0.5),
+            ValueError,
+            r"between 2 and 4294967295, got 4294967296",
+        ),
+        (
+            lambda: OptimizedLocalHashing(4, unchecked(2.0), 0.5),
             TypeError,
             r"g must be an integer, got 2.0 \(float\)",
         ),
-        (lambda: OlhSpec(4, 3, 1.01), ValueError, r"alpha must be in \(0, 1\], got 1.01"),
-        (lambda: GrrSpec.from_epsilon(4, 0), ValueError, r"epsilon must be .* > 0, got 0.0"),
-        (lambda: OueSpec.from_epsilon(4, math.inf), ValueError, r"finite number > 0, got inf"),
-        (lambda: OlhSpec.from_epsilon(4, math.nan), ValueError, r"finite number > 0, got nan"),
-        (lambda: OueSpec.from_epsilon(4, 1e-17), ValueError, r"epsilon=1e-17 is too small"),
-        (lambda: GrrSpec.from_epsilon(2000, 1.0), ValueError, r"got 2000"),
-        (lambda: choose_categorical(4, -1.0), ValueError, r"got -1.0"),
-        (lambda: GrrSpec(4, 0.5).variance(1.5, 10), ValueError, r"f must be in \[0, 1\], got 1.5"),
-        (lambda: GrrSpec(4, 0.5).variance(0.5, 0), ValueError, r"n must be >= 1, got 0"),
         (
-            lambda: OueSpec(4, 0.25).variance(0.5, 10, "everyone"),  # type: ignore[arg-type]
+            lambda: OptimizedLocalHashing(4, 3, 1.01),
+            ValueError,
+            r"alpha must be in \(0, 1\], got 1.01",
+        ),
+        (
+            lambda: GeneralizedRandomizedResponse.from_epsilon(4, 0),
+            ValueError,
+            r"epsilon must be .* > 0, got 0.0",
+        ),
+        (
+            lambda: OptimizedUnaryEncoding.from_epsilon(4, math.inf),
+            ValueError,
+            r"finite number > 0, got inf",
+        ),
+        (
+            lambda: OptimizedLocalHashing.from_epsilon(4, math.nan),
+            ValueError,
+            r"finite number > 0, got nan",
+        ),
+        (
+            lambda: OptimizedUnaryEncoding.from_epsilon(4, 1e-17),
+            ValueError,
+            r"epsilon=1e-17 is too small",
+        ),
+        (lambda: GeneralizedRandomizedResponse.from_epsilon(2000, 1.0), ValueError, r"got 2000"),
+        (lambda: choose_categorical(4, -1.0), ValueError, r"got -1.0"),
+        (
+            lambda: GeneralizedRandomizedResponse(4, 0.5).variance(1.5, 10),
+            ValueError,
+            r"f must be in \[0, 1\], got 1.5",
+        ),
+        (
+            lambda: GeneralizedRandomizedResponse(4, 0.5).variance(0.5, 0),
+            ValueError,
+            r"n must be >= 1, got 0",
+        ),
+        (
+            lambda: OptimizedUnaryEncoding(4, 0.25).variance(0.5, 10, "everyone"),  # type: ignore[arg-type]
             ValueError,
             r"unknown estimand 'everyone'",
         ),
         (
-            lambda: OlhSpec(4, 3, 0.5).certifies(unchecked("1")),
+            lambda: OptimizedLocalHashing(4, 3, 0.5).certifies(unchecked("1")),
             TypeError,
             r"epsilon must be a real number",
         ),
@@ -312,24 +409,32 @@ def test_invalid_parameters_are_rejected_naming_the_value(
 
 
 def test_specs_are_frozen_and_normalize_their_parameters() -> None:
-    spec = OlhSpec(10, 3, 1)
+    spec = OptimizedLocalHashing(10, 3, 1)
     assert isinstance(spec.alpha, float)
     with pytest.raises(dataclasses.FrozenInstanceError):
         spec.alpha = 0.5  # type: ignore[misc]
-    assert spec == OlhSpec(10, 3, 1.0)
-    assert GrrSpec(4, 0.5) != OlhSpec(4, 4, 0.5)  # type: ignore[comparison-overlap]
-    assert hash(GrrSpec(4, 0.5)) == hash(GrrSpec(4, 0.5))
+    assert spec == OptimizedLocalHashing(10, 3, 1.0)
+    assert GeneralizedRandomizedResponse(4, 0.5) != OptimizedLocalHashing(4, 4, 0.5)  # type: ignore[comparison-overlap]
+    assert hash(GeneralizedRandomizedResponse(4, 0.5)) == hash(
+        GeneralizedRandomizedResponse(4, 0.5)
+    )
 
 
 @pytest.mark.parametrize(
-    "spec", [GrrSpec(4, 0.5), OueSpec(12, 0.25), OlhSpec(100, 4, 0.5), OlhSpec(1024, 9000, 0.999)]
+    "spec",
+    [
+        GeneralizedRandomizedResponse(4, 0.5),
+        OptimizedUnaryEncoding(12, 0.25),
+        OptimizedLocalHashing(100, 4, 0.5),
+        OptimizedLocalHashing(1024, 9000, 0.999),
+    ],
 )
-def test_explain_and_describe(spec: CategoricalSpec) -> None:
+def test_explain_and_describe(spec: FrequencyOracle) -> None:
     sentence = spec.explain()
     assert sentence.endswith(f"(epsilon = {spec.epsilon:.2f}).")
     assert sentence.count(".") <= 4  # one sentence (the dots are in the numbers)
     described = spec.describe()
-    assert described["mechanism"] == spec.kind
+    assert described["mechanism"] == spec.name
     assert described["k"] == spec.k
     assert described["epsilon"] == spec.epsilon
     assert (described["p_star"], described["q_star"]) == (spec.p_star, spec.q_star)
@@ -339,20 +444,25 @@ def test_explain_and_describe(spec: CategoricalSpec) -> None:
 
 
 def test_specific_sentences() -> None:
-    assert GrrSpec(4, 0.5).explain() == (
+    assert GeneralizedRandomizedResponse(4, 0.5).explain() == (
         "Your report is your true choice with probability 62% and each of the 3 other options "
         "with probability 12%, so any report is at most 5.00 times as likely from one choice "
         "as from another (epsilon = 1.61)."
     )
-    assert "and the other option with probability 25%," in GrrSpec(2, 0.5).explain()
-    assert "flag is set with probability 50% and every other flag with probability 25%" in (
-        OueSpec(3, 0.25).explain()
+    assert (
+        "and the other option with probability 25%,"
+        in GeneralizedRandomizedResponse(2, 0.5).explain()
     )
-    assert "sorts the 100 options into 4 groups" in OlhSpec(100, 4, 0.5).explain()
+    assert "flag is set with probability 50% and every other flag with probability 25%" in (
+        OptimizedUnaryEncoding(3, 0.25).explain()
+    )
+    assert "sorts the 100 options into 4 groups" in OptimizedLocalHashing(100, 4, 0.5).explain()
 
 
-@pytest.mark.parametrize("spec", [GrrSpec(4, 1.0), OlhSpec(20, 4, 1.0)])
-def test_alpha_one_is_representable_but_flagged_as_no_privacy(spec: CategoricalSpec) -> None:
+@pytest.mark.parametrize(
+    "spec", [GeneralizedRandomizedResponse(4, 1.0), OptimizedLocalHashing(20, 4, 1.0)]
+)
+def test_alpha_one_is_representable_but_flagged_as_no_privacy(spec: FrequencyOracle) -> None:
     assert spec.epsilon == math.inf
     assert spec.privacy_ratio is None
     assert not spec.is_private

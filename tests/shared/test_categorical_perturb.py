@@ -11,25 +11,25 @@ import pytest
 from numpy.typing import NDArray
 from scipy import stats
 
-from deniable.client._categorical import (
+from deniable.shared import RandomizedResponse
+from deniable.shared.mechanisms import (
     GeneralizedRandomizedResponse,
     OlhReport,
     OptimizedLocalHashing,
     OptimizedUnaryEncoding,
-    categorical_mechanism,
+    mechanism_of,
 )
-from deniable.client._uniform import MAX_ROUNDS, uniform_below
-from deniable.shared import RandomizedResponseSpec
-from deniable.shared._categorical import GrrSpec, OlhSpec, OueSpec
-from deniable.shared._categorical_wire import decode_oue_bits, encode_oue_bits
-from deniable.shared._universal_hash import (
+from deniable.shared.mechanisms._oue_wire import decode_oue_bits, encode_oue_bits
+from deniable.shared.mechanisms._universal_hash import (
     HASH_PRIME,
     hash_unchecked,
     universal_hash,
     universal_hash_reference,
 )
+from deniable.shared.questions import CATEGORICAL
+from deniable.shared.sampling._uniform import MAX_ROUNDS, uniform_below
 
-P_FLOOR = 1e-6  # statistical tests fail only below this p-value (DESIGN §7)
+P_FLOOR = 1e-6  # statistical tests fail only below this p-value (one false alarm in a million runs)
 P = HASH_PRIME
 
 
@@ -222,13 +222,13 @@ def test_grr_output_distribution_is_p_star_and_q_star(source: str, k: int, alpha
 
 
 def test_grr_with_two_options_reports_like_yes_no_randomized_response() -> None:
-    grr, rr = GeneralizedRandomizedResponse(2, 0.3), RandomizedResponseSpec(0.3)
+    grr, rr = GeneralizedRandomizedResponse(2, 0.3), RandomizedResponse(0.3)
     assert grr.p_star == rr.p_truth
     kept = int(np.count_nonzero(grr.perturb_many(np.ones(200_000, dtype=np.int64)) == 1))
     assert stats.binomtest(kept, 200_000, rr.p_truth).pvalue > P_FLOOR
 
 
-@pytest.mark.parametrize("q", [0.25, OueSpec.from_epsilon(6, 1.0).q])
+@pytest.mark.parametrize("q", [0.25, OptimizedUnaryEncoding.from_epsilon(6, 1.0).q])
 def test_oue_bits_are_half_for_the_truth_and_q_elsewhere_and_independent(q: float) -> None:
     n, k = 200_000, 6
     truth = np.arange(n) % k
@@ -313,18 +313,22 @@ def test_invalid_answers_are_rejected_naming_the_value(
         call(mechanism)  # type: ignore[operator]
 
 
-def test_mechanism_from_spec_keeps_parameters_and_epsilon() -> None:
-    for spec in (GrrSpec.from_epsilon(9, 1.0), OueSpec(9, 0.3), OlhSpec.from_epsilon(90, 2.0)):
-        mechanism = categorical_mechanism(spec)
-        assert mechanism.kind == spec.kind
-        assert mechanism.describe() == spec.describe()
-        assert mechanism.epsilon == spec.epsilon
-        assert categorical_mechanism(mechanism) is mechanism
-    assert isinstance(
-        GeneralizedRandomizedResponse.from_epsilon(4, 1.0), GeneralizedRandomizedResponse
-    )
-    with pytest.raises(TypeError, match="spec must be a categorical spec, got Randomized"):
-        categorical_mechanism(RandomizedResponseSpec(0.5))  # type: ignore[arg-type]
+def test_the_wire_form_keeps_parameters_and_epsilon() -> None:
+    for spec in (
+        GeneralizedRandomizedResponse.from_epsilon(9, 1.0),
+        OptimizedUnaryEncoding(9, 0.3),
+        OptimizedLocalHashing.from_epsilon(90, 2.0),
+    ):
+        question = CATEGORICAL.question_for(spec)
+        assert question.mechanism.WhichOneof("kind") == spec.name
+        mechanism = mechanism_of(question)
+        assert type(mechanism) is type(spec)
+        assert mechanism == spec
+        assert (mechanism.describe(), mechanism.epsilon) == (spec.describe(), spec.epsilon)
+    question = CATEGORICAL.question_for(GeneralizedRandomizedResponse(4, 0.5))
+    question.mechanism.CopyFrom(RandomizedResponse(0.5).to_message())
+    with pytest.raises(ValueError, match="randomized_response does not apply to a categorical"):
+        mechanism_of(question)
 
 
 # --- OUE reports on the wire ----------------------------------------------------------------
@@ -350,7 +354,7 @@ def test_oue_payloads_are_validated() -> None:
         encode_oue_bits(np.array([1, 0, 1]))
 
 
-# --- empirical privacy audit (DESIGN §7) ------------------------------------------------------
+# --- empirical privacy audit -------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -360,7 +364,7 @@ def test_oue_payloads_are_validated() -> None:
         OptimizedUnaryEncoding.from_epsilon(6, 1.0),
         OptimizedLocalHashing.from_epsilon(6, 1.0),
     ],
-    ids=lambda m: m.kind,
+    ids=lambda m: m.name,
 )
 def test_empirical_privacy_audit_on_neighbouring_inputs(
     mechanism: GeneralizedRandomizedResponse | OptimizedUnaryEncoding | OptimizedLocalHashing,

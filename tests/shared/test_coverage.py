@@ -1,4 +1,4 @@
-"""Exact coverage and moments on the DESIGN §7 grid, by summing the binomial pmf."""
+"""Exact coverage and moments on a grid of n, p and α, by summing the binomial pmf."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from deniable.aggregator import exact_coverage, exact_moments, report_count_pmf
-from deniable.shared import RandomizedResponseSpec
+from deniable.shared import RandomizedResponse
 
 GRID = list(itertools.product((18, 100, 1000), (0.01, 0.3, 0.5), (0.1, 0.5, 0.9)))
 NOMINAL = 0.95
@@ -68,13 +68,13 @@ def test_wilson_shortfall_is_shown_not_hidden() -> None:
     assert short, "Wilson is expected to dip below nominal somewhere on the grid"
     assert all(n <= 1000 for n, _, _ in short)
     assert min(coverages.values()) > 0.93  # it dips, but far less than Wald
-    # Off the grid it dips further for small n (DESIGN §4.1: ~0.92 at n <= 100).
+    # Off the grid it dips further for small n (about 0.92 at n <= 100).
     assert exact_coverage(18, 0.83, 0.5, NOMINAL, "wilson") < 0.93
 
 
 def test_clopper_pearson_coverage_matches_scipy_intervals_summed_by_hand() -> None:
     n, p, alpha = 100, 0.3, 0.5
-    spec = RandomizedResponseSpec(alpha)
+    spec = RandomizedResponse(alpha)
     total = 0.0
     for y in range(n + 1):
         ci = stats.binomtest(y, n).proportion_ci(NOMINAL, method="exact")
@@ -88,7 +88,7 @@ def test_estimator_is_unbiased_with_the_theoretical_variance(
     n: int, p: float, alpha: float
 ) -> None:
     mean, variance = exact_moments(n, p, alpha)
-    spec = RandomizedResponseSpec(alpha)
+    spec = RandomizedResponse(alpha)
     assert mean == pytest.approx(p, abs=1e-12)
     assert variance == pytest.approx(spec.estimator_variance(p, n, "population"), rel=1e-9)
 
@@ -97,7 +97,7 @@ def test_estimator_is_unbiased_with_the_theoretical_variance(
 def test_fixed_respondents_variance(n: int, p: float, alpha: float) -> None:
     share = round(p * n) / n
     mean, variance = exact_moments(n, share, alpha, "respondents")
-    spec = RandomizedResponseSpec(alpha)
+    spec = RandomizedResponse(alpha)
     assert mean == pytest.approx(share, abs=1e-12)
     assert variance == pytest.approx(spec.estimator_variance(share, n, "respondents"), rel=1e-9)
 

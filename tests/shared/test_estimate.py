@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from deniable.aggregator import METHODS, ProportionEstimate, estimate_proportion
-from deniable.shared import RandomizedResponseSpec
+from deniable.shared import RandomizedResponse
 
 CONTRACT_FIELDS = {
     "n", "estimate", "estimate_raw", "std_error", "ci_low", "ci_high", "method",
@@ -17,7 +17,7 @@ CONTRACT_FIELDS = {
 }  # fmt: skip
 
 
-def test_seed_example_gives_one_half() -> None:
+def test_the_exam_example_gives_one_half() -> None:
     # Seed 000: 18 participants, 9 report yes, alpha = 1/2 -> p_hat = 1/2.
     result = estimate_proportion(9, 18, alpha=0.5)
     assert result.estimate_raw == 0.5
@@ -52,7 +52,7 @@ def test_all_no_reports_give_a_negative_raw_estimate_kept_beside_the_clipped_one
 
 def test_privacy_figures_come_from_the_mechanism() -> None:
     result = estimate_proportion(9, 18, alpha=0.5)
-    spec = RandomizedResponseSpec(0.5)
+    spec = RandomizedResponse(0.5)
     assert result.epsilon == spec.epsilon == math.log(3)
     assert result.epsilon_approx == 1.0
     assert result.alpha == 0.5
@@ -64,7 +64,7 @@ def test_intervals_match_scipy_binomtest_mapped_affinely(method: str, ones: int,
     alpha, confidence = 0.5, 0.9
     scipy_method = {"clopper-pearson": "exact", "wilson": "wilson"}[method]
     lam = stats.binomtest(ones, n).proportion_ci(confidence, method=scipy_method)
-    spec = RandomizedResponseSpec(alpha)
+    spec = RandomizedResponse(alpha)
     result = estimate_proportion(ones, n, alpha, confidence, method)
     assert result.ci_low == pytest.approx(min(1.0, max(0.0, spec.debias(lam.low))), abs=1e-12)
     assert result.ci_high == pytest.approx(min(1.0, max(0.0, spec.debias(lam.high))), abs=1e-12)
@@ -79,7 +79,7 @@ def test_wald_interval_formula() -> None:
     assert result.ci_high == pytest.approx(result.estimate_raw + half)
 
 
-def test_chebyshev_half_width_is_the_seed_bound() -> None:
+def test_chebyshev_half_width_is_the_classroom_bound() -> None:
     n, alpha = 10_000, 0.5
     result = estimate_proportion(5000, n, alpha, method="chebyshev")
     half = (result.ci_high - result.ci_low) / 2

@@ -14,145 +14,136 @@ from hypothesis.extra import numpy as hnp
 from numpy.typing import NDArray
 from scipy import stats
 
-from deniable.aggregator.analysis._frequency import (
+from deniable.shared import Estimand
+from deniable.shared.mechanisms import (
+    FrequencyOracle,
+    GeneralizedRandomizedResponse,
+    OlhReports,
+    OptimizedLocalHashing,
+    OptimizedUnaryEncoding,
+    ReportValueError,
     estimate_frequencies,
     frequency_arrays,
-    project_to_simplex,
 )
-from deniable.aggregator.analysis._support import (
-    grr_support_counts,
-    olh_support,
-    olh_support_counts,
-    oue_support_counts,
-    support_counts,
-)
-from deniable.client._categorical import CategoricalMechanism, categorical_mechanism
-from deniable.shared import Estimand
-from deniable.shared._categorical import GrrSpec, OlhSpec, OueSpec
-from deniable.shared._frequency_oracle import CategoricalSpec
-from deniable.shared._universal_hash import HASH_PRIME, universal_hash_reference
+from deniable.shared.mechanisms._universal_hash import HASH_PRIME, universal_hash_reference
+from deniable.shared.mechanisms.olh import CHUNK_ELEMENTS
+from deniable.shared.stats import project_to_simplex
 
-P_FLOOR = 1e-6  # statistical tests fail only below this p-value (DESIGN §7)
+P_FLOOR = 1e-6  # statistical tests fail only below this p-value (one false alarm in a million runs)
 # At ε = 1 the mechanism's noise dominates the variance; at ε = 4 the sampling term
 # f(1−f)/n does, so both parts of the variance formula are checked.
-SPECS = [kind.from_epsilon(5, eps) for eps in (1.0, 4.0) for kind in (GrrSpec, OueSpec, OlhSpec)]
+SPECS = [
+    kind.from_epsilon(5, eps)
+    for eps in (1.0, 4.0)
+    for kind in (GeneralizedRandomizedResponse, OptimizedUnaryEncoding, OptimizedLocalHashing)
+]
 
 
-def spec_id(spec: CategoricalSpec) -> str:
-    return f"{spec.kind}-eps{math.floor(spec.epsilon + 0.5)}-k{spec.k}"
+def spec_id(spec: FrequencyOracle) -> str:
+    return f"{spec.name}-eps{math.floor(spec.epsilon + 0.5)}-k{spec.k}"
 
 
 def simulate_counts(
-    mechanism: CategoricalMechanism, truth: NDArray[np.int64], rng: np.random.Generator
+    mechanism: FrequencyOracle, truth: NDArray[np.int64], rng: np.random.Generator
 ) -> NDArray[np.int64]:
     """Support counts per row of ``truth`` (shape (R, n)): one simulated survey per row."""
     reps, n = truth.shape
-    k = mechanism.k
-    counts: NDArray[np.int64]
-    if isinstance(mechanism, GrrSpec):
-        reports = mechanism.perturb_many(truth, rng=rng).ravel()
-        rows = np.repeat(np.arange(reps, dtype=np.int64), n) * k
-        counts = np.bincount(rows + reports, minlength=reps * k).reshape(reps, k)
-    elif isinstance(mechanism, OueSpec):
-        counts = mechanism.perturb_many(truth, rng=rng).sum(axis=1, dtype=np.int64)
-    else:
-        a, b, y = mechanism.perturb_many(truth.ravel(), rng=rng)
-        supported = olh_support(a, b, y, k, mechanism.g)
-        counts = supported.reshape(reps, n, k).sum(axis=1, dtype=np.int64)
-    return counts
+    reports = mechanism.perturb_many(truth.ravel(), rng=rng)
+    return np.stack(
+        [mechanism.support_counts(reports[row * n : (row + 1) * n]) for row in range(reps)]
+    )
 
 
 # --- support counts -------------------------------------------------------------------------
 
 
 def test_grr_and_oue_counts() -> None:
-    assert grr_support_counts(np.array([0, 2, 2, 1], dtype=np.uint8), 4).tolist() == [1, 1, 2, 0]
-    assert grr_support_counts([], 3).tolist() == [0, 0, 0]
-    bits = np.array([[1, 0, 1], [1, 1, 0]])
-    assert oue_support_counts(bits, 3).tolist() == [2, 1, 1]
-    assert oue_support_counts(bits.astype(bool), 3).dtype == np.int64
-    assert oue_support_counts(np.zeros((0, 3), dtype=bool), 3).tolist() == [0, 0, 0]
+    grr = GeneralizedRandomizedResponse(4, 0.5)
+    assert grr.support_counts(np.array([0, 2, 2, 1])).tolist() == [1, 1, 2, 0]
+    assert grr.tally(np.array([0, 2, 2, 1])) == [1, 1, 2, 0]
+    assert GeneralizedRandomizedResponse(3, 0.5).support_counts(
+        np.array([], np.int64)
+    ).tolist() == [
+        0,
+        0,
+        0,
+    ]
+    oue = OptimizedUnaryEncoding(3, 0.25)
+    bits = np.array([[1, 0, 1], [1, 1, 0]], dtype=bool)
+    assert oue.support_counts(bits).tolist() == [2, 1, 1]
+    assert oue.support_counts(bits).dtype == np.int64
+    assert oue.support_counts(np.zeros((0, 3), dtype=bool)).tolist() == [0, 0, 0]
 
 
-def test_olh_counts_match_the_definition_in_any_chunking_and_batching() -> None:
+def test_olh_counts_match_the_definition_in_any_chunking_and_batching(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     k, g = 37, 5
-    mechanism = categorical_mechanism(OlhSpec(k, g, 0.6))
+    mechanism = OptimizedLocalHashing(k, g, 0.6)
     rng = np.random.default_rng(8)
-    a, b, y = mechanism.perturb_many(rng.integers(0, k, 3000), rng=rng)
+    reports = mechanism.perturb_many(rng.integers(0, k, 3000), rng=rng)
+    a, b, y = reports
     slow = np.zeros(k, dtype=np.int64)
     for ai, bi, yi in zip(a[:300].tolist(), b[:300].tolist(), y[:300].tolist(), strict=True):
         for v in range(k):
             slow[v] += universal_hash_reference(ai, bi, v, g) == yi
-    assert olh_support_counts(a[:300], b[:300], y[:300], k, g).tolist() == slow.tolist()
-    whole = olh_support_counts(a, b, y, k, g)
+    assert mechanism.support_counts(reports[:300]).tolist() == slow.tolist()
+    whole = mechanism.support_counts(reports)
     assert whole.dtype == np.int64
-    assert whole.tolist() == olh_support(a, b, y, k, g).sum(axis=0).tolist()
     for chunk in (1, 36, 37, 1000, 1 << 30):
-        assert olh_support_counts(a, b, y, k, g, chunk_elements=chunk).tolist() == whole.tolist()
+        monkeypatch.setattr("deniable.shared.mechanisms.olh.CHUNK_ELEMENTS", chunk)
+        assert mechanism.support_counts(reports).tolist() == whole.tolist()
+    monkeypatch.setattr("deniable.shared.mechanisms.olh.CHUNK_ELEMENTS", CHUNK_ELEMENTS)
     tally = np.zeros(k, dtype=np.int64)  # a running tally, one batch at a time
     for i in range(0, 3000, 700):
-        tally += olh_support_counts(a[i : i + 700], b[i : i + 700], y[i : i + 700], k, g)
+        tally += mechanism.support_counts(reports[i : i + 700])
     assert tally.tolist() == whole.tolist()
-    assert support_counts(OlhSpec(k, g, 0.6), (a, b, y)).tolist() == whole.tolist()
+    decoded = mechanism.decode(np.stack([a, b, y.astype(np.uint64)], axis=1))
+    assert mechanism.support_counts(decoded).tolist() == whole.tolist()
 
 
-def test_dispatch_by_mechanism() -> None:
-    assert support_counts(GrrSpec(3, 0.5), [0, 0, 2]).tolist() == [2, 0, 1]
-    assert support_counts(OueSpec(3, 0.25), [[True, False, True]]).tolist() == [1, 0, 1]
-    with pytest.raises(TypeError, match=r"OLH reports must be a tuple \(a, b, y\)"):
-        support_counts(OlhSpec(3, 2, 0.5), [0, 1])
-    with pytest.raises(TypeError, match="spec must be GrrSpec, OueSpec or OlhSpec"):
-        support_counts("grr", [0])  # type: ignore[arg-type]
+def test_reports_are_read_from_the_wire_form_and_select_by_mask() -> None:
+    olh = OptimizedLocalHashing(3, 2, 0.5)
+    rows = np.array([[1, 2, 0], [3, 4, 1], [5, 6, 1]], dtype=np.uint64)
+    decoded = olh.decode(rows)
+    assert isinstance(decoded, OlhReports)
+    assert len(decoded[np.array([True, False, True])]) == 2
+    assert decoded[1:].a.tolist() == [3, 5]
+    oue = OptimizedUnaryEncoding(9, 0.25)
+    assert oue.decode([b"\x05\x01", b"\x00\x00"]).sum(axis=0).tolist() == [
+        1, 0, 1, 0, 0, 0, 0, 0, 1,
+    ]  # fmt: skip
 
 
-P_RANGE = rf"\[0, {HASH_PRIME}\)"
+GRR3 = GeneralizedRandomizedResponse(3, 0.5)
+OUE3 = OptimizedUnaryEncoding(3, 0.25)
+OLH32 = OptimizedLocalHashing(3, 2, 0.5)
 
 
 @pytest.mark.parametrize(
-    ("call", "error", "message"),
+    ("mechanism", "values", "row", "field", "message"),
     [
-        (lambda: grr_support_counts([0, 3], 3), ValueError, r"in \[0, 3\), got 3 at index \(1,\)"),
-        (lambda: grr_support_counts([[0]], 3), ValueError, r"1-dimensional array, got shape"),
-        (lambda: grr_support_counts([0.0], 3), TypeError, r"must be integers, got dtype float64"),
-        (
-            lambda: oue_support_counts([[0, 2, 1]], 3),
-            ValueError,
-            r"0 or 1, got 2 at index \(0, 1\)",
-        ),
-        (lambda: oue_support_counts([[0, 1]], 3), ValueError, r"shape \(m, 3\), got \(1, 2\)"),
-        (lambda: oue_support_counts([[0.5, 1, 1]], 3), TypeError, r"bits must be booleans or 0/1"),
-        (
-            lambda: olh_support_counts([HASH_PRIME], [0], [0], 3, 2),
-            ValueError,
-            rf"a must be in {P_RANGE}",
-        ),
-        (lambda: olh_support_counts([0], [-1], [0], 3, 2), ValueError, r"b must be in .* got -1"),
-        (
-            lambda: olh_support_counts([0], [0], [2], 3, 2),
-            ValueError,
-            r"y must be in \[0, 2\), got 2",
-        ),
-        (
-            lambda: olh_support_counts([0, 1], [0], [0], 3, 2),
-            ValueError,
-            r"one length, got 2, 1, 1",
-        ),
-        (lambda: olh_support_counts([0], [0], [0], 3, 1), ValueError, r"g must be between 2 and"),
-        (lambda: olh_support_counts([0], [0], [0], 1025, 2), ValueError, r"options, got 1025"),
+        (GRR3, np.array([0, 3]), 1, "option", "3 is not below k=3"),
+        (OUE3, [b"\x01", b"\x09"], 1, "bits", "has padding bits set beyond k=3"),
+        (OUE3, [b"\x01", b"\x01\x00"], 1, "bits", "must be 1 bytes for k=3, got 2"),
+        (OLH32, [[0, 0, 0], [HASH_PRIME, 0, 0]], 1, "hashed.a", r"is not below 2\^61-1"),
+        (OLH32, [[0, HASH_PRIME + 5, 0]], 0, "hashed.b", r"is not below 2\^61-1"),
+        (OLH32, [[0, 0, 1], [0, 0, 2]], 1, "hashed.value", "2 is not below g=2"),
     ],
 )
-def test_invalid_reports_are_rejected_naming_the_value(
-    call: object, error: type[Exception], message: str
+def test_values_off_the_output_domain_are_refused_naming_row_and_field(
+    mechanism: FrequencyOracle, values: object, row: int, field: str, message: str
 ) -> None:
-    with pytest.raises(error, match=message):
-        call()  # type: ignore[operator]
+    with pytest.raises(ReportValueError, match=message) as caught:
+        mechanism.decode(values)
+    assert (caught.value.row, caught.value.field) == (row, field)
 
 
 # --- the estimator ----------------------------------------------------------------------------
 
 
 def test_estimate_fields_and_projection() -> None:
-    spec = GrrSpec(k=3, alpha=0.5)
+    spec = GeneralizedRandomizedResponse(k=3, alpha=0.5)
     est = estimate_frequencies([10, 5, 5], 20, spec)
     # p* = 2/3, q* = 1/6: f̂ = (C/n − 1/6)/(1/2).
     assert est.estimate_raw == pytest.approx((2 / 3, 1 / 6, 1 / 6))
@@ -175,22 +166,24 @@ def test_estimate_fields_and_projection() -> None:
     assert fixed.method == "wilson"
 
 
-GRR3 = GrrSpec(3, 0.5)
-
-
 @pytest.mark.parametrize(
     ("args", "kwargs", "error", "message"),
     [
         (([1, 1], 2, GRR3), {}, ValueError, r"must have length k=3, got shape \(2,\)"),
         (([1, 1, 1.0], 3, GRR3), {}, TypeError, r"support_counts must be integers"),
-        (([1, 4, 0], 3, OueSpec(3, 0.2)), {}, ValueError, r"in \[0, n=3\], got 4 for option 1"),
-        (([-1, 2, 2], 3, OueSpec(3, 0.2)), {}, ValueError, r"got -1 for option 0"),
+        (
+            ([1, 4, 0], 3, OptimizedUnaryEncoding(3, 0.2)),
+            {},
+            ValueError,
+            r"in \[0, n=3\], got 4 for option 1",
+        ),
+        (([-1, 2, 2], 3, OptimizedUnaryEncoding(3, 0.2)), {}, ValueError, r"got -1 for option 0"),
         (([1, 1, 0], 3, GRR3), {}, ValueError, r"must sum to n=3, got 2"),
         (([0, 0, 0], 0, GRR3), {}, ValueError, r"n must be >= 1, got 0"),
         (([1, 1, 1], 3, GRR3), {"confidence": 1.0}, ValueError, r"between 0 and 1, got 1.0"),
         (([1, 1, 1], 3, GRR3), {"method": "exact"}, ValueError, r"unknown method 'exact'"),
         (([1, 1, 1], 3, GRR3), {"estimand": "all"}, ValueError, r"unknown estimand 'all'"),
-        (([1, 1, 1], 3, 0.5), {}, TypeError, r"spec must be a categorical spec, got float"),
+        (([1, 1, 1], 3, 0.5), {}, TypeError, r"spec must be a frequency oracle, got float"),
     ],
 )
 def test_invalid_estimate_arguments_are_rejected(
@@ -206,7 +199,7 @@ SHARES = np.array([0.4, 0.3, 0.2, 0.1, 0.0])
 @pytest.mark.parametrize("estimand", ["respondents", "population"])
 @pytest.mark.parametrize("spec", SPECS, ids=spec_id)
 def test_estimates_are_unbiased_with_the_stated_variance(
-    spec: CategoricalSpec, estimand: Estimand
+    spec: FrequencyOracle, estimand: Estimand
 ) -> None:
     # R simulated surveys of n reports. respondents: the same n answers every time;
     # population: answers drawn i.i.d. from the shares in each survey.
@@ -216,7 +209,7 @@ def test_estimates_are_unbiased_with_the_stated_variance(
         truth = np.tile(np.repeat(np.arange(5), (SHARES * n).astype(int)), (reps, 1))
     else:
         truth = rng.choice(5, size=(reps, n), p=SHARES)
-    counts = simulate_counts(categorical_mechanism(spec), truth, rng)
+    counts = simulate_counts(spec, truth, rng)
     raw = frequency_arrays(counts, n, spec, 0.95, "clopper-pearson", estimand)["estimate_raw"]
     for v, share in enumerate(SHARES):
         sigma2 = spec.variance(float(share), n, estimand)
@@ -230,19 +223,19 @@ def test_estimates_are_unbiased_with_the_stated_variance(
 
 
 GRID_SPECS = [
-    GrrSpec.from_epsilon(3, 1.0),
-    GrrSpec.from_epsilon(10, 0.5),
-    GrrSpec.from_epsilon(50, 4.0),
-    OueSpec.from_epsilon(10, 1.0),
-    OueSpec.from_epsilon(100, 0.5),
-    OlhSpec.from_epsilon(100, 1.0),
+    GeneralizedRandomizedResponse.from_epsilon(3, 1.0),
+    GeneralizedRandomizedResponse.from_epsilon(10, 0.5),
+    GeneralizedRandomizedResponse.from_epsilon(50, 4.0),
+    OptimizedUnaryEncoding.from_epsilon(10, 1.0),
+    OptimizedUnaryEncoding.from_epsilon(100, 0.5),
+    OptimizedLocalHashing.from_epsilon(100, 1.0),
 ]
 
 
 @pytest.mark.parametrize("spec", GRID_SPECS, ids=spec_id)
 @pytest.mark.parametrize("n", [18, 100, 1000])
 def test_clopper_pearson_coverage_is_at_least_nominal_exactly(
-    spec: CategoricalSpec, n: int
+    spec: FrequencyOracle, n: int
 ) -> None:
     # No Monte Carlo: sum the exact distribution of C_v over every count.
     # population: C_v ~ Binomial(n, q* + f(p*−q*)); respondents with n_v of n choosing v:
@@ -263,7 +256,7 @@ def test_clopper_pearson_coverage_is_at_least_nominal_exactly(
 
 
 def test_wald_would_undercover_which_is_why_clopper_pearson_is_the_default() -> None:
-    spec, n, share = GrrSpec.from_epsilon(50, 4.0), 18, 0.01
+    spec, n, share = GeneralizedRandomizedResponse.from_epsilon(50, 4.0), 18, 0.01
     counts = np.arange(n + 1)
     pmf = stats.binom.pmf(counts, n, spec.q_star + share * (spec.p_star - spec.q_star))
     wald = frequency_arrays(counts, n, spec, 0.95, "wald", "population")
@@ -273,7 +266,7 @@ def test_wald_would_undercover_which_is_why_clopper_pearson_is_the_default() -> 
 
 @pytest.mark.parametrize("estimand", ["respondents", "population"])
 @pytest.mark.parametrize("spec", SPECS, ids=spec_id)
-def test_end_to_end_coverage_from_real_reports(spec: CategoricalSpec, estimand: Estimand) -> None:
+def test_end_to_end_coverage_from_real_reports(spec: FrequencyOracle, estimand: Estimand) -> None:
     # Each option's interval covers its share in at least 95% of R independent surveys:
     # the covered count is Binomial(R, coverage), so it must not fall below the 1e-6
     # quantile of Binomial(R, 0.95).
@@ -285,7 +278,7 @@ def test_end_to_end_coverage_from_real_reports(spec: CategoricalSpec, estimand: 
     else:
         truth = rng.choice(5, size=(reps, n), p=SHARES)
         shares = np.tile(SHARES, (reps, 1))
-    counts = simulate_counts(categorical_mechanism(spec), truth, rng)
+    counts = simulate_counts(spec, truth, rng)
     interval = frequency_arrays(counts, n, spec, 0.95, "clopper-pearson", estimand)
     covered = ((interval["ci_low"] <= shares) & (shares <= interval["ci_high"])).sum(axis=0)
     floor = stats.binom.ppf(P_FLOOR, reps, 0.95)

@@ -1,4 +1,4 @@
-"""Numeric specs (ε pinned, DESIGN §4.3 table, validation, grids) and mean estimation."""
+"""Numeric mechanisms (ε pinned, worst-variance table, validation, grids) and mean estimation."""
 
 from __future__ import annotations
 
@@ -12,21 +12,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from deniable.aggregator.analysis._mean import MeanTally, estimate_mean, estimate_mean_from_reports
-from deniable.client._numeric import numeric_mechanism
-from deniable.shared._numeric import (
-    DuchiSpec,
-    HybridSpec,
-    LaplaceSpec,
-    NumericSpec,
-    PiecewiseSpec,
-    numeric_spec,
-    numeric_spec_from_description,
+from deniable.shared.mechanisms import (
+    DuchiMechanism,
+    HybridMechanism,
+    LaplaceMechanism,
+    NumericMechanism,
+    PiecewiseMechanism,
+    mechanism_of,
 )
+from deniable.shared.mechanisms._mean import MeanTally, estimate_mean, estimate_mean_from_reports
+from deniable.shared.questions import NUMERIC, numeric_mechanism
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 KINDS = ("laplace", "duchi", "piecewise", "hybrid")
 
-# DESIGN §4.3: worst-case per-report variance on the [−1, 1] scale, as printed there.
+# Worst-case per-report variance on the [−1, 1] scale of the continuous mechanisms
+# (Duchi et al., JASA 2018; Wang et al., ICDE 2019): docs/mechanisms.md's table.
 TABLE = {
     0.5: {"laplace": "32.0", "duchi": "16.67", "piecewise": "21.22", "hybrid": "16.67"},
     1.0: {"laplace": "8.0", "duchi": "4.683", "piecewise": "5.224", "hybrid": "4.289"},
@@ -41,13 +42,13 @@ def rounded_like(value: float, printed: str) -> float:
     return float(f"{value:.{digits - 1}e}")
 
 
-# --- the DESIGN §4.3 table and the automatic choice ---------------------------------------
+# --- the worst-variance table and the automatic choice------------------------------------
 
 
 @pytest.mark.parametrize("epsilon", sorted(TABLE))
 @pytest.mark.parametrize("kind", KINDS)
 def test_worst_variance_matches_the_design_table(kind: str, epsilon: float) -> None:
-    spec = numeric_spec(kind, 0.0, 1.0, epsilon)
+    spec = numeric_mechanism(kind, 0.0, 1.0, epsilon)
     printed = TABLE[epsilon][kind]
     assert rounded_like(spec.worst_variance, printed) == float(printed)
 
@@ -58,26 +59,26 @@ def test_continuous_formulas_are_matched_closely() -> None:
         duchi = ((math.exp(epsilon) + 1) / (math.exp(epsilon) - 1)) ** 2
         piecewise = 4 * a / (3 * (a - 1) ** 2)
         # Laplace: 8/ε² plus the grid's 1/(3·4^m) + ε²/(30·16^m) + O(ε⁴/64^m), m = 10.
-        laplace = numeric_spec("laplace", 0.0, 1.0, epsilon).worst_variance
+        laplace = numeric_mechanism("laplace", 0.0, 1.0, epsilon).worst_variance
         grid = 1 / (3 * 4**10) + epsilon**2 / (30 * 16**10)
         assert laplace == pytest.approx(8 / epsilon**2 + grid, rel=1e-13)
-        assert numeric_spec("duchi", 0.0, 1.0, epsilon).worst_variance == pytest.approx(
+        assert numeric_mechanism("duchi", 0.0, 1.0, epsilon).worst_variance == pytest.approx(
             duchi, rel=1e-14
         )
         # Piecewise: the grid trades about 1e-6 of ε for exactness.
-        assert numeric_spec("piecewise", 0.0, 1.0, epsilon).worst_variance == pytest.approx(
+        assert numeric_mechanism("piecewise", 0.0, 1.0, epsilon).worst_variance == pytest.approx(
             piecewise, rel=2e-6
         )
 
 
 @pytest.mark.parametrize("epsilon", [*sorted(TABLE), 0.1, 0.61, 0.62, 8.0])
 def test_auto_picks_the_lowest_worst_case_variance(epsilon: float) -> None:
-    chosen = numeric_spec("auto", 0.0, 1.0, epsilon)
-    variances = {k: numeric_spec(k, 0.0, 1.0, epsilon).worst_variance for k in KINDS}
-    assert chosen.kind == "hybrid"  # never worse than either part (ties go to Hybrid)
+    chosen = numeric_mechanism("auto", 0.0, 1.0, epsilon)
+    variances = {k: numeric_mechanism(k, 0.0, 1.0, epsilon).worst_variance for k in KINDS}
+    assert chosen.name == "hybrid"  # never worse than either part (ties go to Hybrid)
     assert chosen.worst_variance == min(variances.values())
     if epsilon <= 0.61:
-        assert isinstance(chosen, HybridSpec)
+        assert isinstance(chosen, HybridMechanism)
         assert chosen.beta == 0.0
         assert chosen.worst_variance == variances["duchi"]
     else:
@@ -85,14 +86,14 @@ def test_auto_picks_the_lowest_worst_case_variance(epsilon: float) -> None:
 
 
 def test_hybrid_beta_follows_the_icde_rule() -> None:
-    assert HybridSpec.from_epsilon(0.0, 1.0, 1.0).beta == -math.expm1(-0.5)
-    assert HybridSpec.from_epsilon(0.0, 1.0, 0.61).beta == 0.0
+    assert HybridMechanism.from_epsilon(0.0, 1.0, 1.0).beta == -math.expm1(-0.5)
+    assert HybridMechanism.from_epsilon(0.0, 1.0, 0.61).beta == 0.0
 
 
 # --- ε pinned from both sides ------------------------------------------------------------
 
 
-def assert_pinned(spec: NumericSpec, requested: float) -> None:
+def assert_pinned(spec: NumericMechanism, requested: float) -> None:
     assert spec.certifies(spec.epsilon)
     assert not spec.certifies(math.nextafter(spec.epsilon, 0.0))
     assert spec.certifies(requested)
@@ -102,7 +103,7 @@ def assert_pinned(spec: NumericSpec, requested: float) -> None:
 @pytest.mark.parametrize("epsilon", [2.0**-20, 0.1, 0.5, 1.0, math.log(3), 2.0, 4.0, 10.0, 50.0])
 @pytest.mark.parametrize("kind", KINDS)
 def test_epsilon_is_pinned_from_both_sides(kind: str, epsilon: float) -> None:
-    spec = numeric_spec(kind, -1.0, 1.0, epsilon)
+    spec = numeric_mechanism(kind, -1.0, 1.0, epsilon)
     assert_pinned(spec, epsilon)
     if kind == "laplace":
         assert spec.epsilon == epsilon  # the privacy loss is ε itself
@@ -113,11 +114,11 @@ def test_epsilon_is_pinned_from_both_sides(kind: str, epsilon: float) -> None:
 @settings(max_examples=40, deadline=None)
 @given(st.floats(min_value=2.0**-20, max_value=50.0), st.sampled_from(KINDS))
 def test_any_epsilon_is_certified_at_the_request(epsilon: float, kind: str) -> None:
-    assert_pinned(numeric_spec(kind, 0.0, 1.0, epsilon), epsilon)
+    assert_pinned(numeric_mechanism(kind, 0.0, 1.0, epsilon), epsilon)
 
 
 def test_duchi_epsilon_is_exact_for_a_round_bound() -> None:
-    spec = DuchiSpec(0.0, 1.0, bound=2.0)  # ratio 3: ε = ln 3
+    spec = DuchiMechanism(0.0, 1.0, bound=2.0)  # ratio 3: ε = ln 3
     assert spec.privacy_ratio == 3
     assert spec.epsilon == math.log(3)
     assert spec.certifies(math.log(3))
@@ -126,28 +127,28 @@ def test_duchi_epsilon_is_exact_for_a_round_bound() -> None:
 
 
 def test_duchi_bound_is_the_smallest_certified_float() -> None:
-    spec = DuchiSpec.from_epsilon(0.0, 1.0, 1.0)
-    below = DuchiSpec(0.0, 1.0, bound=math.nextafter(spec.bound, 1.0))
+    spec = DuchiMechanism.from_epsilon(0.0, 1.0, 1.0)
+    below = DuchiMechanism(0.0, 1.0, bound=math.nextafter(spec.bound, 1.0))
     assert spec.certifies(1.0)
     assert not below.certifies(1.0)
 
 
 def test_piecewise_grid_is_the_tightest_certified() -> None:
-    spec = PiecewiseSpec.from_epsilon(0.0, 1.0, 1.0)
+    spec = PiecewiseMechanism.from_epsilon(0.0, 1.0, 1.0)
     w, ell, g = spec.center_cells, spec.outer_cells, spec.grid_bits
-    assert not PiecewiseSpec(0.0, 1.0, w - 1, ell, g).certifies(1.0)
-    assert not PiecewiseSpec(0.0, 1.0, w, ell - 1, g).certifies(1.0)
+    assert not PiecewiseMechanism(0.0, 1.0, w - 1, ell, g).certifies(1.0)
+    assert not PiecewiseMechanism(0.0, 1.0, w, ell - 1, g).certifies(1.0)
     assert spec.center_cells > 500_000  # fine grid: ε within ~1e-6 of the request
 
 
 def test_hybrid_epsilon_is_the_larger_part_in_use() -> None:
-    spec = HybridSpec.from_epsilon(0.0, 1.0, 2.0)
+    spec = HybridMechanism.from_epsilon(0.0, 1.0, 2.0)
     parts = [spec.piecewise.epsilon, spec.duchi.epsilon]
     assert spec.epsilon == max(parts)
-    only_duchi = HybridSpec(0.0, 1.0, 0.0, 3.0, 1, 3, 0)  # Piecewise part has ratio 3
+    only_duchi = HybridMechanism(0.0, 1.0, 0.0, 3.0, 1, 3, 0)  # Piecewise part has ratio 3
     assert only_duchi.piecewise.privacy_ratio == 3
     assert only_duchi.privacy_ratio == 2
-    only_pm = HybridSpec(0.0, 1.0, 1.0, 3.0, 1, 3, 0)
+    only_pm = HybridMechanism(0.0, 1.0, 1.0, 3.0, 1, 3, 0)
     assert only_pm.privacy_ratio == 3
 
 
@@ -155,30 +156,50 @@ def test_hybrid_epsilon_is_the_larger_part_in_use() -> None:
 
 
 INVALID: list[tuple[Any, tuple[Any, ...], type[Exception], str]] = [
-    (LaplaceSpec, (1.0, 1.0, 1.0), ValueError, r"lo must be < hi, got lo=1\.0, hi=1\.0"),
-    (LaplaceSpec, (2.0, 1.0, 1.0), ValueError, r"lo must be < hi, got lo=2\.0"),
-    (LaplaceSpec, (math.nan, 1.0, 1.0), ValueError, "lo must be a finite number, got nan"),
-    (DuchiSpec, (0.0, math.inf, 2.0), ValueError, "hi must be a finite number, got inf"),
-    (LaplaceSpec, (-1e308, 1e308, 1.0), ValueError, "hi - lo must be a finite float"),
-    (LaplaceSpec, (True, 2.0, 1.0), TypeError, "lo must be a real number, got True"),
-    (LaplaceSpec, (0.0, 1.0, 0.0), ValueError, r"epsilon must be in \[2\^-20, 50\].*got 0\.0"),
-    (LaplaceSpec, (0.0, 1.0, math.nan), ValueError, "epsilon must be in .* got nan"),
-    (LaplaceSpec, (0.0, 1.0, math.inf), ValueError, "epsilon must be in .* got inf"),
-    (LaplaceSpec, (0.0, 1.0, 51.0), ValueError, r"epsilon must be in .* got 51\.0"),
-    (LaplaceSpec, (0.0, 1.0, "1"), TypeError, "epsilon must be a real number, got '1'"),
-    (LaplaceSpec, (0.0, 1.0, 1.0, 0), ValueError, "grid_bits must be >= 1, got 0"),
-    (LaplaceSpec, (0.0, 1.0, 1.0, 31), ValueError, "grid_bits must be <= 30, got 31"),
-    (LaplaceSpec, (0.0, 1.0, 1.0, 2.5), TypeError, r"grid_bits must be an integer, got 2\.5"),
-    (DuchiSpec, (0.0, 1.0, 1.0), ValueError, r"bound must be > 1, got 1\.0"),
-    (DuchiSpec, (0.0, 1.0, math.nan), ValueError, "bound must be a finite number, got nan"),
-    (PiecewiseSpec, (0.0, 1.0, 0, 3, 0), ValueError, "center_cells must be >= 1, got 0"),
-    (PiecewiseSpec, (0.0, 1.0, 1, 1, 0), ValueError, r"outer_cells \* 2\^-grid_bits must be > 1"),
-    (PiecewiseSpec, (0.0, 1.0, 1, 3, 65), ValueError, "grid_bits must be an integer in .* 65"),
-    (PiecewiseSpec, (0.0, 1.0, 2**52, 3, 0), ValueError, r"center_cells \+ outer_cells must"),
-    (HybridSpec, (0.0, 1.0, 1.5, 3.0, 1, 3, 0), ValueError, r"beta must be in \[0, 1\], got 1\.5"),
-    (HybridSpec, (0.0, 1.0, 0.5, 1.5, 1, 3, 1), ValueError, r"bound 1\.5 lies on the piecewise"),
-    (numeric_spec, ("gauss", 0.0, 1.0, 1.0), ValueError, "unknown numeric mechanism 'gauss'"),
-    (numeric_spec, ("duchi", 0.0, 1.0, -1.0), ValueError, r"epsilon must be in .* got -1\.0"),
+    (LaplaceMechanism, (1.0, 1.0, 1.0), ValueError, r"lo must be < hi, got lo=1\.0, hi=1\.0"),
+    (LaplaceMechanism, (2.0, 1.0, 1.0), ValueError, r"lo must be < hi, got lo=2\.0"),
+    (LaplaceMechanism, (math.nan, 1.0, 1.0), ValueError, "lo must be a finite number, got nan"),
+    (DuchiMechanism, (0.0, math.inf, 2.0), ValueError, "hi must be a finite number, got inf"),
+    (LaplaceMechanism, (-1e308, 1e308, 1.0), ValueError, "hi - lo must be a finite float"),
+    (LaplaceMechanism, (True, 2.0, 1.0), TypeError, "lo must be a real number, got True"),
+    (LaplaceMechanism, (0.0, 1.0, 0.0), ValueError, r"epsilon must be in \[2\^-20, 50\].*got 0\.0"),
+    (LaplaceMechanism, (0.0, 1.0, math.nan), ValueError, "epsilon must be in .* got nan"),
+    (LaplaceMechanism, (0.0, 1.0, math.inf), ValueError, "epsilon must be in .* got inf"),
+    (LaplaceMechanism, (0.0, 1.0, 51.0), ValueError, r"epsilon must be in .* got 51\.0"),
+    (LaplaceMechanism, (0.0, 1.0, "1"), TypeError, "epsilon must be a real number, got '1'"),
+    (LaplaceMechanism, (0.0, 1.0, 1.0, 0), ValueError, "grid_bits must be >= 1, got 0"),
+    (LaplaceMechanism, (0.0, 1.0, 1.0, 31), ValueError, "grid_bits must be <= 30, got 31"),
+    (LaplaceMechanism, (0.0, 1.0, 1.0, 2.5), TypeError, r"grid_bits must be an integer, got 2\.5"),
+    (DuchiMechanism, (0.0, 1.0, 1.0), ValueError, r"bound must be > 1, got 1\.0"),
+    (DuchiMechanism, (0.0, 1.0, math.nan), ValueError, "bound must be a finite number, got nan"),
+    (PiecewiseMechanism, (0.0, 1.0, 0, 3, 0), ValueError, "center_cells must be >= 1, got 0"),
+    (
+        PiecewiseMechanism,
+        (0.0, 1.0, 1, 1, 0),
+        ValueError,
+        r"outer_cells \* 2\^-grid_bits must be > 1",
+    ),
+    (PiecewiseMechanism, (0.0, 1.0, 1, 3, 65), ValueError, "grid_bits must be an integer in .* 65"),
+    (PiecewiseMechanism, (0.0, 1.0, 2**52, 3, 0), ValueError, r"center_cells \+ outer_cells must"),
+    (
+        HybridMechanism,
+        (0.0, 1.0, 1.5, 3.0, 1, 3, 0),
+        ValueError,
+        r"beta must be in \[0, 1\], got 1\.5",
+    ),
+    (
+        HybridMechanism,
+        (0.0, 1.0, 0.5, 1.5, 1, 3, 1),
+        ValueError,
+        r"bound 1\.5 lies on the piecewise",
+    ),
+    (
+        numeric_mechanism,
+        ("gauss", 0.0, 1.0, 1.0),
+        ValueError,
+        "unknown kind 'gauss' of a numeric question",
+    ),
+    (numeric_mechanism, ("duchi", 0.0, 1.0, -1.0), ValueError, r"epsilon must be in .* got -1\.0"),
 ]
 
 
@@ -194,9 +215,9 @@ def test_hybrid_from_epsilon_moves_the_bound_off_the_grid() -> None:
     # At ε = ln(7/3) the smallest certified Duchi bound is exactly 2.5, which lies on that
     # ε's Piecewise grid (N odd: even multiples of h); Hybrid takes the next float up.
     epsilon = math.log(3.5 / 1.5)
-    bound = DuchiSpec.from_epsilon(0.0, 1.0, epsilon).bound
+    bound = DuchiMechanism.from_epsilon(0.0, 1.0, epsilon).bound
     assert bound == 2.5
-    spec = HybridSpec.from_epsilon(0.0, 1.0, epsilon)
+    spec = HybridMechanism.from_epsilon(0.0, 1.0, epsilon)
     assert spec.piecewise.report_valid(np.array([2.5])).all()
     assert spec.bound == math.nextafter(2.5, 3.0)
     assert not spec.piecewise.report_valid(np.array([spec.bound])).any()
@@ -208,8 +229,8 @@ def test_hybrid_from_epsilon_moves_the_bound_off_the_grid() -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_validate_report_names_the_first_bad_index(kind: str) -> None:
-    spec = numeric_spec(kind, 0.0, 1.0, 2.0)
-    good = numeric_mechanism(spec).perturb_many(np.linspace(0, 1, 200))
+    spec = numeric_mechanism(kind, 0.0, 1.0, 2.0)
+    good = spec.perturb_many(np.linspace(0, 1, 200))
     assert spec.validate_report(good) is None
     assert spec.validate_report([]) is None
     for bad in (math.nan, math.inf, -math.inf, math.nextafter(good[0], math.inf), 1e300):
@@ -223,21 +244,21 @@ def test_validate_report_names_the_first_bad_index(kind: str) -> None:
 
 
 def test_grids_are_as_documented() -> None:
-    laplace = LaplaceSpec(0.0, 1.0, 1.0, grid_bits=10)
+    laplace = LaplaceMechanism(0.0, 1.0, 1.0, grid_bits=10)
     assert laplace.grid_step == 2.0**-9
     assert laplace.validate_report([-1.0, 1 + 2.0**-9, 2.0**43, -(2.0**43)]) is None
     assert laplace.validate_report([2.0**-10]) == 0
     assert laplace.validate_report([2.0**43 + 2.0**-9]) == 0
-    duchi = DuchiSpec(0.0, 1.0, 3.0)
+    duchi = DuchiMechanism(0.0, 1.0, 3.0)
     assert duchi.validate_report([3.0, -3.0, 3.0]) is None
     assert duchi.validate_report([3.0, 1.0]) == 1
-    pm = PiecewiseSpec(0.0, 1.0, center_cells=3, outer_cells=7, grid_bits=1)  # N = 10, h = ½
+    pm = PiecewiseMechanism(0.0, 1.0, center_cells=3, outer_cells=7, grid_bits=1)  # N = 10, h = ½
     assert pm.bound == 4.5
     assert pm.grid_step == 1.0
     assert pm.validate_report([-4.5, -0.5, 0.5, 4.5]) is None
     assert pm.validate_report([0.5, 0.0]) == 1  # even multiple of h: not a midpoint
     assert pm.validate_report([5.5]) == 0  # beyond the last cell
-    hybrid = HybridSpec(0.0, 1.0, 0.5, 2.25, 3, 7, 1)
+    hybrid = HybridMechanism(0.0, 1.0, 0.5, 2.25, 3, 7, 1)
     assert hybrid.validate_report([2.25, -2.25, 4.5, -0.5]) is None
     assert hybrid.validate_report([2.25, 2.0]) == 1
     assert hybrid.unit_bits == 2
@@ -247,21 +268,23 @@ def test_grids_are_as_documented() -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_describe_round_trips_and_explain_states_epsilon(kind: str) -> None:
-    spec = numeric_spec(kind, -5.0, 5.0, 1.5)
+def test_the_wire_form_round_trips_and_explain_states_epsilon(kind: str) -> None:
+    spec = numeric_mechanism(kind, -5.0, 5.0, 1.5)
     description = spec.describe()
     assert description["mechanism"] == kind
     assert description["epsilon"] == spec.epsilon
-    assert numeric_spec_from_description(description) == spec
+    question = NUMERIC.question_for(spec)
+    assert mechanism_of(question) == spec
     assert f"epsilon = {spec.epsilon:.2f}" in spec.explain()
-    with pytest.raises(ValueError, match="unknown numeric mechanism 'x'"):
-        numeric_spec_from_description({"mechanism": "x"})
+    question.mechanism.CopyFrom(pb.Mechanism(registered=pb.RegisteredMechanism(name="x")))
+    with pytest.raises(ValueError, match="unknown mechanism 'x'"):
+        mechanism_of(question)
 
 
 def test_variance_in_x_units() -> None:
-    spec = DuchiSpec(0.0, 10.0, 2.0)
+    spec = DuchiMechanism(0.0, 10.0, 2.0)
     assert spec.variance_x(100) == pytest.approx(4.0 * 25 / 100)
-    pm = PiecewiseSpec.from_epsilon(0.0, 10.0, 2.0)
+    pm = PiecewiseMechanism.from_epsilon(0.0, 10.0, 2.0)
     assert pm.variance_x(4, "respondents") == pytest.approx(pm.worst_variance * 25 / 4)
     assert pm.variance_x(4) == pytest.approx((pm.worst_variance + 1) * 25 / 4, rel=1e-6)
     assert pm.normalize(7.5) == 0.5
@@ -272,8 +295,8 @@ def test_variance_in_x_units() -> None:
 
 
 def test_tallies_are_exact_integers_and_order_free() -> None:
-    spec = numeric_spec("hybrid", 0.0, 1.0, 2.0)
-    mech = numeric_mechanism(spec)
+    spec = numeric_mechanism("hybrid", 0.0, 1.0, 2.0)
+    mech = spec
     reports = mech.perturb_many(np.random.default_rng(1).random(3000), np.random.default_rng(2))
     whole = MeanTally.empty(spec).add(spec, reports)
     parts = (
@@ -290,10 +313,10 @@ def test_tallies_are_exact_integers_and_order_free() -> None:
 
 
 def test_tally_rejects_bad_reports_and_foreign_units() -> None:
-    spec = DuchiSpec(0.0, 1.0, 3.0)
+    spec = DuchiMechanism(0.0, 1.0, 3.0)
     with pytest.raises(ValueError, match=r"report 1 \(nan\) is not a possible duchi report"):
         MeanTally.empty(spec).add(spec, [3.0, math.nan])
-    other = PiecewiseSpec(0.0, 1.0, 3, 7, 1)
+    other = PiecewiseMechanism(0.0, 1.0, 3, 7, 1)
     with pytest.raises(ValueError, match="belongs to another mechanism"):
         MeanTally(unit_bits=5).add(other, [0.5])
     with pytest.raises(ValueError, match="unit_bits differ"):
@@ -305,7 +328,7 @@ def test_tally_rejects_bad_reports_and_foreign_units() -> None:
 
 
 def test_estimate_maps_back_clips_and_reports_both_errors() -> None:
-    spec = DuchiSpec(10.0, 20.0, bound=2.0)
+    spec = DuchiMechanism(10.0, 20.0, bound=2.0)
     tally = MeanTally.empty(spec).add(spec, [2.0, 2.0, 2.0, -2.0])  # ȳ = 1
     est = estimate_mean(spec, tally, confidence=0.5)
     assert est.estimate_raw == 20.0
@@ -332,7 +355,7 @@ def test_estimate_maps_back_clips_and_reports_both_errors() -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_confidence_just_below_one_gives_a_finite_t_interval(kind: str) -> None:
     # (1 + c)/2 rounds to 1 at c = 1 - 2^-53; the quantile comes from the exact tail 2^-54.
-    spec = numeric_spec(kind, 0.0, 40.0, 1.0)
+    spec: Any = numeric_mechanism(kind, 0.0, 40.0, 1.0)  # every kind has a bound
     reports = [spec.bound, -spec.bound] * 2500 if kind != "laplace" else [1.0, -1.0] * 2500
     est = estimate_mean_from_reports(spec, reports, confidence=1 - 2**-53)
     quantile = stats.t.isf(2.0**-54, 4999)
@@ -346,14 +369,14 @@ def test_confidence_just_below_one_gives_a_finite_t_interval(kind: str) -> None:
 def test_figures_beyond_the_float_range_are_inf_never_an_exception() -> None:
     # Specs a survey refuses (epsilon ~1e-308, a range of +-1e300), estimated directly.
     top = 1.7976931348623157e308
-    duchi = DuchiSpec(0.0, 40.0, bound=top)
+    duchi = DuchiMechanism(0.0, 40.0, bound=top)
     same = estimate_mean_from_reports(duchi, [top] * 3)
     assert (same.estimate, same.estimate_raw, same.std_error) == (40.0, math.inf, 0.0)
     assert (same.ci_low, same.ci_high, same.std_error_worst) == (40.0, 40.0, math.inf)
     spread = estimate_mean_from_reports(duchi, [top, -top, top])
     assert (spread.estimate, spread.estimate_raw, spread.std_error) == (40.0, math.inf, math.inf)
     assert (spread.ci_low, spread.ci_high) == (0.0, 40.0)  # an infinite half-width
-    wide = LaplaceSpec(-1e300, 1e300, 1.0)
+    wide = LaplaceMechanism(-1e300, 1e300, 1.0)
     low = estimate_mean_from_reports(wide, [-(2.0**43)] * 3)
     assert (low.estimate, low.estimate_raw, low.ci_low, low.ci_high) == (
         -1e300, -math.inf, -1e300, -1e300,
@@ -364,11 +387,11 @@ def test_figures_beyond_the_float_range_are_inf_never_an_exception() -> None:
 @pytest.mark.parametrize("n", [100, 400])
 def test_duchi_t_interval_coverage_exactly(epsilon: float, n: int) -> None:
     # Duchi reports are ±B, so the tally is fixed by the count c of +B ~ Binomial(n, p):
-    # the coverage is an exact binomial sum, no Monte Carlo (DESIGN §7). The t-interval is
+    # the coverage is an exact binomial sum, no Monte Carlo (docs/statistics.md). The t-interval is
     # Wald-like: it oscillates around the nominal level with the binomial lattice (mean
     # over x within 0.005 of 0.95, minimum 0.9356 at n = 100, ε = 1) and, like Wald, it
     # undercovers when P(+B) nears 0 or 1 (ε = 4, n = 100: 0.83 at x = 0.985).
-    spec = DuchiSpec.from_epsilon(0.0, 1.0, epsilon)
+    spec = DuchiMechanism.from_epsilon(0.0, 1.0, epsilon)
     units = Fraction(spec.bound) * 2**spec.unit_bits
     assert units.denominator == 1
     b = units.numerator
@@ -393,10 +416,10 @@ def test_t_interval_coverage_by_simulation(kind: str) -> None:
     # The binomial SE of the coverage is 0.0069: allow 4 SE plus 0.01 for the t-interval's
     # own approximation error (the exact Duchi computation above stays within 0.007).
     reps, n = 1000, 200
-    spec = numeric_spec(kind, 0.0, 10.0, 1.0)
+    spec = numeric_mechanism(kind, 0.0, 10.0, 1.0)
     rng = np.random.default_rng(2026)
     truth = np.where(rng.random((reps, n)) < 0.3, 9.0, 2.0)
-    reports = numeric_mechanism(spec).perturb_many(truth, rng)
+    reports = spec.perturb_many(truth, rng)
     covered = 0
     for row in reports:
         est = estimate_mean_from_reports(spec, row)

@@ -11,30 +11,28 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import deniable.client._dlaplace as dl
-from deniable.client._bernoulli import generator_source, os_source
-from deniable.client._dlaplace import (
+import deniable.shared.sampling._dlaplace as dl
+from deniable.shared._exact import exp_at_least
+from deniable.shared.mechanisms import (
+    DuchiMechanism,
+    HybridMechanism,
+    LaplaceMechanism,
+    NumericMechanism,
+    PiecewiseMechanism,
+)
+from deniable.shared.mechanisms._numeric_sampling import exact_positions, stochastic_round
+from deniable.shared.questions import numeric_mechanism
+from deniable.shared.sampling._bernoulli import generator_source, os_source
+from deniable.shared.sampling._dlaplace import (
     bernoulli_exp,
     bernoulli_rational,
     discrete_laplace,
     geometric_exp,
     uniform_below,
 )
-from deniable.client._numeric import (
-    DuchiMechanism,
-    HybridMechanism,
-    LaplaceMechanism,
-    PiecewiseMechanism,
-    exact_positions,
-    numeric_mechanism,
-    perturb_numeric,
-    stochastic_round,
-)
-from deniable.shared._exact import exp_at_least
-from deniable.shared._numeric import NumericSpec, numeric_spec
 
 # Statistical tests fail only when a p-value is below this, or a statistic is beyond
-# four standard errors (DESIGN §7).
+# four standard errors.
 P_FLOOR = 1e-6
 Z_MAX = 4.0
 KINDS = ("laplace", "duchi", "piecewise", "hybrid")
@@ -267,7 +265,7 @@ def test_stochastic_rounding_asks_for_the_exact_fraction(monkeypatch: pytest.Mon
         asked.extend(Fraction(n, den) for n in nums)
         return np.zeros(len(nums), dtype=bool)
 
-    monkeypatch.setattr("deniable.client._numeric.bernoulli_rational", record)
+    monkeypatch.setattr("deniable.shared.mechanisms._numeric_sampling.bernoulli_rational", record)
     nums, den = exact_positions([0.1, 1.0, 0.5], 0.0, 1.0)
     floors = stochastic_round(nums, den, 3, os_source)
     assert floors.tolist() == [0, 3, 1]
@@ -284,7 +282,7 @@ XS = [LO, -0.5, 0.1, 4.0, HI]  # t = −1, −0.5, −0.38, 0.4, 1 (0.1 is not d
 @pytest.mark.parametrize("kind", KINDS)
 def test_mechanisms_are_unbiased_with_the_stated_variance(kind: str, epsilon: float) -> None:
     n = 100_000
-    mech = numeric_mechanism(numeric_spec(kind, LO, HI, epsilon))
+    mech = numeric_mechanism(kind, LO, HI, epsilon)
     rng = np.random.default_rng([KINDS.index(kind), int(epsilon)])
     for x in XS:
         reports = mech.perturb_many(np.full(n, x), rng=rng)
@@ -302,7 +300,7 @@ def test_mechanisms_are_unbiased_with_the_stated_variance(kind: str, epsilon: fl
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_worst_variance_is_attained_at_an_endpoint_or_bounds_every_t(kind: str) -> None:
-    spec = numeric_spec(kind, LO, HI, 2.0)
+    spec = numeric_mechanism(kind, LO, HI, 2.0)
     ts = np.linspace(-1, 1, 2001)
     slack = 1 + 1e-12  # float rounding of the sums below
     assert max(spec.variance(float(t)) for t in ts) <= spec.worst_variance * slack
@@ -316,14 +314,14 @@ def test_worst_variance_is_attained_at_an_endpoint_or_bounds_every_t(kind: str) 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_privacy_audit_on_the_extreme_event(kind: str) -> None:
-    # DESIGN §7: one-sided Clopper–Pearson bounds on P(S | hi) and P(S | lo) for the
+    # One-sided Clopper–Pearson bounds on P(S | hi) and P(S | lo) for the
     # maximal-ratio event S; the certified ratio must not be beaten.
     n = 50_000
-    spec = numeric_spec(kind, 0.0, 1.0, 1.0)
+    spec = numeric_mechanism(kind, 0.0, 1.0, 1.0)
     rng = np.random.default_rng(99)
     # S = {y >= 1}: y > hi (Laplace), y = +B (Duchi), y in [1, C] (Piecewise, Hybrid).
-    high = int((perturb_numeric(spec, np.ones(n), rng) >= 1.0).sum())
-    low = int((perturb_numeric(spec, np.zeros(n), rng) >= 1.0).sum())
+    high = int((spec.perturb_many(np.ones(n), rng) >= 1.0).sum())
+    low = int((spec.perturb_many(np.zeros(n), rng) >= 1.0).sum())
     level = 1 - 1e-6
     p_high = stats.binomtest(high, n).proportion_ci(level, "exact").low
     p_low = stats.binomtest(low, n).proportion_ci(level, "exact").high
@@ -392,7 +390,7 @@ def test_small_hybrid_ratio_is_the_larger_part() -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_values_outside_the_range_raise_unless_clamped(kind: str) -> None:
-    mech = numeric_mechanism(numeric_spec(kind, 0.0, 10.0, 1.0))
+    mech = numeric_mechanism(kind, 0.0, 10.0, 1.0)
     with pytest.raises(ValueError, match=r"value 11\.0 at index 1 is outside \[0\.0, 10\.0\]"):
         mech.perturb_many([5.0, 11.0])
     with pytest.raises(ValueError, match=r"value -0\.5 at index 0 is outside"):
@@ -412,7 +410,7 @@ def test_values_outside_the_range_raise_unless_clamped(kind: str) -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_shapes_and_types(kind: str) -> None:
-    mech = numeric_mechanism(numeric_spec(kind, 0.0, 1.0, 2.0))
+    mech = numeric_mechanism(kind, 0.0, 1.0, 2.0)
     out = mech.perturb_many(np.full((3, 4), 0.5))
     assert out.shape == (3, 4)
     assert out.dtype == np.float64
@@ -423,26 +421,23 @@ def test_shapes_and_types(kind: str) -> None:
         mech.perturb([0.1, 0.2])  # type: ignore[arg-type]
 
 
-def test_mechanism_types_follow_the_spec() -> None:
+def test_mechanism_types_follow_their_names() -> None:
     for kind, cls in [
         ("laplace", LaplaceMechanism),
         ("duchi", DuchiMechanism),
         ("piecewise", PiecewiseMechanism),
         ("hybrid", HybridMechanism),
     ]:
-        spec = numeric_spec(kind, 0.0, 1.0, 1.0)
-        mech = numeric_mechanism(spec)
+        mech = numeric_mechanism(kind, 0.0, 1.0, 1.0)
         assert type(mech) is cls
-        assert mech.describe() == spec.describe()
-    with pytest.raises(TypeError, match="numeric mechanism spec, got str"):
-        numeric_mechanism("laplace")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="numeric mechanism spec, got str"):
-        perturb_numeric("laplace", [0.0])  # type: ignore[arg-type]
+        assert mech.describe()["mechanism"] == kind
+    with pytest.raises(ValueError, match="unknown kind 'grr' of a numeric question"):
+        numeric_mechanism("grr", 0.0, 1.0, 1.0)
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_default_randomness_is_the_os_csprng(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    spec: NumericSpec = numeric_spec(kind, 0.0, 1.0, 1.0)
+    spec: NumericMechanism = numeric_mechanism(kind, 0.0, 1.0, 1.0)
     calls: list[int] = []
     real = os.urandom
 
@@ -451,15 +446,15 @@ def test_default_randomness_is_the_os_csprng(kind: str, monkeypatch: pytest.Monk
         return real(size)
 
     monkeypatch.setattr(os, "urandom", counting)
-    perturb_numeric(spec, [0.25, 0.75])
+    spec.perturb_many([0.25, 0.75])
     assert calls
 
     def no_urandom(size: int) -> bytes:
         raise AssertionError("a seeded run must not read the OS source")
 
     monkeypatch.setattr(os, "urandom", no_urandom)
-    first = perturb_numeric(spec, np.linspace(0, 1, 500), np.random.default_rng(3))
-    again = perturb_numeric(spec, np.linspace(0, 1, 500), np.random.default_rng(3))
+    first = spec.perturb_many(np.linspace(0, 1, 500), np.random.default_rng(3))
+    again = spec.perturb_many(np.linspace(0, 1, 500), np.random.default_rng(3))
     assert first.tolist() == again.tolist()
     with pytest.raises(TypeError, match=r"rng must be a numpy\.random\.Generator, got int"):
-        perturb_numeric(spec, [0.5], 7)  # type: ignore[arg-type]
+        spec.perturb_many([0.5], 7)  # type: ignore[arg-type]

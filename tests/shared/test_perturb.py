@@ -11,9 +11,10 @@ import pytest
 from scipy import stats
 
 from deniable.client import RandomizedResponse
-from deniable.client._bernoulli import bernoulli, generator_source
+from deniable.shared.sampling._bernoulli import bernoulli, generator_source
 
-# Statistical tests fail only when a binomial p-value is below this (DESIGN §7).
+# Statistical tests fail only when a binomial p-value is below this: one false alarm in a
+# million runs of a test.
 P_FLOOR = 1e-6
 
 

@@ -1,4 +1,4 @@
-"""Empirical privacy audit of every shipped mechanism (DESIGN §7, issue 5).
+"""Empirical privacy audit of every shipped mechanism (see tests/shared/_audit.py).
 
 Each mechanism is run as a black box (its real sampler, a seeded generator injected) N times
 on two neighbouring inputs chosen to maximize the likelihood ratio, and the reports are
@@ -31,33 +31,27 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
 from numpy.typing import NDArray
 from scipy import stats
 
-from deniable.client._categorical import (
-    GeneralizedRandomizedResponse,
-    OlhReports,
-    OptimizedLocalHashing,
-    OptimizedUnaryEncoding,
-    categorical_mechanism,
-)
-from deniable.client._numeric import (
+from deniable.shared.mechanisms import (
     DuchiMechanism,
+    GeneralizedRandomizedResponse,
     HybridMechanism,
     LaplaceMechanism,
     NumericMechanism,
+    OlhReports,
+    OptimizedLocalHashing,
+    OptimizedUnaryEncoding,
     PiecewiseMechanism,
-    numeric_mechanism,
+    RandomizedResponse,
 )
-from deniable.client._rr import RandomizedResponse
-from deniable.shared._categorical import categorical_spec
-from deniable.shared._numeric import LaplaceSpec, numeric_spec
-from deniable.shared._rr import RandomizedResponseSpec
-from deniable.shared._universal_hash import universal_hash
+from deniable.shared.mechanisms._universal_hash import universal_hash
+from deniable.shared.questions import categorical_mechanism, numeric_mechanism
 from tests.shared._audit import (
     DEFAULT_CONFIDENCE,
     Audit,
@@ -171,9 +165,12 @@ def yes_no_probe(mechanism: RandomizedResponse) -> Probe:
     return Probe(label, mechanism.epsilon, sample, event, (True, False))
 
 
-def categorical_probe(
-    mechanism: GeneralizedRandomizedResponse | OptimizedUnaryEncoding | OptimizedLocalHashing,
-) -> Probe:
+CategoricalMechanism = (
+    GeneralizedRandomizedResponse | OptimizedUnaryEncoding | OptimizedLocalHashing
+)
+
+
+def categorical_probe(mechanism: CategoricalMechanism) -> Probe:
     """Option 0 vs 1 with the maximal-ratio event of each protocol."""
 
     def sample(x: NDArray[Any], rng: np.random.Generator) -> Any:
@@ -288,11 +285,13 @@ def _yes_no(eps: float) -> Callable[[], Probe]:
 
 
 def _categorical(kind: str, k: int, eps: float) -> Callable[[], Probe]:
-    return lambda: categorical_probe(categorical_mechanism(categorical_spec(kind, k, eps)))
+    return lambda: categorical_probe(
+        cast(CategoricalMechanism, categorical_mechanism(kind, k, eps))
+    )
 
 
 def _numeric(kind: str, eps: float) -> Callable[[], Probe]:
-    return lambda: numeric_probe(numeric_mechanism(numeric_spec(kind, LO, HI, eps)))
+    return lambda: numeric_probe(numeric_mechanism(kind, LO, HI, eps))
 
 
 CASES: list[Case] = [
@@ -330,7 +329,7 @@ def test_audit_pins_the_claimed_epsilon_from_both_sides(case: Case) -> None:
 
 # --- mechanisms broken on purpose: the same harness must flag them ------------------------
 
-BROKEN_N = 100_000  # DESIGN §7: N = 10⁵ catches α = ε/2 at ε >= 1
+BROKEN_N = 100_000  # N = 10⁵ catches α = ε/2 at ε >= 1
 
 
 @dataclass(frozen=True)
@@ -346,7 +345,7 @@ class SeedApproximationRR(RandomizedResponse):
         return cls(alpha=epsilon / 2)
 
     @property
-    def epsilon(self) -> float:
+    def epsilon(self) -> float:  # type: ignore[override]
         """The seed's approximation, wrongly presented as the guarantee."""
         return self.epsilon_approx
 
@@ -367,7 +366,7 @@ class HalfScaleLaplace(LaplaceMechanism):
 @pytest.mark.parametrize("eps", [1.0, 1.5])
 def test_audit_flags_randomized_response_with_the_seed_approximation(eps: float) -> None:
     broken = SeedApproximationRR.claiming(eps)
-    true_epsilon = RandomizedResponseSpec(broken.alpha).epsilon  # ln 3 at ε = 1, ln 7 at 1.5
+    true_epsilon = RandomizedResponse(broken.alpha).epsilon  # ln 3 at ε = 1, ln 7 at 1.5
     audit = yes_no_probe(broken).audit(BROKEN_N)
     assert broken.epsilon == eps < true_epsilon
     assert audit.flags(), f"α = ε/2 not caught: {audit.summary()}"
@@ -379,7 +378,7 @@ def test_audit_flags_randomized_response_with_the_seed_approximation(eps: float)
 @pytest.mark.parametrize("eps", [0.5, 1.0, 2.0])
 def test_audit_flags_laplace_with_half_the_noise_scale(eps: float) -> None:
     broken = HalfScaleLaplace(LO, HI, epsilon=eps)
-    assert broken.noise_scale_exact == LaplaceSpec(LO, HI, 2 * eps).noise_scale_exact
+    assert broken.noise_scale_exact == LaplaceMechanism(LO, HI, 2 * eps).noise_scale_exact
     audit = numeric_probe(broken).audit(BROKEN_N)
     assert broken.epsilon == eps
     assert audit.flags(), f"half-scale Laplace not caught: {audit.summary()}"

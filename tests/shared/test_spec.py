@@ -11,13 +11,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from deniable.aggregator.analysis._intervals import normal_quantile
-from deniable.shared import RandomizedResponseSpec, exp_at_least, tightest_epsilon
+from deniable.shared import RandomizedResponse, exp_at_least, tightest_epsilon
 from deniable.shared._validate import MAX_CONFIDENCE, check_confidence
+from deniable.shared.stats._intervals import normal_quantile
 
 
 def test_epsilon_at_half_is_ln3_pinned_from_both_sides() -> None:
-    spec = RandomizedResponseSpec(0.5)
+    spec = RandomizedResponse(0.5)
     assert spec.epsilon == math.log(3)
     assert spec.certifies(math.log(3))
     assert not spec.certifies(math.log(2.999))
@@ -25,11 +25,11 @@ def test_epsilon_at_half_is_ln3_pinned_from_both_sides() -> None:
     assert not spec.certifies(math.nextafter(spec.epsilon, 0.0))
 
 
-def test_seed_approximation_understates_epsilon() -> None:
-    half = RandomizedResponseSpec(0.5)
+def test_the_textbook_approximation_understates_epsilon() -> None:
+    half = RandomizedResponse(0.5)
     assert half.epsilon_approx == 1.0
     assert half.epsilon == pytest.approx(1.0986, abs=5e-5)
-    high = RandomizedResponseSpec(0.9)
+    high = RandomizedResponse(0.9)
     assert high.epsilon == pytest.approx(2.944, abs=5e-4)
     assert high.epsilon_approx == pytest.approx(1.8)
     assert not high.certifies(high.epsilon_approx)
@@ -37,7 +37,7 @@ def test_seed_approximation_understates_epsilon() -> None:
 
 @given(st.floats(min_value=1e-12, max_value=1 - 1e-12))
 def test_epsilon_is_exact_and_tight_for_any_alpha(alpha: float) -> None:
-    spec = RandomizedResponseSpec(alpha)
+    spec = RandomizedResponse(alpha)
     assert spec.epsilon == pytest.approx(2 * math.atanh(alpha), rel=1e-13)
     assert spec.certifies(spec.epsilon)
     assert not spec.certifies(math.nextafter(spec.epsilon, 0.0))
@@ -46,15 +46,15 @@ def test_epsilon_is_exact_and_tight_for_any_alpha(alpha: float) -> None:
 
 @given(st.floats(min_value=1e-9, max_value=30.0))
 def test_alpha_from_epsilon_round_trips(epsilon: float) -> None:
-    spec = RandomizedResponseSpec.from_epsilon(epsilon)
+    spec = RandomizedResponse.from_epsilon(epsilon)
     assert spec.alpha == pytest.approx(math.tanh(epsilon / 2), rel=1e-14)
     assert spec.certifies(epsilon)
     assert spec.epsilon <= epsilon
     if spec.alpha < 1.0:  # α is the largest float certified at ε: the next one overshoots
-        above = RandomizedResponseSpec(math.nextafter(spec.alpha, 1.0))
+        above = RandomizedResponse(math.nextafter(spec.alpha, 1.0))
         assert not above.certifies(epsilon)
         assert spec.epsilon <= epsilon < above.epsilon
-    back = RandomizedResponseSpec.from_epsilon(spec.epsilon)
+    back = RandomizedResponse.from_epsilon(spec.epsilon)
     assert back.alpha >= spec.alpha
     assert back.alpha == pytest.approx(spec.alpha, rel=1e-14)
 
@@ -80,7 +80,7 @@ def test_exp_at_least_rejects_nan_and_handles_unbounded_ratio() -> None:
 
 
 def test_alpha_one_is_representable_but_flagged_as_no_privacy() -> None:
-    spec = RandomizedResponseSpec(1.0)
+    spec = RandomizedResponse(1.0)
     assert spec.epsilon == math.inf
     assert not spec.is_private
     assert spec.privacy_ratio is None
@@ -91,7 +91,7 @@ def test_alpha_one_is_representable_but_flagged_as_no_privacy() -> None:
 
 
 def test_explanation_is_plain_language_with_exact_epsilon() -> None:
-    text = RandomizedResponseSpec(0.5).explain()
+    text = RandomizedResponse(0.5).explain()
     assert "guess your true answer right with probability 75%" in text
     assert "3.00 times" in text
     assert "epsilon = 1.10" in text
@@ -109,7 +109,7 @@ def test_explanation_is_plain_language_with_exact_epsilon() -> None:
 def test_explanation_near_alpha_one_is_finite_and_never_says_certain(
     alpha: float, share: str, ratio: str, epsilon: str
 ) -> None:
-    spec = RandomizedResponseSpec(alpha)
+    spec = RandomizedResponse(alpha)
     assert spec.is_private
     assert spec.explain() == (
         f"The server can guess your true answer right with probability {share}; any report "
@@ -119,7 +119,7 @@ def test_explanation_near_alpha_one_is_finite_and_never_says_certain(
 
 
 def test_very_large_epsilon_stays_private_and_certified() -> None:
-    spec = RandomizedResponseSpec.from_epsilon(100.0)
+    spec = RandomizedResponse.from_epsilon(100.0)
     assert spec.is_private
     assert spec.alpha < 1.0
     assert spec.certifies(100.0)
@@ -139,13 +139,13 @@ def test_very_large_epsilon_stays_private_and_certified() -> None:
 )
 def test_invalid_alpha_is_rejected_naming_the_value(alpha: float, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        RandomizedResponseSpec(alpha)
+        RandomizedResponse(alpha)
 
 
 @pytest.mark.parametrize("alpha", ["0.5", True, None, [0.5]])
 def test_non_numeric_alpha_is_a_type_error(alpha: object) -> None:
     with pytest.raises(TypeError, match="alpha must be a real number"):
-        RandomizedResponseSpec(alpha)  # type: ignore[arg-type]
+        RandomizedResponse(alpha)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -160,19 +160,19 @@ def test_non_numeric_alpha_is_a_type_error(alpha: object) -> None:
 )
 def test_invalid_epsilon_is_rejected_naming_the_value(epsilon: float, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        RandomizedResponseSpec.from_epsilon(epsilon)
+        RandomizedResponse.from_epsilon(epsilon)
 
 
 def test_spec_is_frozen_and_compares_by_alpha() -> None:
-    spec = RandomizedResponseSpec(0.5)
+    spec = RandomizedResponse(0.5)
     with pytest.raises(dataclasses.FrozenInstanceError):
         spec.alpha = 0.9  # type: ignore[misc]
-    assert spec == RandomizedResponseSpec(0.5)
-    assert RandomizedResponseSpec(1).alpha == 1.0
+    assert spec == RandomizedResponse(0.5)
+    assert RandomizedResponse(1).alpha == 1.0
 
 
 def test_variance_formulas_for_both_estimands() -> None:
-    spec = RandomizedResponseSpec(0.5)
+    spec = RandomizedResponse(0.5)
     n, p = 100, 0.3
     lam = 0.5 * p + 0.25
     population = spec.estimator_variance(p, n, "population")

@@ -9,11 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from deniable.client._values import perturbed_values
-from deniable.shared._categorical import categorical_spec
-from deniable.shared._numeric import numeric_spec
-from deniable.shared._rr import RandomizedResponseSpec
-from deniable.shared._wire import Spec, mechanism_message
+from deniable.shared.mechanisms import Mechanism, NumericMechanism, RandomizedResponse
+from deniable.shared.questions import categorical_mechanism, numeric_mechanism
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.conftest import RunCli
 
@@ -21,23 +18,23 @@ OPTIONS = ["red", "green", "blue", "black"]
 COUNT = 120  # reports per question, sent as FIRST_BATCH then the rest with a resend
 FIRST_BATCH = 80
 EXTRA = 7  # then a last, mixed batch with this many more reports per question
-SPECS: dict[str, Spec] = {
-    "yesno": RandomizedResponseSpec(0.5),
-    "grr": categorical_spec("grr", 4, alpha=0.5),
-    "oue": categorical_spec("oue", 4, epsilon=1.0),
-    "olh": categorical_spec("olh", 4, epsilon=2.0),
-    "duchi": numeric_spec("duchi", 0.0, 10.0, 1.0),
-    "laplace": numeric_spec("laplace", 0.0, 10.0, 1.0),
+SPECS: dict[str, Mechanism] = {
+    "yesno": RandomizedResponse(0.5),
+    "grr": categorical_mechanism("grr", 4, alpha=0.5),
+    "oue": categorical_mechanism("oue", 4, epsilon=1.0),
+    "olh": categorical_mechanism("olh", 4, epsilon=2.0),
+    "duchi": numeric_mechanism("duchi", 0.0, 10.0, 1.0),
+    "laplace": numeric_mechanism("laplace", 0.0, 10.0, 1.0),
 }
 
 
-def question(qid: str, spec: Spec) -> pb.Question:
+def question(qid: str, spec: Mechanism) -> pb.Question:
     kind: dict[str, Any] = {"binary": pb.BinaryQuestion()}
     if qid in ("grr", "oue", "olh"):
         kind = {"categorical": pb.CategoricalQuestion(options=OPTIONS)}
     elif qid in ("duchi", "laplace"):
         kind = {"numeric": pb.NumericQuestion(min=0.0, max=10.0)}
-    return pb.Question(id=qid, text=f"{qid}?", mechanism=mechanism_message(spec), **kind)
+    return pb.Question(id=qid, text=f"{qid}?", mechanism=spec.to_message(), **kind)
 
 
 def reports(survey: pb.Survey, qid: str, count: int, seed: int) -> list[pb.Report]:
@@ -47,11 +44,11 @@ def reports(survey: pb.Survey, qid: str, count: int, seed: int) -> list[pb.Repor
     truths: Any = rng.uniform(0, 10, count) if qid in ("duchi", "laplace") else None
     if truths is None:
         truths = rng.random(count) < 0.3 if qid == "yesno" else rng.integers(0, 4, count)
-    mechanism = mechanism_message(spec)
+    mechanism = spec.to_message()
     return [
         pb.Report(report_id=f"{qid}-{seed}-{i}", survey_id=survey.id, question_id=qid,
                   mechanism=mechanism, **value)
-        for i, value in enumerate(perturbed_values(spec, truths, rng))
+        for i, value in enumerate(spec.encode(spec.perturb_many(truths, rng)))
     ]  # fmt: skip
 
 
@@ -65,7 +62,8 @@ def expected_sums(qid: str, sent: list[pb.Report]) -> list[int]:
         bits = [np.unpackbits(np.frombuffer(r.bits, np.uint8), bitorder="little")[:4] for r in sent]
         return [int(c) for c in np.sum(bits, axis=0)]
     spec = SPECS[qid]
-    units = [int(math.ldexp(r.number, spec.unit_bits)) for r in sent]  # type: ignore[union-attr]
+    assert isinstance(spec, NumericMechanism)
+    units = [int(math.ldexp(r.number, spec.unit_bits)) for r in sent]
     return [sum(units), sum(u * u for u in units)]
 
 

@@ -10,14 +10,13 @@ import pytest
 from scipy import stats
 
 from deniable.aggregator.analysis._planner_kinds import plan_categorical, plan_numeric
-from deniable.aggregator.analysis._sample_size import (
-    categorical_margin_achieved,
-    categorical_participants_needed,
-    numeric_margin_achieved,
-    numeric_participants_needed,
+from deniable.aggregator.analysis._sample_size import margin_achieved_by, participants_for
+from deniable.shared.mechanisms import DuchiMechanism, GeneralizedRandomizedResponse
+from deniable.shared.questions import (
+    categorical_mechanism,
+    choose_categorical,
+    numeric_mechanism,
 )
-from deniable.shared._categorical import GrrSpec, categorical_spec, choose_categorical
-from deniable.shared._numeric import numeric_spec
 from tests.conftest import RunCli
 
 
@@ -42,13 +41,13 @@ def z(confidence: float) -> float:
 def test_categorical_participants_is_the_smallest_n_meeting_the_margin(
     kind: str, k: int, epsilon: float, margin: float, confidence: float, p: float | None
 ) -> None:
-    spec = categorical_spec(kind, k, epsilon)
-    n = categorical_participants_needed(margin, spec, confidence, p)
+    spec = categorical_mechanism(kind, k, epsilon)
+    n = participants_for(margin, spec, confidence, p)
     one = spec.worst_variance(1) if p is None else spec.variance(p, 1)
     assert n == max(1, math.ceil(z(confidence) ** 2 * one / margin**2))
-    assert categorical_margin_achieved(n, spec, confidence, p) <= margin
+    assert margin_achieved_by(n, spec, confidence, p) <= margin
     if n > 1:
-        assert categorical_margin_achieved(n - 1, spec, confidence, p) > margin
+        assert margin_achieved_by(n - 1, spec, confidence, p) > margin
 
 
 @pytest.mark.parametrize(("k", "epsilon"), [(5, 1.0), (30, 1.0), (4, 2.0), (200, 3.0)])
@@ -71,7 +70,7 @@ def test_small_share_variance_matches_the_design_table(k: int, epsilon: float) -
 )
 def test_auto_choice_is_what_choose_categorical_picks(k: int, epsilon: float) -> None:
     plan = plan_categorical(k, epsilon=epsilon, margin=0.05)
-    assert plan.auto_choice == choose_categorical(k, epsilon).kind
+    assert plan.auto_choice == choose_categorical(k, epsilon).name
     assert plan.mechanism == plan.auto_choice  # mechanism="auto" selects it
     assert [row.mechanism for row in plan.mechanisms] == ["grr", "oue", "olh"]
     chosen = next(row for row in plan.mechanisms if row.mechanism == plan.mechanism)
@@ -84,11 +83,11 @@ def test_every_categorical_row_is_its_own_minimal_plan() -> None:
     assert plan.requested == "oue"
     assert plan.auto_choice == "grr"  # 8 < 3e + 2
     for row in plan.mechanisms:
-        spec = categorical_spec(row.mechanism, 8, 1.0)
+        spec = categorical_mechanism(row.mechanism, 8, 1.0)
         assert row.parameters == spec.describe()
         assert row.variance_one == spec.worst_variance(1)
-        assert row.participants == categorical_participants_needed(0.03, spec, 0.9)
-        assert row.margin == categorical_margin_achieved(row.participants, spec, 0.9)
+        assert row.participants == participants_for(0.03, spec, 0.9)
+        assert row.margin == margin_achieved_by(row.participants, spec, 0.9)
         assert row.margin <= 0.03
     assert plan.target_margin == 0.03
     assert "normal approximation" in plan.method
@@ -99,19 +98,19 @@ def test_margin_for_participants_is_z_sqrt_var_over_n() -> None:
     assert plan.share == 0.3
     for row in plan.mechanisms:
         assert row.participants == 10_000
-        spec = categorical_spec(row.mechanism, 6, 1.0)
+        spec = categorical_mechanism(row.mechanism, 6, 1.0)
         expected = z(0.95) * math.sqrt(spec.variance(0.3, 1) / 10_000)
         assert row.margin == pytest.approx(expected, rel=1e-12)
 
 
 def test_alpha_plans_grr_and_compares_the_others_at_its_epsilon() -> None:
     plan = plan_categorical(40, alpha=0.5, mechanism="grr", margin=0.05)
-    grr = GrrSpec(40, 0.5)
+    grr = GeneralizedRandomizedResponse(40, 0.5)
     rows = {row.mechanism: row for row in plan.mechanisms}
     assert rows["grr"].parameters == grr.describe()
-    assert rows["oue"].parameters == categorical_spec("oue", 40, grr.epsilon).describe()
-    assert plan.auto_choice == choose_categorical(40, grr.epsilon).kind
-    assert plan.participants == categorical_participants_needed(0.05, grr)
+    assert rows["oue"].parameters == categorical_mechanism("oue", 40, grr.epsilon).describe()
+    assert plan.auto_choice == choose_categorical(40, grr.epsilon).name
+    assert plan.participants == participants_for(0.05, grr)
 
 
 def test_no_privacy_plans_grr_alone() -> None:
@@ -133,25 +132,25 @@ def test_no_privacy_plans_grr_alone() -> None:
 def test_numeric_participants_is_the_smallest_n_meeting_the_margin(
     kind: str, lo: float, hi: float, epsilon: float, margin: float, confidence: float
 ) -> None:
-    spec = numeric_spec(kind, lo, hi, epsilon)
-    n = numeric_participants_needed(margin, spec, confidence)
+    spec = numeric_mechanism(kind, lo, hi, epsilon)
+    n = participants_for(margin, spec, confidence, mean=True)
     one = spec.variance_x(1)
     assert n == max(1, math.ceil(z(confidence) ** 2 * one / margin**2))
-    assert numeric_margin_achieved(n, spec, confidence) <= margin
+    assert margin_achieved_by(n, spec, confidence) <= margin
     if n > 1:
-        assert numeric_margin_achieved(n - 1, spec, confidence) > margin
+        assert margin_achieved_by(n - 1, spec, confidence) > margin
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0, 4.0])
 def test_numeric_plan_compares_every_mechanism_and_reports_auto(epsilon: float) -> None:
     plan = plan_numeric(0.0, 100.0, epsilon=epsilon, margin=2.0)
-    assert plan.auto_choice == numeric_spec("auto", 0.0, 100.0, epsilon).kind
+    assert plan.auto_choice == numeric_mechanism("auto", 0.0, 100.0, epsilon).name
     assert plan.mechanism == plan.auto_choice
     assert [row.mechanism for row in plan.mechanisms] == ["laplace", "duchi", "piecewise", "hybrid"]
     for row in plan.mechanisms:
-        spec = numeric_spec(row.mechanism, 0.0, 100.0, epsilon)
+        spec = numeric_mechanism(row.mechanism, 0.0, 100.0, epsilon)
         assert row.variance_one == spec.variance_x(1)
-        assert row.participants == numeric_participants_needed(2.0, spec)
+        assert row.participants == participants_for(2.0, spec, mean=True)
     assert (plan.lo, plan.hi, plan.k, plan.share) == (0.0, 100.0, None, None)
 
 
@@ -160,7 +159,7 @@ def test_numeric_margin_is_in_x_units() -> None:
     narrow = plan_numeric(0.0, 1.0, epsilon=1.0, mechanism="duchi", margin=0.02)
     wide = plan_numeric(0.0, 100.0, epsilon=1.0, mechanism="duchi", margin=2.0)
     assert narrow.participants == wide.participants
-    spec = numeric_spec("duchi", 0.0, 100.0, 1.0)
+    spec = DuchiMechanism.from_epsilon(0.0, 100.0, 1.0)  # what mechanism="duchi" builds
     # Duchi: Var₁ = B²·(range/2)² for every distribution's worst case.
     assert wide.mechanisms[1].variance_one == pytest.approx(spec.bound**2 * 50.0**2, rel=1e-12)
     assert wide.mechanism == "duchi"
@@ -203,7 +202,7 @@ def test_numeric_margin_is_in_x_units() -> None:
         (
             lambda: plan_numeric(0.0, 1.0, epsilon=1.0, mechanism="gauss", margin=0.1),
             ValueError,
-            "unknown numeric mechanism 'gauss'",
+            "unknown kind 'gauss' of a numeric question",
         ),
         (lambda: plan_numeric(0.0, 1.0, epsilon=99.0, margin=0.1), ValueError, "got 99.0"),
     ],

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from deniable.aggregator import margin_achieved, participants_needed, plan
-from deniable.shared import RandomizedResponseSpec
+from deniable.shared import RandomizedResponse
 
 
 def formula_n(margin: float, alpha: float, confidence: float, p: float) -> float:
@@ -26,7 +26,7 @@ def formula_n(margin: float, alpha: float, confidence: float, p: float) -> float
 def test_participants_needed_is_the_ceiling_of_the_formula(
     epsilon: float, margin: float, confidence: float, p: float
 ) -> None:
-    spec = RandomizedResponseSpec.from_epsilon(epsilon)
+    spec = RandomizedResponse.from_epsilon(epsilon)
     n = participants_needed(margin, spec, confidence, p)
     assert n == math.ceil(formula_n(margin, spec.alpha, confidence, p))
     # Minimal: n reaches the margin, n - 1 does not.
@@ -35,20 +35,20 @@ def test_participants_needed_is_the_ceiling_of_the_formula(
 
 
 def test_epsilon_one_margin_three_points() -> None:
-    spec = RandomizedResponseSpec.from_epsilon(1.0)
+    spec = RandomizedResponse.from_epsilon(1.0)
     n = participants_needed(0.03, spec)
     assert n == math.ceil(formula_n(0.03, spec.alpha, 0.95, 0.5))
     assert 4900 < n < 5100  # ≈ 4997: randomized response costs ~4.6x a plain poll (1068)
 
 
 def test_half_is_the_worst_case_share() -> None:
-    spec = RandomizedResponseSpec(0.5)
+    spec = RandomizedResponse(0.5)
     worst = participants_needed(0.02, spec)
     assert all(participants_needed(0.02, spec, p=p) <= worst for p in (0.0, 0.1, 0.3, 0.7, 1.0))
 
 
 def test_margin_for_participants_inverts_the_formula() -> None:
-    spec = RandomizedResponseSpec(0.5)
+    spec = RandomizedResponse(0.5)
     margin = margin_achieved(10_000, spec, 0.95, 0.5)
     z = stats.norm.ppf(0.975)
     assert margin == pytest.approx(z * math.sqrt((0.75 / 1.0 + 0.25) / 10_000))
@@ -59,7 +59,7 @@ def test_margin_for_participants_inverts_the_formula() -> None:
 
 
 def test_plan_from_margin_reports_the_margin_it_achieves() -> None:
-    spec = RandomizedResponseSpec.from_epsilon(1.0)
+    spec = RandomizedResponse.from_epsilon(1.0)
     result = plan(spec, margin=0.03)
     assert result.participants == participants_needed(0.03, spec)
     assert result.margin <= 0.03
@@ -81,4 +81,4 @@ def test_plan_from_margin_reports_the_margin_it_achieves() -> None:
 )
 def test_invalid_planner_input_is_rejected(call: object, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        call(RandomizedResponseSpec(0.5))  # type: ignore[operator]
+        call(RandomizedResponse(0.5))  # type: ignore[operator]

@@ -7,11 +7,11 @@ import math
 import pytest
 
 from deniable.aggregator import exact_coverage, simulate_binary
-from deniable.shared import RandomizedResponseSpec
+from deniable.shared import RandomizedResponse
 
 
 def test_seeded_simulation_is_reproducible_and_complete() -> None:
-    spec = RandomizedResponseSpec(0.5)
+    spec = RandomizedResponse(0.5)
     first = simulate_binary(2000, 0.3, spec, repeats=5, seed=11)
     again = simulate_binary(2000, 0.3, spec, repeats=5, seed=11)
     assert first.first == again.first
@@ -25,7 +25,7 @@ def test_seeded_simulation_is_reproducible_and_complete() -> None:
 
 
 def test_unseeded_simulation_uses_the_os_csprng() -> None:
-    result = simulate_binary(1000, 0.5, RandomizedResponseSpec(0.5))
+    result = simulate_binary(1000, 0.5, RandomizedResponse(0.5))
     assert result.randomness == "os-csprng"
     assert result.seed is None
     assert result.coverage is None
@@ -34,7 +34,7 @@ def test_unseeded_simulation_uses_the_os_csprng() -> None:
 
 def test_progress_is_reported_once_per_repeat() -> None:
     ticks: list[int] = []
-    simulate_binary(100, 0.5, RandomizedResponseSpec(0.5), repeats=7, seed=1, progress=ticks.append)
+    simulate_binary(100, 0.5, RandomizedResponse(0.5), repeats=7, seed=1, progress=ticks.append)
     assert ticks == [1] * 7
 
 
@@ -51,7 +51,7 @@ def test_progress_is_reported_once_per_repeat() -> None:
 def test_invalid_simulation_input_is_rejected(kwargs: dict[str, object], message: str) -> None:
     arguments: dict[str, object] = {"participants": 100, "p": 0.3} | kwargs
     with pytest.raises(ValueError, match=message):
-        simulate_binary(spec=RandomizedResponseSpec(0.5), **arguments)  # type: ignore[arg-type]
+        simulate_binary(spec=RandomizedResponse(0.5), **arguments)  # type: ignore[arg-type]
 
 
 @pytest.mark.slow
@@ -61,7 +61,7 @@ def test_estimate_variance_and_coverage_match_theory(seed: int | None) -> None:
     # Var(s²/σ²) ≈ 2/(R−1); the mean has SE σ/√R; coverage has SE √(c(1−c)/R).
     # Each check allows 4 standard errors (DESIGN §7). seed=None exercises the CSPRNG path.
     n, p, repeats = 1000, 0.3, 4000
-    spec = RandomizedResponseSpec(0.5)
+    spec = RandomizedResponse(0.5)
     result = simulate_binary(n, p, spec, repeats=repeats, seed=seed)
     assert result.std_estimate_raw is not None
     assert result.coverage is not None
@@ -76,7 +76,7 @@ def test_estimate_variance_and_coverage_match_theory(seed: int | None) -> None:
 def test_grpc_simulation_reads_back_exactly_the_in_process_estimate() -> None:
     from deniable.aggregator.analysis._simulate_grpc import grpc_submitter
 
-    spec = RandomizedResponseSpec(0.5)
+    spec = RandomizedResponse(0.5)
     local = simulate_binary(3000, 0.3, spec, repeats=2, seed=5)
     with grpc_submitter(spec, confidence=0.95, method="clopper-pearson", batch_size=700) as submit:
         remote = simulate_binary(3000, 0.3, spec, repeats=2, seed=5, submit=submit)
@@ -93,7 +93,7 @@ def test_grpc_simulation_reads_back_exactly_the_in_process_estimate() -> None:
 def test_a_report_lost_on_the_way_is_detected() -> None:
     from deniable.aggregator.analysis._simulate_grpc import grpc_submitter
 
-    spec = RandomizedResponseSpec(0.5)
+    spec = RandomizedResponse(0.5)
     with (
         grpc_submitter(spec, confidence=0.95, method="clopper-pearson") as submit,
         pytest.raises(RuntimeError, match="disagrees with the 500 reports sent: n=499"),
@@ -104,7 +104,7 @@ def test_a_report_lost_on_the_way_is_detected() -> None:
 def test_grpc_submitter_validates_its_options() -> None:
     from deniable.aggregator.analysis._simulate_grpc import grpc_submitter
 
-    spec = RandomizedResponseSpec(0.5)
+    spec = RandomizedResponse(0.5)
     with (
         pytest.raises(ValueError, match=r"batch_size must be in 1\.\.10000, got 0"),
         grpc_submitter(spec, confidence=0.95, method="wald", batch_size=0),

@@ -15,23 +15,16 @@ from deniable.aggregator.analysis._distributions import (
     parse_options,
     parse_shares,
 )
-from deniable.aggregator.analysis._frequency import estimate_frequencies
-from deniable.aggregator.analysis._mean import estimate_mean_from_reports
-from deniable.aggregator.analysis._simulate_categorical import (
-    exact_frequency_coverage,
-    simulate_categorical,
-)
+from deniable.aggregator.analysis._simulate_categorical import simulate_categorical
 from deniable.aggregator.analysis._simulate_grpc_kinds import (
     categorical_grpc_submitter,
     numeric_grpc_submitter,
 )
 from deniable.aggregator.analysis._simulate_numeric import estimate_variance, simulate_numeric
-from deniable.aggregator.analysis._support import support_counts
-from deniable.client._categorical import categorical_mechanism
-from deniable.client._numeric import perturb_numeric
-from deniable.shared._categorical import categorical_spec
-from deniable.shared._numeric import numeric_spec
-from deniable.shared._wire import mechanism_message, question_spec
+from deniable.shared.mechanisms import DuchiMechanism, estimate_frequencies, mechanism_of
+from deniable.shared.mechanisms._frequency_estimate import exact_frequency_coverage
+from deniable.shared.mechanisms._mean import estimate_mean_from_reports
+from deniable.shared.questions import categorical_mechanism, numeric_mechanism
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.conftest import RunCli
 
@@ -91,7 +84,7 @@ def test_numeric_distribution_moments() -> None:
 
 
 def test_simulations_reject_invalid_input() -> None:
-    spec = categorical_spec("grr", 3, 1.0)
+    spec = categorical_mechanism("grr", 3, 1.0)
     with pytest.raises(ValueError, match=r"share 1 must be a finite number >= 0, got -0\.2"):
         simulate_categorical(100, [0.6, -0.2, 0.6], spec)
     with pytest.raises(ValueError, match="need k=3 option names, got 2"):
@@ -101,8 +94,8 @@ def test_simulations_reject_invalid_input() -> None:
     with pytest.raises(ValueError, match="unknown method 'bootstrap'"):
         simulate_categorical(10, [0.6, 0.2, 0.2], spec, method="bootstrap")
     with pytest.raises(TypeError, match="spec must be a categorical spec"):
-        simulate_categorical(10, [0.5, 0.5], numeric_spec("duchi", 0.0, 1.0, 1.0))  # type: ignore[arg-type]
-    numeric = numeric_spec("duchi", 0.0, 10.0, 1.0)
+        simulate_categorical(10, [0.5, 0.5], numeric_mechanism("duchi", 0.0, 1.0, 1.0))  # type: ignore[arg-type]
+    numeric = numeric_mechanism("duchi", 0.0, 10.0, 1.0)
     with pytest.raises(ValueError, match=r"constant value 11.0 is outside \[0.0, 10.0\]"):
         simulate_numeric(100, "constant:11", numeric)
     with pytest.raises(ValueError, match="repeats must be >= 1, got 0"):
@@ -115,7 +108,7 @@ def test_simulations_reject_invalid_input() -> None:
 @pytest.mark.parametrize("kind", ["grr", "oue", "olh"])
 def test_categorical_estimates_are_near_the_truth(kind: str) -> None:
     shares = [0.5, 0.3, 0.15, 0.05, 0.0]
-    spec = categorical_spec(kind, 5, 1.0)
+    spec = categorical_mechanism(kind, 5, 1.0)
     result = simulate_categorical(20_000, shares, spec, options=list("abcde"), seed=7)
     assert result.options == ("a", "b", "c", "d", "e")
     assert result.mechanism == spec.describe()
@@ -133,7 +126,7 @@ def test_categorical_estimates_are_near_the_truth(kind: str) -> None:
 
 
 def test_seeded_categorical_simulation_is_reproducible() -> None:
-    spec = categorical_spec("olh", 4, 2.0)
+    spec = categorical_mechanism("olh", 4, 2.0)
     first = simulate_categorical(3000, [0.4, 0.3, 0.2, 0.1], spec, repeats=3, seed=11)
     again = simulate_categorical(3000, [0.4, 0.3, 0.2, 0.1], spec, repeats=3, seed=11)
     assert first.first == again.first
@@ -147,7 +140,7 @@ def test_seeded_categorical_simulation_is_reproducible() -> None:
 
 def test_exact_coverage_of_clopper_pearson_is_at_least_nominal() -> None:
     for kind in ("grr", "oue", "olh"):
-        spec = categorical_spec(kind, 4, 1.0)
+        spec = categorical_mechanism(kind, 4, 1.0)
         for share in (0.0, 0.02, 0.25, 0.6, 1.0):
             for n in (20, 500):
                 assert exact_frequency_coverage(n, share, spec, 0.95, "clopper-pearson") >= 0.95
@@ -169,7 +162,7 @@ def test_categorical_coverage_and_variance_match_theory(
     # R repeats of n = 1500: each f̂_v is close to normal, so s²/σ² has SE ≈ sqrt(2/(R−1));
     # the mean has SE σ/√R; coverage has SE sqrt(c(1−c)/R) around its exact value.
     n, repeats = 1500, 400
-    spec = categorical_spec(kind, k, epsilon)
+    spec = categorical_mechanism(kind, k, epsilon)
     result = simulate_categorical(n, shares, spec, repeats=repeats, seed=seed)
     for v, row in enumerate(result.per_option):
         assert row.coverage is not None
@@ -186,14 +179,14 @@ def test_categorical_coverage_and_variance_match_theory(
 
 
 def test_categorical_submit_must_return_the_local_estimate() -> None:
-    spec = categorical_spec("grr", 3, 1.0)
+    spec = categorical_mechanism("grr", 3, 1.0)
     shares = [0.5, 0.3, 0.2]
 
     def honest(reports: Any) -> Any:
-        return estimate_frequencies(support_counts(spec, reports), len(reports), spec)
+        return estimate_frequencies(spec.support_counts(reports), len(reports), spec)
 
     def lossy(reports: Any) -> Any:
-        return estimate_frequencies(support_counts(spec, reports[1:]), len(reports) - 1, spec)
+        return estimate_frequencies(spec.support_counts(reports[1:]), len(reports) - 1, spec)
 
     local = simulate_categorical(800, shares, spec, repeats=2, seed=3)
     remote = simulate_categorical(800, shares, spec, repeats=2, seed=3, submit=honest)
@@ -208,18 +201,18 @@ def test_categorical_submit_must_return_the_local_estimate() -> None:
 
 
 def test_estimate_variance_matches_closed_forms() -> None:
-    duchi = numeric_spec("duchi", 0.0, 10.0, 1.0)
+    duchi = DuchiMechanism.from_epsilon(0.0, 10.0, 1.0)
     # Duchi: E[y² | t] = B² for every t, so Var(y) = B² − (E t)²: B² when E t = 0.
     for text in ("uniform", "beta:0.5,0.5", "beta:3,3"):
         variance = estimate_variance(duchi, NumericDistribution.parse(text), 100)
         assert variance == pytest.approx(duchi.bound**2 * 25.0 / 100, rel=1e-12)
     # A constant: no spread of the truth, only the mechanism's own Var(y | t).
-    piecewise = numeric_spec("piecewise", 0.0, 10.0, 2.0)
+    piecewise = numeric_mechanism("piecewise", 0.0, 10.0, 2.0)
     exact = estimate_variance(piecewise, NumericDistribution.parse("constant:7.5"), 40)
     assert exact == piecewise.variance(0.5) * 25.0 / 40
     # Never above the worst case over all distributions.
     for kind in ("laplace", "duchi", "piecewise", "hybrid"):
-        spec = numeric_spec(kind, 0.0, 10.0, 1.0)
+        spec = numeric_mechanism(kind, 0.0, 10.0, 1.0)
         for text in ("uniform", "beta:2,5", "constant:0", "constant:10"):
             distribution = NumericDistribution.parse(text)
             assert estimate_variance(spec, distribution, 7) <= spec.variance_x(7) * (1 + 1e-12)
@@ -227,7 +220,7 @@ def test_estimate_variance_matches_closed_forms() -> None:
 
 @pytest.mark.parametrize("kind", ["laplace", "duchi", "piecewise", "hybrid"])
 def test_numeric_estimates_are_near_the_truth(kind: str) -> None:
-    spec = numeric_spec(kind, 0.0, 100.0, 1.0)
+    spec = numeric_mechanism(kind, 0.0, 100.0, 1.0)
     result = simulate_numeric(20_000, "beta:2,5", spec, seed=5)
     assert result.true_mean == pytest.approx(100 * 2 / 7)
     assert result.distribution == "beta:2,5"
@@ -258,7 +251,7 @@ def test_numeric_coverage_and_variance_match_theory(
     # to normal: s²/σ² has SE ≈ sqrt(2/(R−1)) and the mean has SE σ/√R. The t-interval's
     # two-sided coverage error is O(1/n) (Edgeworth), negligible beside the Monte Carlo SE.
     n, repeats = 2000, 400
-    spec = numeric_spec(kind, 0.0, 100.0, epsilon)
+    spec = numeric_mechanism(kind, 0.0, 100.0, epsilon)
     result = simulate_numeric(n, distribution, spec, repeats=repeats, seed=seed)
     assert result.coverage is not None
     assert result.variance_empirical is not None
@@ -271,9 +264,9 @@ def test_numeric_coverage_and_variance_match_theory(
 
 
 def test_numeric_submit_must_return_the_local_estimate() -> None:
-    from deniable.aggregator.analysis._mean import estimate_mean_from_reports
+    from deniable.shared.mechanisms._mean import estimate_mean_from_reports
 
-    spec = numeric_spec("piecewise", -1.0, 1.0, 1.0)
+    spec = numeric_mechanism("piecewise", -1.0, 1.0, 1.0)
     local = simulate_numeric(500, "uniform", spec, repeats=2, seed=9)
     remote = simulate_numeric(
         500, "uniform", spec, repeats=2, seed=9,
@@ -293,10 +286,10 @@ def test_numeric_submit_must_return_the_local_estimate() -> None:
 
 @pytest.mark.parametrize("kind", ["grr", "oue", "olh"])
 def test_categorical_grpc_estimate_equals_the_in_process_one(kind: str) -> None:
-    spec = categorical_spec(kind, 4, 1.0)
+    spec = categorical_mechanism(kind, 4, 1.0)
     rng = np.random.default_rng(17)
     truth = rng.choice(4, size=900, p=[0.4, 0.3, 0.2, 0.1])
-    reports = categorical_mechanism(spec).perturb_many(truth, rng=rng)
+    reports = spec.perturb_many(truth, rng=rng)
     names = ["iOS", "Android", "Linux", "other"]
     with categorical_grpc_submitter(
         spec, options=names, confidence=0.9, method="wilson", batch_size=250
@@ -304,31 +297,31 @@ def test_categorical_grpc_estimate_equals_the_in_process_one(kind: str) -> None:
         remote = submit(reports)
         assert (submit.reports_sent, len(submit.surveys), submit.embedded) == (900, 1, True)
         survey = submit.client.get_survey(submit.surveys[0])
-    local = estimate_frequencies(support_counts(spec, reports), 900, spec, 0.9, method="wilson")
+    local = estimate_frequencies(spec.support_counts(reports), 900, spec, 0.9, method="wilson")
     assert remote == local  # every field, read back from GetEstimate
     assert (remote.n, remote.k, remote.mechanism) == (900, 4, kind)
     assert (survey.reports, survey.state) == (900, pb.SURVEY_STATE_CLOSED)
     (question,) = survey.questions
     assert list(question.categorical.options) == names
-    assert question.mechanism == mechanism_message(spec)
-    assert question_spec(question) == spec
+    assert question.mechanism == spec.to_message()
+    assert mechanism_of(question) == spec
 
 
 @pytest.mark.parametrize("kind", ["laplace", "duchi", "piecewise", "hybrid"])
 def test_numeric_grpc_estimate_equals_the_in_process_one(kind: str) -> None:
-    spec = numeric_spec(kind, -10.0, 30.0, 1.0)
+    spec = numeric_mechanism(kind, -10.0, 30.0, 1.0)
     rng = np.random.default_rng(23)
-    reports = perturb_numeric(spec, rng.uniform(-10.0, 30.0, size=700), rng=rng)
+    reports = spec.perturb_many(rng.uniform(-10.0, 30.0, size=700), rng=rng)
     with numeric_grpc_submitter(spec, confidence=0.8, batch_size=300) as submit:
         remote = submit(reports)
         survey = submit.client.get_survey(submit.surveys[0])
     assert remote == estimate_mean_from_reports(spec, reports, 0.8)  # every field
     assert (survey.reports, survey.questions[0].numeric.max) == (700, 30.0)
-    assert question_spec(survey.questions[0]) == spec
+    assert mechanism_of(survey.questions[0]) == spec
 
 
 def test_grpc_simulations_read_back_the_in_process_results() -> None:
-    categorical = categorical_spec("olh", 3, 2.0)
+    categorical = categorical_mechanism("olh", 3, 2.0)
     local = simulate_categorical(600, [0.5, 0.3, 0.2], categorical, repeats=2, seed=4)
     with categorical_grpc_submitter(categorical, confidence=0.95, method="clopper-pearson") as go:
         remote = simulate_categorical(
@@ -338,7 +331,7 @@ def test_grpc_simulations_read_back_the_in_process_results() -> None:
     assert remote.first == local.first
     assert remote.per_option == local.per_option
     assert (remote.transport, local.transport) == ("grpc", "inprocess")
-    numeric = numeric_spec("duchi", 0.0, 1.0, 1.0)
+    numeric = numeric_mechanism("duchi", 0.0, 1.0, 1.0)
     local_mean = simulate_numeric(500, "beta:2,2", numeric, repeats=2, seed=8)
     with numeric_grpc_submitter(numeric, confidence=0.95) as send:
         remote_mean = simulate_numeric(500, "beta:2,2", numeric, repeats=2, seed=8, submit=send)
@@ -350,8 +343,8 @@ def test_grpc_simulations_read_back_the_in_process_results() -> None:
 
 
 def test_kind_submitters_validate_their_options() -> None:
-    grr = categorical_spec("grr", 3, 1.0)
-    duchi = numeric_spec("duchi", 0.0, 1.0, 1.0)
+    grr = categorical_mechanism("grr", 3, 1.0)
+    duchi = numeric_mechanism("duchi", 0.0, 1.0, 1.0)
     cases: list[tuple[Any, str]] = [
         (lambda: categorical_grpc_submitter(grr, options=["a"], confidence=0.9, method="wald"),
          r"need k=3 option names, got 1"),

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from google.protobuf.message import Message
 from hypothesis import strategies as st
 
-from deniable.shared._wire import MECHANISMS_FOR, VALUE_FOR
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.aggregator.server import _fuzz_strategies as fs
 from tests.aggregator.server._fuzz_env import Env, survey_request
@@ -48,7 +47,7 @@ def _flaw(draw: st.DrawFn, env: Env, batch: Batch, flaw: str) -> pb.Report | Non
     target = draw(st.sampled_from(env.targets["open"]))
     report = target.report(next(env.ids), draw(st.integers(0, 39)))
     kind = str(target.question.mechanism.WhichOneof("kind"))
-    if flaw == "finite-number" and kind in MECHANISMS_FOR["numeric"]:
+    if flaw == "finite-number" and kind in fs.MECHANISMS_FOR["numeric"]:
         report.number, batch.unsure = draw(st.floats(allow_nan=False, allow_infinity=False)), True
         return report
     if flaw in ("closed", "enrolled"):
@@ -78,7 +77,7 @@ def _flaw(draw: st.DrawFn, env: Env, batch: Batch, flaw: str) -> pb.Report | Non
     batch.refused = True
     if flaw == "wrong-member" or (flaw == "out-of-domain" and kind == "randomized_response"):
         report.ClearField("value")
-        report.MergeFrom(pb.Report(**draw(fs.wrong_members(VALUE_FOR[kind]))))
+        report.MergeFrom(pb.Report(**draw(fs.wrong_members(fs.VALUE_FOR[kind]))))
     elif flaw == "out-of-domain":
         report.ClearField("value")
         report.MergeFrom(pb.Report(**draw(fs.out_of_domain(kind))))

@@ -15,8 +15,7 @@ from google.protobuf.message import DecodeError, Message
 
 from deniable.aggregator.server._lifecycle import RunningServer, start_server
 from deniable.aggregator.storage import open_storage
-from deniable.client._values import perturbed_values
-from deniable.shared._wire import question_spec
+from deniable.shared.mechanisms import mechanism_of
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.aggregator.server import _fuzz_strategies as fs
 from tests.conftest import ADMIN_TOKEN
@@ -202,7 +201,8 @@ def targets_of(survey: pb.Survey, seed: int) -> list[Target]:
             if kind == "categorical"
             else rng.uniform(question.numeric.min, question.numeric.max, 40)
         )
-        values = perturbed_values(question_spec(question), truths, rng)
+        mechanism = mechanism_of(question)
+        values = mechanism.encode(mechanism.perturb_many(truths, rng))
         targets.append(Target(survey.id, question, values))
     return targets
 

@@ -10,10 +10,12 @@ from typing import Any, TypeVar
 import grpc
 from hypothesis import strategies as st
 
-from deniable.shared._categorical import categorical_spec
-from deniable.shared._numeric import numeric_spec
-from deniable.shared._rr import RandomizedResponseSpec
-from deniable.shared._wire import MECHANISMS_FOR, mechanism_message
+from deniable.shared.mechanisms import RandomizedResponse, mechanisms_for, registered
+from deniable.shared.questions import (
+    categorical_mechanism,
+    numeric_mechanism,
+    question_types,
+)
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 Code = grpc.StatusCode
@@ -41,7 +43,13 @@ ALLOWED: dict[str, frozenset[Code]] = {
     }.items()
 }
 T = TypeVar("T")
-VALUE_MEMBERS = ("bit", "option", "bits", "hashed", "number")
+VALUE_MEMBERS = tuple(f.name for f in pb.Report.DESCRIPTOR.oneofs_by_name["value"].fields)
+# The mechanisms (``Mechanism.kind``) each kind of question admits, and each mechanism's
+# report value (``Report.value``), from the registry.
+MECHANISMS_FOR: dict[str, tuple[str, ...]] = {
+    kind: tuple(cls.name for cls in mechanisms_for(kind)) for kind in question_types()
+}
+VALUE_FOR: dict[str, str] = {name: cls.value_field for name, cls in registered().items()}
 
 # --- scalars -------------------------------------------------------------------------------
 
@@ -105,14 +113,14 @@ def printable(max_size: int) -> st.SearchStrategy[str]:
 # --- survey specs --------------------------------------------------------------------------
 
 VALID_MECHANISMS: dict[str, list[pb.Mechanism]] = {
-    "binary": [mechanism_message(RandomizedResponseSpec(a)) for a in (0.5, 0.25)],
+    "binary": [RandomizedResponse(a).to_message() for a in (0.5, 0.25)],
     "categorical": [
-        mechanism_message(categorical_spec("grr", 5, alpha=0.5)),
-        mechanism_message(categorical_spec("oue", 5, epsilon=1.0)),
-        mechanism_message(categorical_spec("olh", 5, epsilon=2.0)),
+        categorical_mechanism("grr", 5, alpha=0.5).to_message(),
+        categorical_mechanism("oue", 5, epsilon=1.0).to_message(),
+        categorical_mechanism("olh", 5, epsilon=2.0).to_message(),
     ],
     "numeric": [
-        mechanism_message(numeric_spec(kind, 0.0, 40.0, 1.0))
+        numeric_mechanism(kind, 0.0, 40.0, 1.0).to_message()
         for kind in ("laplace", "duchi", "piecewise", "hybrid")
     ],
 }
@@ -135,6 +143,14 @@ _PARAMETERS: dict[str, tuple[type[Any], dict[str, st.SearchStrategy[Any]]]] = {
             "center_cells": uint64s,
             "outer_cells": uint64s,
             "grid_bits": uint32s,
+        },
+    ),
+    # A mechanism by registry name: unknown names, built-ins' names, odd parameters.
+    "registered": (
+        pb.RegisteredMechanism,
+        {
+            "name": st.one_of(st.sampled_from(["", "grr", "oue", "randomized_response"]), strings),
+            "parameters": st.dictionaries(st.text(max_size=12), doubles, max_size=3),
         },
     ),
 }
@@ -280,6 +296,7 @@ def wrong_members(draw: st.DrawFn, expected: str) -> dict[str, Any]:
         "bits": st.binary(max_size=3),
         "hashed": st.builds(pb.HashedOption, a=st.integers(0, 9), b=st.integers(0, 9)),
         "number": doubles,
+        "encoded": st.binary(max_size=8),
     }[member]
     return {member: draw(value)}
 

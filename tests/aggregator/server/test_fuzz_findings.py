@@ -82,7 +82,7 @@ def test_confidence_just_below_one_is_refused_naming_it(env: Env, index: int) ->
 
 EXTREME: dict[str, tuple[Message, pb.Mechanism, str]] = {
     # A finite but wide range: one valid Laplace report at its clamp 2^43 put the mean's
-    # x = lo + (hi - lo)(t + 1)/2 beyond the float range (aggregator/_mean.py).
+    # x = lo + (hi - lo)(t + 1)/2 beyond the float range (now shared/mechanisms/_mean.py).
     "wide-range": (
         pb.NumericQuestion(min=-1e300, max=1e300),
         pb.Mechanism(laplace=pb.NumericLaplace(epsilon=1.0, grid_bits=10)),
@@ -94,7 +94,8 @@ EXTREME: dict[str, tuple[Message, pb.Mechanism, str]] = {
         pb.Mechanism(duchi=pb.Duchi(bound=1.7976931348623157e308)),
         "questions[0].mechanism: epsilon 1.112536929253601e-308 of duchi",
     ),
-    # Epsilon about 1e-300: the debiased frequencies were not finite (aggregator/_frequency.py).
+    # Epsilon about 1e-300: the debiased frequencies were not finite
+    # (now shared/mechanisms/_frequency_estimate.py).
     "grr-alpha": (
         pb.CategoricalQuestion(options=["a", "b"]),
         pb.Mechanism(grr=pb.GeneralizedRandomizedResponse(alpha=1e-300)),
@@ -116,8 +117,8 @@ EXTREME: dict[str, tuple[Message, pb.Mechanism, str]] = {
 
 @pytest.mark.parametrize("case", sorted(EXTREME))
 def test_extreme_mechanisms_are_refused_at_creation(env: Env, case: str) -> None:
-    # Fixed (aggregator/_questions.py): every mechanism's exact epsilon must be at least
-    # 0.001 and a numeric range within +-1e15, so that every estimate stays finite.
+    # Fixed (shared/questions: check_question): every mechanism's exact epsilon must be at
+    # least 0.001 and a numeric range within +-1e15, so that every estimate stays finite.
     kind, mechanism, message = EXTREME[case]
     question = pb.Question(id="q", text="t", mechanism=mechanism)
     field = {pb.NumericQuestion: "numeric", pb.CategoricalQuestion: "categorical"}

@@ -19,8 +19,7 @@ from google.protobuf.message import Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deniable.aggregator.analysis._intervals import MAX_CONFIDENCE
-from deniable.shared._wire import MECHANISMS_FOR
+from deniable.shared.stats._intervals import MAX_CONFIDENCE
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.aggregator.server import _fuzz_strategies as fs
 from tests.aggregator.server import _fuzz_wire as fw
@@ -80,7 +79,7 @@ def certainly_invalid(request: pb.CreateSurveyRequest) -> bool:
         kind, mechanism = question.WhichOneof("kind"), question.mechanism.WhichOneof("kind")
         if not QUESTION_ID.fullmatch(question.id) or kind is None or mechanism is None:
             return True
-        if mechanism not in MECHANISMS_FOR[kind]:
+        if mechanism not in fs.MECHANISMS_FOR[kind]:
             return True
         doubles = [
             v

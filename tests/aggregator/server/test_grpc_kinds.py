@@ -10,45 +10,53 @@ import grpc
 import numpy as np
 import pytest
 
-from deniable.aggregator.analysis._frequency import estimate_frequencies
-from deniable.aggregator.analysis._intervals import MAX_CONFIDENCE
-from deniable.aggregator.analysis._mean import estimate_mean_from_reports
-from deniable.aggregator.analysis._questions import (
+from deniable.client._remote import AggregatorClient, RemoteError
+from deniable.shared.mechanisms import (
+    DuchiMechanism,
+    FrequencyOracle,
+    GeneralizedRandomizedResponse,
+    HybridMechanism,
+    LaplaceMechanism,
+    Mechanism,
+    OlhReports,
+    OptimizedLocalHashing,
+    OptimizedUnaryEncoding,
+    PiecewiseMechanism,
+    RandomizedResponse,
+    estimate_frequencies,
+    mechanism_of,
+)
+from deniable.shared.mechanisms._mean import estimate_mean_from_reports
+from deniable.shared.questions import (
     MAX_NUMERIC_BOUND,
     MIN_SURVEY_EPSILON,
+    categorical_mechanism,
     check_question,
+    numeric_mechanism,
+    question_type,
 )
-from deniable.aggregator.analysis._support import support_counts
-from deniable.client._categorical import OlhReports
-from deniable.client._remote import AggregatorClient, RemoteError
-from deniable.client._values import perturbed_values
-from deniable.shared._categorical import GrrSpec, OlhSpec, OueSpec, categorical_spec
-from deniable.shared._frequency_oracle import CategoricalSpec
-from deniable.shared._numeric import DuchiSpec, HybridSpec, LaplaceSpec, PiecewiseSpec, numeric_spec
-from deniable.shared._rr import RandomizedResponseSpec
-from deniable.shared._wire import Spec, mechanism_message, question_spec
-from deniable.shared.errors import InvalidArgument
+from deniable.shared.stats._intervals import MAX_CONFIDENCE
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 Code = grpc.StatusCode
 OPTIONS = ["iOS", "Android", "MacOS", "Windows", "Linux"]
 
 
-def categorical(qid: str, spec: Spec) -> pb.Question:
+def categorical(qid: str, spec: Mechanism) -> pb.Question:
     return pb.Question(
         id=qid,
         text="Which OS?",
         categorical=pb.CategoricalQuestion(options=OPTIONS),
-        mechanism=mechanism_message(spec),
+        mechanism=spec.to_message(),
     )
 
 
-def numeric(qid: str, spec: Spec, lo: float = 0.0, hi: float = 40.0) -> pb.Question:
+def numeric(qid: str, spec: Mechanism, lo: float = 0.0, hi: float = 40.0) -> pb.Question:
     return pb.Question(
         id=qid,
         text="Hours?",
         numeric=pb.NumericQuestion(min=lo, max=hi),
-        mechanism=mechanism_message(spec),
+        mechanism=spec.to_message(),
     )
 
 
@@ -67,32 +75,32 @@ def reports_for(survey: pb.Survey, qid: str, values: list[dict[str, Any]]) -> li
 
 
 CATEGORICAL = [
-    categorical_spec("grr", 5, alpha=0.5),
-    categorical_spec("oue", 5, epsilon=1.0),
-    categorical_spec("olh", 5, epsilon=2.0),
+    categorical_mechanism("grr", 5, alpha=0.5),
+    categorical_mechanism("oue", 5, epsilon=1.0),
+    categorical_mechanism("olh", 5, epsilon=2.0),
 ]
 NUMERIC = [
-    numeric_spec(kind, 0.0, 40.0, 1.0) for kind in ("laplace", "duchi", "piecewise", "hybrid")
+    numeric_mechanism(kind, 0.0, 40.0, 1.0) for kind in ("laplace", "duchi", "piecewise", "hybrid")
 ]
 
 
-@pytest.mark.parametrize("spec", CATEGORICAL, ids=lambda s: s.kind)
+@pytest.mark.parametrize("spec", CATEGORICAL, ids=lambda s: s.name)
 def test_categorical_estimate_equals_the_library(
-    admin: AggregatorClient, anonymous: AggregatorClient, spec: Spec
+    admin: AggregatorClient, anonymous: AggregatorClient, spec: Mechanism
 ) -> None:
     survey = admin.create_survey("OS", [categorical("os", spec)])
     stored = survey.questions[0]
-    assert question_spec(stored) == spec
+    assert mechanism_of(stored) == spec
     assert stored.privacy.epsilon == spec.epsilon
     assert stored.privacy.explanation == spec.explain()
     rng = np.random.default_rng(11)
     truths = rng.choice(5, size=600, p=[0.1, 0.4, 0.2, 0.2, 0.1])
-    values = perturbed_values(spec, truths, rng)
+    values = spec.encode(spec.perturb_many(truths, rng))
     assert anonymous.submit_reports(reports_for(survey, "os", values)).stored == 600
     got = anonymous.get_estimate(survey.id, "os", confidence=0.9)
-    if spec.kind == "grr":
+    if spec.name == "grr":
         raw: Any = np.array([v["option"] for v in values])
-    elif spec.kind == "oue":
+    elif spec.name == "oue":
         raw = np.array([np.unpackbits(np.frombuffer(v["bits"], np.uint8), bitorder="little")[:5]
                         for v in values]).astype(bool)  # fmt: skip
     else:
@@ -102,10 +110,10 @@ def test_categorical_estimate_equals_the_library(
             np.array([h.b for h in hashed], np.uint64),
             np.array([h.value for h in hashed], np.int64),
         )
-    assert isinstance(spec, CategoricalSpec)
-    counts = support_counts(spec, raw)
+    assert isinstance(spec, FrequencyOracle)
+    counts = spec.support_counts(raw)
     want = estimate_frequencies(counts, 600, spec, 0.9)
-    assert (got.n, got.mechanism, got.epsilon) == (600, spec.kind, spec.epsilon)
+    assert (got.n, got.mechanism, got.epsilon) == (600, spec.name, spec.epsilon)
     assert [o.option for o in got.options] == OPTIONS
     assert [o.support for o in got.options] == counts.tolist()
     assert [o.estimate_raw for o in got.options] == list(want.estimate_raw)
@@ -116,20 +124,20 @@ def test_categorical_estimate_equals_the_library(
     assert math.isclose(sum(o.estimate for o in got.options), 1.0)
 
 
-@pytest.mark.parametrize("spec", NUMERIC, ids=lambda s: s.kind)
+@pytest.mark.parametrize("spec", NUMERIC, ids=lambda s: s.name)
 def test_numeric_estimate_equals_the_library(
-    admin: AggregatorClient, anonymous: AggregatorClient, spec: Spec
+    admin: AggregatorClient, anonymous: AggregatorClient, spec: Mechanism
 ) -> None:
     survey = admin.create_survey("Hours", [numeric("h", spec)])
-    assert question_spec(survey.questions[0]) == spec
+    assert mechanism_of(survey.questions[0]) == spec
     rng = np.random.default_rng(12)
     truths = rng.uniform(0, 40, size=400)
-    values = perturbed_values(spec, truths, rng)
+    values = spec.encode(spec.perturb_many(truths, rng))
     anonymous.submit_reports(reports_for(survey, "h", values[:150]))
     anonymous.submit_reports(reports_for(survey, "h", values))  # a resend plus the rest
     got = anonymous.get_estimate(survey.id, "h")
     want = estimate_mean_from_reports(spec, [v["number"] for v in values])  # type: ignore[arg-type]
-    assert (got.n, got.mechanism, got.method) == (400, spec.kind, "t")
+    assert (got.n, got.mechanism, got.method) == (400, spec.name, "t")
     assert got.estimate == want.estimate
     assert got.estimate_raw == want.estimate_raw
     assert (got.ci_low, got.ci_high) == (want.ci_low, want.ci_high)
@@ -147,9 +155,9 @@ def rejected(call: Callable[[], object]) -> RemoteError:
     ("question", "message"),
     [
         (pb.Question(id="q", text="t", categorical=pb.CategoricalQuestion(options=["a"]),
-                     mechanism=mechanism_message(CATEGORICAL[0])), "options: need 2..1024"),
+                     mechanism=CATEGORICAL[0].to_message()), "options: need 2..1024"),
         (pb.Question(id="q", text="t", categorical=pb.CategoricalQuestion(options=["a", "a"]),
-                     mechanism=mechanism_message(categorical_spec("grr", 2, alpha=0.5))),
+                     mechanism=categorical_mechanism("grr", 2, alpha=0.5).to_message()),
          "options[1]: duplicate option 'a'"),
         (categorical("q", NUMERIC[0]), "mechanism: laplace does not apply to a categorical"),
         (pb.Question(id="q", text="t", categorical=pb.CategoricalQuestion(options=OPTIONS),
@@ -162,7 +170,7 @@ def rejected(call: Callable[[], object]) -> RemoteError:
         (pb.Question(id="q", text="t", numeric=pb.NumericQuestion(min=0, max=1),
                      mechanism=pb.Mechanism(duchi=pb.Duchi(bound=math.nan))),
          "questions[0].mechanism.duchi.bound"),
-        (categorical("q", categorical_spec("oue", 5, epsilon=1e-4)),
+        (categorical("q", categorical_mechanism("oue", 5, epsilon=1e-4)),
          "questions[0].mechanism: epsilon 9.99"),
         (numeric("q", NUMERIC[0], lo=-1e300, hi=1e300),
          "questions[0].numeric.min: -1e+300 is beyond ±1e+15"),
@@ -174,14 +182,14 @@ def test_invalid_questions_are_rejected(
     admin: AggregatorClient, question: pb.Question, message: str
 ) -> None:
     error = rejected(lambda: admin.create_survey("Bad", [question]))
-    assert error.code == Code.INVALID_ARGUMENT
+    assert error.status == Code.INVALID_ARGUMENT
     assert message in error.details
     assert admin.list_surveys(include_closed=True) == []
 
 
 @pytest.fixture
 def mixed(admin: AggregatorClient) -> pb.Survey:
-    questions = [categorical(spec.kind, spec) for spec in CATEGORICAL]
+    questions = [categorical(spec.name, spec) for spec in CATEGORICAL]
     questions.append(numeric("duchi", NUMERIC[1]))
     return admin.create_survey("Mixed", questions)
 
@@ -210,13 +218,13 @@ def test_bad_values_reject_the_batch_and_store_nothing(
     field: str,
     message: str,
 ) -> None:
-    spec = question_spec(next(q for q in mixed.questions if q.id == qid))
-    good = perturbed_values(spec, [0 if qid != "duchi" else 1.0], np.random.default_rng(1))
+    spec = mechanism_of(next(q for q in mixed.questions if q.id == qid))
+    good = spec.encode(spec.perturb_many([0 if qid != "duchi" else 1.0], np.random.default_rng(1)))
     bad = reports_for(mixed, qid, [*good, value])
     if "missing" in message:
         bad = bad[1:]
     error = rejected(lambda: anonymous.submit_reports(bad))
-    assert error.code == Code.INVALID_ARGUMENT
+    assert error.status == Code.INVALID_ARGUMENT
     assert f"{field}: {message}" in error.details
     assert anonymous.get_survey(mixed.id).reports == 0
 
@@ -225,9 +233,9 @@ def test_a_report_with_another_questions_mechanism_fails_the_precondition(
     anonymous: AggregatorClient, mixed: pb.Survey
 ) -> None:
     (report,) = reports_for(mixed, "grr", [{"option": 1}])
-    report.mechanism.CopyFrom(mechanism_message(categorical_spec("grr", 5, alpha=0.25)))
+    report.mechanism.CopyFrom(categorical_mechanism("grr", 5, alpha=0.25).to_message())
     error = rejected(lambda: anonymous.submit_reports([report]))
-    assert error.code == Code.FAILED_PRECONDITION
+    assert error.status == Code.FAILED_PRECONDITION
     assert "reports[0].mechanism: grr (alpha 0.25) differs from the survey's grr (alpha 0.5)" in (
         error.details
     )
@@ -237,44 +245,46 @@ def test_a_report_with_another_questions_mechanism_fails_the_precondition(
 
 # Each mechanism as a function of one float parameter, that parameter certified at
 # ε = 0.001 (from_epsilon), and the directions in which it raises and lowers ε.
-BOUNDARY: dict[str, tuple[Callable[[float], Spec], float, float, float]] = {
+BOUNDARY: dict[str, tuple[Callable[[float], Mechanism], float, float, float]] = {
     "randomized_response": (
-        RandomizedResponseSpec,
-        RandomizedResponseSpec.from_epsilon(MIN_SURVEY_EPSILON).alpha,
+        RandomizedResponse,
+        RandomizedResponse.from_epsilon(MIN_SURVEY_EPSILON).alpha,
         1.0,
         0.0,
     ),
     "grr": (
-        lambda alpha: GrrSpec(5, alpha),
-        GrrSpec.from_epsilon(5, MIN_SURVEY_EPSILON).alpha,
+        lambda alpha: GeneralizedRandomizedResponse(5, alpha),
+        GeneralizedRandomizedResponse.from_epsilon(5, MIN_SURVEY_EPSILON).alpha,
         1.0,
         0.0,
     ),
     "olh": (
-        lambda alpha: OlhSpec(5, 2, alpha),
-        OlhSpec.from_epsilon(5, MIN_SURVEY_EPSILON).alpha,
+        lambda alpha: OptimizedLocalHashing(5, 2, alpha),
+        OptimizedLocalHashing.from_epsilon(5, MIN_SURVEY_EPSILON).alpha,
         1.0,
         0.0,
     ),
-    "oue": (lambda q: OueSpec(5, q), OueSpec.from_epsilon(5, MIN_SURVEY_EPSILON).q, 0.0, 0.5),
-    "laplace": (lambda eps: LaplaceSpec(0.0, 40.0, eps), MIN_SURVEY_EPSILON, math.inf, 0.0),
+    "oue": (
+        lambda q: OptimizedUnaryEncoding(5, q),
+        OptimizedUnaryEncoding.from_epsilon(5, MIN_SURVEY_EPSILON).q,
+        0.0,
+        0.5,
+    ),
+    "laplace": (lambda eps: LaplaceMechanism(0.0, 40.0, eps), MIN_SURVEY_EPSILON, math.inf, 0.0),
     "duchi": (
-        lambda bound: DuchiSpec(0.0, 40.0, bound),
-        DuchiSpec.from_epsilon(0.0, 40.0, MIN_SURVEY_EPSILON).bound,
+        lambda bound: DuchiMechanism(0.0, 40.0, bound),
+        DuchiMechanism.from_epsilon(0.0, 40.0, MIN_SURVEY_EPSILON).bound,
         1.0,
         math.inf,
     ),
 }
 
 
-def question_for(spec: Spec, lo: float = 0.0, hi: float = 40.0) -> pb.Question:
-    if isinstance(spec, RandomizedResponseSpec):
-        return pb.Question(
-            id="q", text="t", binary=pb.BinaryQuestion(), mechanism=mechanism_message(spec)
-        )
-    return (
-        categorical("q", spec) if isinstance(spec, CategoricalSpec) else numeric("q", spec, lo, hi)
-    )
+def question_for(spec: Mechanism) -> pb.Question:
+    """A question ``q`` with ``spec``: its kind, the OPTIONS or the mechanism's range."""
+    question = question_type(spec.question_type).question_for(spec, OPTIONS)
+    question.id, question.text = "q", "t"
+    return question
 
 
 @pytest.mark.parametrize("kind", sorted(BOUNDARY))
@@ -285,26 +295,25 @@ def test_the_smallest_parameter_reaching_the_minimum_epsilon_is_accepted(kind: s
     while build(math.nextafter(x, less)).epsilon >= MIN_SURVEY_EPSILON:
         x = math.nextafter(x, less)
     at, below = build(x), build(math.nextafter(x, less))
-    spec, privacy = check_question(question_for(at), "questions[0]")
+    spec = check_question(question_for(at), "questions[0]")
     assert spec == at
-    assert privacy.epsilon == at.epsilon >= MIN_SURVEY_EPSILON
-    with pytest.raises(InvalidArgument) as refused:
+    assert spec.epsilon == at.epsilon >= MIN_SURVEY_EPSILON
+    with pytest.raises(ValueError, match=r"^questions\[0\]\.mechanism: epsilon ") as refused:
         check_question(question_for(below), "questions[0]")
-    assert refused.value.code == "INVALID_ARGUMENT"
-    assert refused.value.message.startswith(
+    assert str(refused.value).startswith(
         f"questions[0].mechanism: epsilon {below.epsilon!r} of {kind} ("
     )
-    assert "is below the minimum 0.001" in refused.value.message
+    assert "is below the minimum 0.001" in str(refused.value)
 
 
 @pytest.mark.parametrize("kind", ["piecewise", "hybrid"])
 def test_grid_mechanisms_at_the_minimum_epsilon(kind: str) -> None:
     # Piecewise certifies about 1e-6 below the request; Hybrid there is pure Duchi.
-    accepted = numeric_spec(kind, 0.0, 40.0, MIN_SURVEY_EPSILON * (1 + 1e-5))
-    assert check_question(question_for(accepted), "q")[1].epsilon == accepted.epsilon
-    below = numeric_spec(kind, 0.0, 40.0, math.nextafter(MIN_SURVEY_EPSILON, 0.0))
+    accepted = numeric_mechanism(kind, 0.0, 40.0, MIN_SURVEY_EPSILON * (1 + 1e-5))
+    assert check_question(question_for(accepted), "q").epsilon == accepted.epsilon
+    below = numeric_mechanism(kind, 0.0, 40.0, math.nextafter(MIN_SURVEY_EPSILON, 0.0))
     assert below.epsilon < MIN_SURVEY_EPSILON
-    with pytest.raises(InvalidArgument, match=r"^q\.mechanism: epsilon .* below the minimum"):
+    with pytest.raises(ValueError, match=r"^q\.mechanism: epsilon .* below the minimum"):
         check_question(question_for(below), "q")
 
 
@@ -322,14 +331,14 @@ def test_a_numeric_range_may_reach_but_not_pass_the_bound(
     lo: float, hi: float, field: str | None
 ) -> None:
     for spec in NUMERIC:
-        wide = numeric_spec(spec.kind, lo, hi, 1.0)
+        wide = numeric_mechanism(spec.name, lo, hi, 1.0)
         if field is None:
-            check_question(question_for(wide, lo, hi), "questions[2]")
+            check_question(question_for(wide), "questions[2]")
             continue
-        with pytest.raises(InvalidArgument) as refused:
-            check_question(question_for(wide, lo, hi), "questions[2]")
+        with pytest.raises(ValueError, match=r"^questions\[2\]\.numeric\.") as refused:
+            check_question(question_for(wide), "questions[2]")
         value = lo if field == "min" else hi
-        assert refused.value.message == (
+        assert str(refused.value) == (
             f"questions[2].numeric.{field}: {value!r} is beyond ±1e+15, the largest magnitude "
             "of a numeric question's range"
         )
@@ -340,32 +349,34 @@ def test_estimates_at_the_extremes_that_are_accepted_are_finite(
 ) -> None:
     # The widest range, the smallest epsilon and the highest confidence, with reports at
     # the mechanisms' largest values: every figure of every estimate is finite.
-    specs: list[Spec] = [
-        *(numeric_spec(k, -MAX_NUMERIC_BOUND, MAX_NUMERIC_BOUND, MIN_SURVEY_EPSILON)
+    specs: list[Mechanism] = [
+        *(numeric_mechanism(k, -MAX_NUMERIC_BOUND, MAX_NUMERIC_BOUND, MIN_SURVEY_EPSILON)
           for k in ("laplace", "duchi", "hybrid")),
-        numeric_spec("piecewise", -MAX_NUMERIC_BOUND, MAX_NUMERIC_BOUND, 1.001e-3),
-        *(categorical_spec(k, 5, MIN_SURVEY_EPSILON) for k in ("grr", "olh")),
-        OlhSpec(5, 2**32 - 1, 2.5e-13),  # the largest hash range: the smallest p* - q*
-        categorical_spec("oue", 5, 1.001e-3),
-        RandomizedResponseSpec.from_epsilon(MIN_SURVEY_EPSILON),
+        numeric_mechanism("piecewise", -MAX_NUMERIC_BOUND, MAX_NUMERIC_BOUND, 1.001e-3),
+        *(categorical_mechanism(k, 5, MIN_SURVEY_EPSILON) for k in ("grr", "olh")),
+        OptimizedLocalHashing(5, 2**32 - 1, 2.5e-13),  # the largest hash range: smallest p* - q*
+        categorical_mechanism("oue", 5, 1.001e-3),
+        RandomizedResponse.from_epsilon(MIN_SURVEY_EPSILON),
     ]  # fmt: skip
     questions = []
     for i, spec in enumerate(specs):
-        question = question_for(spec, -MAX_NUMERIC_BOUND, MAX_NUMERIC_BOUND)
+        question = question_for(spec)
         question.id = f"q{i}"
         questions.append(question)
     survey = admin.create_survey("Extremes", questions)
     reports = []
     for question, spec in zip(survey.questions, specs, strict=True):
-        if isinstance(spec, RandomizedResponseSpec):
+        if isinstance(spec, RandomizedResponse):
             values: list[dict[str, Any]] = [{"bit": True}, {"bit": True}]
-        elif isinstance(spec, GrrSpec):
+        elif isinstance(spec, GeneralizedRandomizedResponse):
             values = [{"option": 0}, {"option": 0}]
-        elif isinstance(spec, OlhSpec):
+        elif isinstance(spec, OptimizedLocalHashing):
             values = [{"hashed": pb.HashedOption(a=1, b=0, value=0)}] * 2
-        elif isinstance(spec, OueSpec):
+        elif isinstance(spec, OptimizedUnaryEncoding):
             values = [{"bits": b"\x01"}] * 2
-        elif isinstance(spec, LaplaceSpec | DuchiSpec | PiecewiseSpec | HybridSpec):
+        elif isinstance(
+            spec, LaplaceMechanism | DuchiMechanism | PiecewiseMechanism | HybridMechanism
+        ):
             values = [{"number": spec.bound}] * 2  # the largest report
         else:
             raise AssertionError(spec)

@@ -12,14 +12,14 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from deniable.aggregator import estimate_proportion
-from deniable.aggregator.analysis._intervals import MAX_CONFIDENCE, METHODS
-from deniable.aggregator.analysis._questions import MIN_SURVEY_EPSILON
 from deniable.aggregator.server._lifecycle import RunningServer, start_server
 from deniable.aggregator.server._servicer import MAX_DETAILS
 from deniable.aggregator.storage import open_storage
 from deniable.client._remote import AggregatorClient, RemoteError
-from deniable.shared import RandomizedResponseSpec
+from deniable.shared import RandomizedResponse
 from deniable.shared.errors import InvalidArgument, shown
+from deniable.shared.questions import MIN_SURVEY_EPSILON
+from deniable.shared.stats._intervals import MAX_CONFIDENCE, METHODS
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from deniable.shared.wire.v1 import aggregator_pb2_grpc
 from tests.conftest import ADMIN_TOKEN, binary_question
@@ -92,7 +92,7 @@ def test_invalid_survey_is_rejected_and_nothing_is_stored(
 ) -> None:
     with pytest.raises(RemoteError) as caught:
         admin.create_survey(title, questions)
-    assert caught.value.code == Code.INVALID_ARGUMENT
+    assert caught.value.status == Code.INVALID_ARGUMENT
     assert message in caught.value.details
     assert admin.list_surveys(include_closed=True) == []
 
@@ -104,10 +104,10 @@ def test_admin_calls_need_the_token(
         with AggregatorClient(server.address, admin_token=token, attempts=1) as client:
             with pytest.raises(RemoteError) as caught:
                 client.create_survey("Sneaky", [binary_question()])
-            assert caught.value.code == Code.UNAUTHENTICATED
+            assert caught.value.status == Code.UNAUTHENTICATED
             with pytest.raises(RemoteError) as closing:
                 client.close_survey(survey.id)
-            assert closing.value.code == Code.UNAUTHENTICATED
+            assert closing.value.status == Code.UNAUTHENTICATED
     assert [s.id for s in anonymous.list_surveys(include_closed=True)] == [survey.id]
     assert anonymous.get_survey(survey.id).state == pb.SURVEY_STATE_OPEN
 
@@ -148,7 +148,7 @@ def test_unknown_survey_is_not_found(
     for call in (anonymous.get_survey, admin.close_survey):
         with pytest.raises(RemoteError) as caught:
             call(survey_id)
-        assert caught.value.code == Code.NOT_FOUND
+        assert caught.value.status == Code.NOT_FOUND
         assert "unknown survey" in caught.value.details
 
 
@@ -234,7 +234,7 @@ def test_one_malformed_report_rejects_the_whole_batch(
     reports[2] = corrupt(reports[2], field)
     with pytest.raises(RemoteError) as caught:
         anonymous.submit_reports(reports)
-    assert caught.value.code == code
+    assert caught.value.status == code
     assert message in caught.value.details
     assert stored_count(anonymous, survey.id) == 0
 
@@ -251,18 +251,18 @@ def test_rule_violations_name_the_report_and_store_nothing(
     unknown_survey = make_reports(survey, [True] * 3)
     unknown_survey[1].survey_id = "0123456789abcdef"
     error = rejected(unknown_survey)
-    assert (error.code, error.details) == (
+    assert (error.status, error.details) == (
         Code.NOT_FOUND, "reports[1].survey_id: unknown survey '0123456789abcdef'"
     )  # fmt: skip
     unknown_question = make_reports(survey, [True] * 3)
     unknown_question[2].question_id = "nope"
     error = rejected(unknown_question)
-    assert error.code == Code.NOT_FOUND
+    assert error.status == Code.NOT_FOUND
     assert error.details.startswith("reports[2].question_id:")
     mismatch = make_reports(survey, [True] * 3)
     mismatch[1].mechanism.randomized_response.alpha = 0.9
     error = rejected(mismatch)
-    assert error.code == Code.FAILED_PRECONDITION
+    assert error.status == Code.FAILED_PRECONDITION
     assert (
         "reports[1].mechanism: randomized_response (alpha 0.9) differs from the survey's "
         "randomized_response (alpha 0.5)"
@@ -271,7 +271,7 @@ def test_rule_violations_name_the_report_and_store_nothing(
     conflicting[1].report_id = conflicting[0].report_id
     conflicting[1].bit = False
     error = rejected(conflicting)
-    assert (error.code, error.details.startswith("reports[1].report_id:")) == (
+    assert (error.status, error.details.startswith("reports[1].report_id:")) == (
         Code.INVALID_ARGUMENT, True
     )  # fmt: skip
     assert stored_count(anonymous, survey.id) == 0
@@ -281,13 +281,13 @@ def test_rule_violations_name_the_report_and_store_nothing(
     changed[2].report_id = good[0].report_id
     changed[2].bit = False
     error = rejected(changed)
-    assert error.code == Code.ALREADY_EXISTS
+    assert error.status == Code.ALREADY_EXISTS
     assert "reports[2].report_id" in error.details
     assert stored_count(anonymous, survey.id) == 3
     # Closed survey: FAILED_PRECONDITION, nothing stored.
     admin.close_survey(survey.id)
     error = rejected(make_reports(survey, [True], prefix="late"))
-    assert error.code == Code.FAILED_PRECONDITION
+    assert error.status == Code.FAILED_PRECONDITION
     assert "is closed" in error.details
     assert stored_count(anonymous, survey.id) == 3
 
@@ -297,12 +297,12 @@ def test_batch_limits(
 ) -> None:
     with pytest.raises(RemoteError) as empty:
         anonymous.submit_reports([])
-    assert empty.value.code == Code.INVALID_ARGUMENT
+    assert empty.value.status == Code.INVALID_ARGUMENT
     assert "at least one report" in empty.value.details
     too_many = make_reports(survey, [True] * (server.service.max_batch + 1))
     with pytest.raises(RemoteError) as caught:
         anonymous.submit_reports(too_many)
-    assert caught.value.code == Code.RESOURCE_EXHAUSTED
+    assert caught.value.status == Code.RESOURCE_EXHAUSTED
     assert "batch of 10001 exceeds the limit of 10000" in caught.value.details
     assert stored_count(anonymous, survey.id) == 0
     full = make_reports(survey, [False] * server.service.max_batch)
@@ -347,7 +347,7 @@ def test_estimate_errors(anonymous: AggregatorClient, survey: pb.Survey) -> None
             anonymous.submit_reports(make_reports(survey, [True], prefix=f"e{len(kwargs)}"))
         with pytest.raises(RemoteError) as caught:
             anonymous.get_estimate(*args, **kwargs)
-        assert caught.value.code == code, (args, kwargs)
+        assert caught.value.status == code, (args, kwargs)
         assert message in caught.value.details
 
 
@@ -365,7 +365,7 @@ def test_confidence_up_to_the_bound_is_accepted_and_above_it_refused(
     for level in (math.nextafter(MAX_CONFIDENCE, 1.0), 1 - 2**-53, 1.0, math.nan, -5e-324):
         with pytest.raises(RemoteError) as caught:
             anonymous.get_estimate(survey.id, "cheated", level, method)
-        assert caught.value.code == Code.INVALID_ARGUMENT
+        assert caught.value.status == Code.INVALID_ARGUMENT
         assert caught.value.details == (
             f"confidence: must be in (0, 0.999999999] (at most 1 - 1e-9), got {level!r}"
         )
@@ -374,8 +374,8 @@ def test_confidence_up_to_the_bound_is_accepted_and_above_it_refused(
 @pytest.mark.parametrize(
     ("alpha", "accepted"),
     [
-        (RandomizedResponseSpec.from_epsilon(MIN_SURVEY_EPSILON).alpha, True),
-        (math.nextafter(RandomizedResponseSpec.from_epsilon(MIN_SURVEY_EPSILON).alpha, 0), False),
+        (RandomizedResponse.from_epsilon(MIN_SURVEY_EPSILON).alpha, True),
+        (math.nextafter(RandomizedResponse.from_epsilon(MIN_SURVEY_EPSILON).alpha, 0), False),
         (5e-324, False),
         (1 - 2**-53, True),  # the largest alpha below 1: epsilon = ln(2^54 - 1), about 37.4
     ],
@@ -383,11 +383,11 @@ def test_confidence_up_to_the_bound_is_accepted_and_above_it_refused(
 def test_yes_no_alpha_from_the_minimum_epsilon_to_just_below_one(
     admin: AggregatorClient, alpha: float, accepted: bool
 ) -> None:
-    spec = RandomizedResponseSpec(alpha)
+    spec = RandomizedResponse(alpha)
     if not accepted:
         with pytest.raises(RemoteError) as caught:
             admin.create_survey("T", [binary_question(alpha=alpha)])
-        assert caught.value.code == Code.INVALID_ARGUMENT
+        assert caught.value.status == Code.INVALID_ARGUMENT
         assert caught.value.details.startswith(
             f"questions[0].mechanism: epsilon {spec.epsilon!r} of randomized_response "
             f"(alpha {alpha!r}) is below the minimum 0.001"
@@ -453,7 +453,7 @@ def test_unreachable_server_is_retried_then_unavailable() -> None:
         pytest.raises(RemoteError) as caught,
     ):
         client.list_surveys()
-    assert caught.value.code == Code.UNAVAILABLE
+    assert caught.value.status == Code.UNAVAILABLE
     assert caught.value.attempts == 3
     assert waits == [0.01, 0.02]
 
@@ -473,7 +473,7 @@ def test_a_huge_error_message_is_cut_and_keeps_its_status(
     monkeypatch.setattr(server.service, "get_survey", refuse)
     with pytest.raises(RemoteError) as refused:
         anonymous.get_survey("abc")
-    assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert refused.value.status == grpc.StatusCode.INVALID_ARGUMENT
     assert refused.value.details.startswith("survey_id: xxx")
     assert refused.value.details.endswith("... (message cut)")
     assert len(refused.value.details) <= MAX_DETAILS

@@ -17,7 +17,7 @@ from deniable.aggregator.server._servicer import AggregatorServicer
 from deniable.aggregator.storage import Submission, SubmitOutcome
 from deniable.aggregator.storage._sqlite import SqliteStorage
 from deniable.client._remote import AggregatorClient, RemoteError
-from deniable.client._tls import CHANNEL_KEEPALIVE, MAX_MESSAGE_BYTES
+from deniable.shared.transport import CHANNEL_KEEPALIVE, MAX_MESSAGE_BYTES
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.conftest import ADMIN_TOKEN, binary_question
 
@@ -102,7 +102,7 @@ def test_batch_over_max_batch_is_refused_and_stores_nothing(running: RunningServ
     with AggregatorClient(running.address, attempts=1) as client:
         with pytest.raises(RemoteError) as caught:
             client.submit_reports(batch(survey, "big", 6).reports)
-        assert caught.value.code == Code.RESOURCE_EXHAUSTED
+        assert caught.value.status == Code.RESOURCE_EXHAUSTED
         assert "batch of 6 exceeds the limit of 5" in caught.value.details
         assert stored(running, survey) == 0
         assert client.submit_reports(batch(survey, "ok", 5).reports).stored == 5
@@ -119,7 +119,7 @@ def test_message_over_max_message_bytes_is_refused_and_stores_nothing(
     with AggregatorClient(running.address, attempts=1) as client:
         with pytest.raises(RemoteError) as caught:
             client.submit_reports(big.reports)
-        assert caught.value.code == Code.RESOURCE_EXHAUSTED
+        assert caught.value.status == Code.RESOURCE_EXHAUSTED
         assert stored(running, survey) == 0
         small = batch(survey, "small", 3)
         assert small.ByteSize() < 4096

@@ -32,7 +32,7 @@ def create(admin: AggregatorClient, min_reports: int) -> pb.Survey:
 def gated(client: AggregatorClient, survey_id: str, qid: str) -> str:
     with pytest.raises(RemoteError) as raised:
         client.get_estimate(survey_id, qid)
-    assert raised.value.code == grpc.StatusCode.FAILED_PRECONDITION
+    assert raised.value.status == grpc.StatusCode.FAILED_PRECONDITION
     return raised.value.details
 
 
@@ -65,7 +65,7 @@ def test_min_reports_bounds(admin: AggregatorClient) -> None:
     assert create(admin, 10**9).min_reports == 10**9
     with pytest.raises(RemoteError) as raised:
         create(admin, 10**9 + 1)
-    assert raised.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert raised.value.status == grpc.StatusCode.INVALID_ARGUMENT
     assert raised.value.details == "min_reports: must be 0..1,000,000,000, got 1000000001"
     assert len(admin.list_surveys(include_closed=True)) == 1  # nothing stored
 

@@ -22,7 +22,7 @@ from deniable.aggregator.server._tls import (
 )
 from deniable.aggregator.storage import open_storage
 from deniable.client._remote import AggregatorClient, RemoteError
-from deniable.client._tls import TlsConfig, load_client_tls
+from deniable.shared.transport import TlsConfig, load_client_tls
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests._certs import Pki, make_pki
 from tests.conftest import ADMIN_TOKEN, binary_question
@@ -98,7 +98,7 @@ def test_who_may_connect_and_store(
             else:
                 with pytest.raises(RemoteError) as caught:
                     peer.submit_reports(reports(survey, client))
-                assert caught.value.code == Code.UNAVAILABLE
+                assert caught.value.status == Code.UNAVAILABLE
         with AggregatorClient(running.address, tls=trusted, attempts=1) as admin:
             assert admin.get_survey(survey.id).reports == (3 if accepted else 0)
 
@@ -112,7 +112,7 @@ def test_tls_client_cannot_talk_to_a_plaintext_server(
         pytest.raises(RemoteError) as caught,
     ):
         client.list_surveys()
-    assert caught.value.code == Code.UNAVAILABLE
+    assert caught.value.status == Code.UNAVAILABLE
     assert anonymous.list_surveys() == []  # the server itself is fine
 
 

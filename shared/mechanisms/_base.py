@@ -1,0 +1,271 @@
+"""The interface every local mechanism implements: privacy map, perturbation, wire, estimate."""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from deniable.shared._exact import exp_at_least, tightest_epsilon
+from deniable.shared._validate import as_count, as_real
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
+
+__all__ = ["Estimate", "Mechanism", "ReportValueError", "Tally", "add_sums"]
+
+
+def add_sums(sums: Sequence[int], delta: Sequence[int]) -> tuple[int, ...]:
+    """Element-wise sum of two tallies' sums, the shorter padded with zeros.
+
+    Example:
+        >>> add_sums((1, 2), [3, 4, 5])
+        (4, 6, 5)
+    """
+    length = max(len(sums), len(delta))
+    padded = [*sums, *[0] * (length - len(sums))]
+    return tuple(total + (delta[i] if i < len(delta) else 0) for i, total in enumerate(padded))
+
+
+@dataclass(frozen=True)
+class Tally:
+    """A question's sufficient statistic: ``n`` reports and the exact integer sums they add.
+
+    Tallies of disjoint sets of reports merge by addition, in any order (running tallies,
+    several daemons, parallel simulation). ``sums`` is empty until the first report.
+
+    Example:
+        >>> Tally(2, (1,)).merge(Tally(3, (2,)))
+        Tally(n=5, sums=(3,))
+    """
+
+    n: int
+    sums: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        as_count("n", self.n)
+
+    @property
+    def ones(self) -> int:
+        """The first sum, or 0: the yes count of a yes/no question."""
+        return self.sums[0] if self.sums else 0
+
+    def merge(self, other: Tally) -> Tally:
+        """The tally of both sets of reports."""
+        return Tally(self.n + other.n, add_sums(self.sums, other.sums))
+
+    def plus(self, n: int, sums: Sequence[int]) -> Tally:
+        """This tally plus ``n`` more reports that add ``sums``."""
+        return Tally(self.n + n, add_sums(self.sums, sums))
+
+
+class ReportValueError(ValueError):
+    """A report value outside the mechanism's output domain: which row, which field, why."""
+
+    def __init__(self, row: int, field: str, message: str) -> None:
+        super().__init__(f"row {row}: {field}: {message}")
+        self.row = row
+        self.field = field
+        self.message = message
+
+
+class Estimate(Protocol):
+    """What a mechanism's estimator returns: frozen, with the wire contract's field names."""
+
+    @property
+    def n(self) -> int:
+        """The number of reports the estimate is from."""
+        ...  # pragma: no cover
+
+    def wire_fields(self, question: pb.Question) -> dict[str, Any]:
+        """The ``Estimate`` message's fields (``options`` for a vector of shares).
+
+        Everything but the survey, question and mechanism names, which the caller adds.
+        """
+        ...  # pragma: no cover
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a JSON-ready dict (apart from non-finite floats)."""
+        ...  # pragma: no cover
+
+
+class Mechanism(ABC):
+    """A local randomizer for one question type, validated once, with its exact privacy map.
+
+    Subclasses are frozen dataclasses whose fields are the mechanism's parameters, checked
+    at construction. A mechanism knows everything both sides need about itself:
+
+    - privacy: the worst-case likelihood ratio as an exact rational, ε rounded up to a
+      float (never understated), δ (0: every mechanism here is pure ε-LDP against the
+      operator who sees the reports), and a plain-language explanation for participants;
+    - the participant's side: :meth:`perturb` randomizes true answers with the OS CSPRNG
+      (a seeded generator only in simulations and tests) and :meth:`encode` turns reports
+      into the wire's ``Report.value``;
+    - the aggregator's side: :meth:`decode` validates a column of received values,
+      :meth:`tally` reduces reports to integer sums that merge by addition, and
+      :meth:`estimate` turns a tally into an estimate with intervals;
+    - planning: :meth:`estimate_variance`, the variance of the estimate from n participants.
+
+    Class attributes: ``name`` (the registry key; for a built-in mechanism also its field
+    in the wire's ``Mechanism`` oneof, else carried in ``RegisteredMechanism.name``),
+    ``question_type`` (``binary``, ``categorical`` or ``numeric``: the ``Question`` kind it
+    answers) and ``value_field`` (the ``Report.value`` field its reports use).
+    """
+
+    name: ClassVar[str]
+    title: ClassVar[str] = ""
+    """A short human name, e.g. "optimized unary encoding" (default: the name)."""
+    question_type: ClassVar[str]
+    value_field: ClassVar[str]
+
+    epsilon: float
+    """Exact ε = ln(privacy_ratio), rounded up to the next float; inf without privacy.
+
+    Set once at construction (:meth:`_set_epsilon`), or a parameter of its own where the
+    ratio is e^ε exactly (local Laplace).
+    """
+
+    # --- privacy --------------------------------------------------------------------------
+
+    @property
+    @abstractmethod
+    def privacy_ratio(self) -> Fraction | None:
+        """Max of P(y | x)/P(y | x') over reports and answers, exactly; None if unbounded."""
+
+    def _set_epsilon(self) -> None:
+        """Compute ε from the validated parameters (called by ``__post_init__``).
+
+        Stored in the instance's ``__dict__`` directly: frozen dataclasses refuse attribute
+        assignment, and a subclass may still define ``epsilon`` as a property.
+        """
+        self.__dict__["epsilon"] = tightest_epsilon(self.privacy_ratio)
+
+    @property
+    def delta(self) -> float:
+        """δ of the (ε, δ) guarantee: 0, pure ε-local differential privacy."""
+        return 0.0
+
+    @property
+    def is_private(self) -> bool:
+        """False only when the privacy ratio is unbounded (ε = inf)."""
+        return self.privacy_ratio is not None
+
+    def certifies(self, epsilon: float) -> bool:
+        """Whether the mechanism is ε-LDP for this ``epsilon``, decided exactly."""
+        return exp_at_least(as_real("epsilon", epsilon), self.privacy_ratio)
+
+    @abstractmethod
+    def explain(self) -> str:
+        """One plain-language sentence for participants about what their report reveals."""
+
+    @abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """The parameters and privacy figures, JSON-ready, with ``mechanism`` its name."""
+
+    # --- wire -----------------------------------------------------------------------------
+
+    @abstractmethod
+    def parameters(self) -> dict[str, float]:
+        """The mechanism's own parameters as carried on the wire (fields, or named numbers)."""
+
+    @classmethod
+    @abstractmethod
+    def from_question(cls, question: pb.Question) -> Mechanism:
+        """The mechanism a question carries (its domain and parameters), validated.
+
+        Raises:
+            ValueError: a parameter is invalid; the message starts with its name.
+        """
+
+    def to_message(self) -> pb.Mechanism:
+        """The wire form: the built-in message of that name, or a ``RegisteredMechanism``."""
+        if self.name in pb.Mechanism.DESCRIPTOR.fields_by_name:
+            field = pb.Mechanism.DESCRIPTOR.fields_by_name[self.name]
+            assert field.message_type is not None  # every Mechanism.kind field is a message
+            message = getattr(pb, field.message_type.name)(**self.parameters())
+            return pb.Mechanism(**{self.name: message})
+        return pb.Mechanism(
+            registered=pb.RegisteredMechanism(name=self.name, parameters=self.parameters())
+        )
+
+    # --- the participant's side -----------------------------------------------------------
+
+    @abstractmethod
+    def perturb_many(self, truths: ArrayLike, rng: np.random.Generator | None = None) -> Any:
+        """Randomized reports for an array of true answers (OS CSPRNG unless ``rng``).
+
+        Each mechanism also has ``perturb`` for one answer. The reports' form is the
+        mechanism's own (booleans, option indices, bit rows, hashed triples, numbers); it
+        is the form :meth:`encode` and :meth:`tally` take.
+
+        Raises:
+            ValueError, TypeError: a true answer outside the question's domain (named).
+        """
+
+    @abstractmethod
+    def encode(self, reports: Any) -> list[dict[str, Any]]:
+        """Each report as ``Report`` keyword arguments: ``{value_field: value}``."""
+
+    def show_value(self, report: pb.Report) -> str:
+        """A report's randomized value in words, for the participant's review."""
+        value = getattr(report, self.value_field)
+        return value.hex() if isinstance(value, bytes) else repr(value)
+
+    def summary_value(self, report: pb.Report) -> Any:
+        """A report's randomized value for JSON output (bytes as hex)."""
+        value = getattr(report, self.value_field)
+        return value.hex() if isinstance(value, bytes) else value
+
+    # --- the aggregator's side ------------------------------------------------------------
+
+    @abstractmethod
+    def decode(self, values: Any) -> Any:
+        """Validate a column of received values (the decoder's form for ``value_field``).
+
+        Returns the reports in the form :meth:`tally` takes, indexable by a row mask.
+
+        Raises:
+            ReportValueError: the first value outside the mechanism's output domain.
+        """
+
+    def read(self, value_field: str | None, values: Any) -> Any:
+        """Decode a group of received reports that carry ``value_field`` (:meth:`decode`).
+
+        Raises:
+            ReportValueError: the reports carry another value field (row 0), or a value is
+                outside the output domain.
+        """
+        if value_field != self.value_field:
+            field = self.value_field
+            raise ReportValueError(0, field, f"missing ({self.name} reports carry {field})")
+        return self.decode(values)
+
+    @abstractmethod
+    def tally(self, reports: Any) -> list[int]:
+        """What these reports add to the question's running sums (exact integers)."""
+
+    @abstractmethod
+    def estimate(
+        self, tally: Tally, confidence: float = 0.95, method: str = "clopper-pearson"
+    ) -> Estimate:
+        """The estimate, with its interval, from a tally of at least one report."""
+
+    # --- planning -------------------------------------------------------------------------
+
+    @abstractmethod
+    def estimate_variance(self, n: int, share: float | None = None) -> float:
+        """Variance of the estimate from n i.i.d. participants (population estimand).
+
+        For shares, at a true share ``share`` or the worst share when None; for means,
+        the worst distribution on the range (``share`` does not apply).
+        """
+
+    def margin(self, n: int, confidence: float, share: float | None = None) -> float:
+        """Normal-approximation half-width z·sqrt(estimate_variance(n))."""
+        from deniable.shared.stats import normal_quantile
+
+        return normal_quantile(confidence) * math.sqrt(self.estimate_variance(n, share))

@@ -1,0 +1,230 @@
+"""Debiased option frequencies from support counts: intervals, simplex projection, coverage."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from deniable.shared._validate import as_count, check_confidence
+from deniable.shared.stats import (
+    Estimand,
+    binomial_interval,
+    check_estimand,
+    check_method,
+    project_to_simplex,
+)
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
+
+if TYPE_CHECKING:
+    from deniable.shared.mechanisms._frequency_oracle import FrequencyOracle
+
+__all__ = [
+    "FrequencyEstimate",
+    "estimate_frequencies",
+    "exact_frequency_coverage",
+    "frequency_arrays",
+]
+
+_TAIL = 1e-16  # binomial mass left out on each side when summing the pmf
+
+
+@dataclass(frozen=True)
+class FrequencyEstimate:
+    """Estimated share of each option from n multiple-choice reports.
+
+    Tuples hold one entry per option 0..k−1.
+
+    Attributes:
+        n: number of reports.
+        k: number of options.
+        estimate: ``estimate_raw`` projected onto the simplex (non-negative, sums to 1).
+        estimate_raw: unbiased f̂_v = (C_v/n − q*)/(p* − q*); may fall outside [0, 1].
+        std_error: estimated standard error of each raw estimate for the estimand.
+        ci_low: lower confidence bound for each share (per option, not simultaneous).
+        ci_high: upper confidence bound for each share.
+        support_counts: C_v, the number of reports that support option v.
+        method: interval method (see ``deniable.shared.stats.METHODS``).
+        confidence: nominal confidence level of each interval.
+        estimand: what the intervals cover (see ``deniable.shared.stats.ESTIMANDS``).
+        mechanism: the mechanism's name (``grr``, ``oue``, ``olh``, ...).
+        epsilon: the mechanism's exact ε.
+        alpha: the keep-probability α of GRR and OLH (0 for mechanisms without one).
+    """
+
+    n: int
+    k: int
+    estimate: tuple[float, ...]
+    estimate_raw: tuple[float, ...]
+    std_error: tuple[float, ...]
+    ci_low: tuple[float, ...]
+    ci_high: tuple[float, ...]
+    support_counts: tuple[int, ...]
+    method: str
+    confidence: float
+    estimand: str
+    mechanism: str
+    epsilon: float
+    alpha: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain dict (tuples become lists)."""
+        return {
+            name: list(value) if isinstance(value, tuple) else value
+            for name, value in asdict(self).items()
+        }
+
+    def wire_fields(self, question: pb.Question) -> dict[str, Any]:
+        """``Estimate`` fields: one ``OptionEstimate`` per option, named as in the question."""
+        names = list(question.categorical.options) or [str(v) for v in range(self.k)]
+        options = [
+            pb.OptionEstimate(
+                option=name,
+                estimate=self.estimate[i],
+                estimate_raw=self.estimate_raw[i],
+                ci_low=self.ci_low[i],
+                ci_high=self.ci_high[i],
+                std_error=self.std_error[i],
+                support=self.support_counts[i],
+            )
+            for i, name in enumerate(names)
+        ]
+        return {
+            "n": self.n,
+            "confidence": self.confidence,
+            "method": self.method,
+            "estimand": self.estimand,
+            "epsilon": self.epsilon,
+            "alpha": self.alpha,
+            "mechanism": self.mechanism,
+            "options": options,
+        }
+
+
+def frequency_arrays(
+    counts: ArrayLike,
+    n: int,
+    spec: FrequencyOracle,
+    confidence: float,
+    method: str,
+    estimand: Estimand,
+) -> dict[str, NDArray[np.float64]]:
+    """Vectorized core of :func:`estimate_frequencies`, one entry per count (unvalidated).
+
+    Each support count is C_v ~ Binomial(n, λ_v) with λ_v = q* + f_v(p* − q*) when the
+    participants are i.i.d. (for OLH, up to the 2^−61 bias of q*). The binomial interval
+    for λ_v is mapped through f = (λ − q*)/(p* − q*), which is increasing, and clipped to
+    [0, 1]; so the interval for f_v has exactly the coverage of the one for λ_v
+    (Clopper–Pearson: at least nominal for every n and f_v).
+    """
+    c = np.asarray(counts, dtype=np.float64)
+    q, gap = spec.q_star, spec.p_star - spec.q_star
+    raw = (c / n - q) / gap
+    lam_low, lam_high = binomial_interval(c, n, confidence, method)
+    variance = spec.variance_unchecked(np.clip(raw, 0.0, 1.0), n, estimand)
+    return {
+        "estimate_raw": raw,
+        "std_error": np.sqrt(variance),
+        "ci_low": np.clip((lam_low - q) / gap, 0.0, 1.0),
+        "ci_high": np.clip((lam_high - q) / gap, 0.0, 1.0),
+    }
+
+
+def estimate_frequencies(
+    support_counts: ArrayLike,
+    n: int,
+    spec: FrequencyOracle,
+    confidence: float = 0.95,
+    estimand: Estimand = "population",
+    method: str = "clopper-pearson",
+) -> FrequencyEstimate:
+    """Estimate every option's share from support counts C_v of n reports.
+
+    Args:
+        support_counts: length-k counts C_v (GRR: reports per option; OUE: column sums;
+            OLH: reports whose hash of v equals their value), each in [0, n].
+        n: number of reports, at least 1.
+        spec: the mechanism the reports came from.
+        confidence: nominal confidence level of each per-option interval.
+        estimand: ``population`` (participants i.i.d. from a population, the default) or
+            ``respondents`` (shares among exactly these n people). The interval is the same
+            binomial interval for both; the standard error differs by f(1−f)/n.
+        method: ``clopper-pearson`` (default; coverage at least nominal), ``wilson``,
+            ``wald`` or ``chebyshev``, applied to the support rate C_v/n.
+
+    Returns:
+        A frozen :class:`FrequencyEstimate` with raw estimates, standard errors and intervals,
+        and the raw estimates projected onto the simplex.
+
+    Example:
+        >>> from deniable.shared.mechanisms import GeneralizedRandomizedResponse
+        >>> grr = GeneralizedRandomizedResponse(k=3, alpha=0.5)
+        >>> est = estimate_frequencies([10, 5, 5], 20, grr)
+        >>> [round(f, 4) for f in est.estimate_raw]
+        [0.6667, 0.1667, 0.1667]
+    """
+    from deniable.shared.mechanisms._frequency_oracle import FrequencyOracle
+
+    if not isinstance(spec, FrequencyOracle):  # a caller's argument, not a dispatch
+        raise TypeError(f"spec must be a frequency oracle, got {type(spec).__name__}")
+    count = as_count("n", n, minimum=1)
+    counts = _check_counts(support_counts, count, spec)
+    level = check_confidence(confidence)
+    check_method(method)
+    which = check_estimand(estimand)
+    arrays = frequency_arrays(counts, count, spec, level, method, which)
+    return FrequencyEstimate(
+        n=count,
+        k=spec.k,
+        estimate=tuple(project_to_simplex(arrays["estimate_raw"]).tolist()),
+        **{name: tuple(values.tolist()) for name, values in arrays.items()},
+        support_counts=tuple(counts.tolist()),
+        method=method,
+        confidence=level,
+        estimand=which,
+        mechanism=spec.name,
+        epsilon=spec.epsilon,
+        alpha=float(getattr(spec, "alpha", 0.0)),
+    )
+
+
+def _check_counts(support_counts: ArrayLike, n: int, spec: FrequencyOracle) -> NDArray[np.int64]:
+    counts = np.asarray(support_counts)
+    if counts.shape != (spec.k,):
+        raise ValueError(f"support_counts must have length k={spec.k}, got shape {counts.shape}")
+    if counts.dtype.kind not in "iu":
+        raise TypeError(f"support_counts must be integers, got dtype {counts.dtype}")
+    bad = np.flatnonzero((counts < 0) | (counts > n))
+    if bad.size:
+        raise ValueError(
+            f"support_counts must be in [0, n={n}], got {counts[bad[0]].item()} "
+            f"for option {int(bad[0])}"
+        )
+    if spec.one_option_per_report and int(counts.sum()) != n:
+        raise ValueError(
+            f"{spec.name} support counts are reports per option and must sum to n={n}, "
+            f"got {int(counts.sum())}"
+        )
+    return counts.astype(np.int64)
+
+
+def exact_frequency_coverage(
+    n: int, share: float, spec: FrequencyOracle, confidence: float, method: str
+) -> float:
+    """P(interval for option v contains f), summing the pmf of C_v ~ Binomial(n, λ).
+
+    With i.i.d. participants, λ = q* + f(p* − q*) for every frequency oracle (for OLH q* =
+    1/g is within 2^−61 of the true value). The pmf is summed where it exceeds 1e-16 in
+    either tail.
+    """
+    from scipy import stats  # imported here: scipy.stats adds ~0.8 s to every CLI start
+
+    lam = spec.q_star + share * (spec.p_star - spec.q_star)
+    low = max(int(stats.binom.ppf(_TAIL, n, lam)) - 1, 0)
+    high = min(int(stats.binom.isf(_TAIL, n, lam)) + 1, n)
+    y = np.arange(low, high + 1)
+    arrays = frequency_arrays(y, n, spec, confidence, method, "population")
+    covered = (arrays["ci_low"] <= share) & (share <= arrays["ci_high"])
+    return float(np.sum(stats.binom.pmf(y[covered], n, lam)))

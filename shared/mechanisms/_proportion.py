@@ -1,0 +1,147 @@
+"""Debiased yes/no estimates with confidence intervals that state what they cover."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from deniable.shared._validate import as_count, check_confidence
+from deniable.shared.stats import Estimand, binomial_interval, check_estimand, check_method
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
+
+if TYPE_CHECKING:
+    from deniable.shared.mechanisms.randomized_response import RandomizedResponse
+
+__all__ = ["ProportionEstimate", "estimate_proportion", "proportion_arrays"]
+
+
+@dataclass(frozen=True)
+class ProportionEstimate:
+    """An estimate of the true yes-share from n randomized reports.
+
+    Field names match the wire contract and every ``--json`` output.
+
+    Attributes:
+        n: number of reports.
+        estimate: post-processed estimate, ``estimate_raw`` clipped to [0, 1].
+        estimate_raw: unbiased estimate p̂ = (Y/n − (1−α)/2)/α; may fall outside [0, 1].
+        std_error: estimated standard error of ``estimate_raw`` for the estimand.
+        ci_low: lower confidence bound, in [0, 1].
+        ci_high: upper confidence bound, in [0, 1].
+        method: interval method (see ``deniable.shared.stats.METHODS``).
+        confidence: nominal confidence level of the interval.
+        estimand: what the interval covers (see ``deniable.shared.stats.ESTIMANDS``).
+        alpha: the mechanism's keep-probability.
+        epsilon: the mechanism's exact ε = ln((1+α)/(1−α)).
+        epsilon_approx: 2α, the textbook approximation (it understates ε).
+    """
+
+    n: int
+    estimate: float
+    estimate_raw: float
+    std_error: float
+    ci_low: float
+    ci_high: float
+    method: str
+    confidence: float
+    estimand: str
+    alpha: float
+    epsilon: float
+    epsilon_approx: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain dict (JSON-ready apart from ε = inf when α = 1)."""
+        return asdict(self)
+
+    def wire_fields(self, question: pb.Question) -> dict[str, Any]:
+        """``Estimate`` fields: exactly these (the service adds the mechanism's name)."""
+        return self.to_dict()
+
+
+def proportion_arrays(
+    ones: ArrayLike,
+    n: int,
+    spec: RandomizedResponse,
+    confidence: float,
+    method: str,
+    estimand: Estimand,
+) -> dict[str, NDArray[np.float64]]:
+    """Vectorized core of :func:`estimate_proportion`: one estimate per entry of ``ones``.
+
+    Arguments are assumed validated. The interval is computed for the report rate λ and
+    mapped through p = (λ − (1−α)/2)/α, then clipped to [0, 1]; this keeps the coverage of
+    the λ interval because the map is monotone and the true p lies in [0, 1].
+    """
+    y = np.asarray(ones, dtype=np.float64)
+    raw = spec.debias(y / n)
+    clipped = np.clip(raw, 0.0, 1.0)
+    lam_low, lam_high = binomial_interval(y, n, confidence, method)
+    a2 = spec.alpha * spec.alpha
+    if estimand == "population":
+        # Plug in the clipped estimate: λ stays inside [(1−α)/2, (1+α)/2], so the standard
+        # error is not reported as 0 when every report happens to agree.
+        lam = spec.report_probability(clipped)
+        variance = lam * (1.0 - lam) / (a2 * n)
+    else:
+        variance = np.full_like(y, (1.0 - a2) / (4.0 * a2 * n))
+    return {
+        "estimate": clipped,
+        "estimate_raw": raw,
+        "std_error": np.sqrt(variance),
+        "ci_low": np.clip(spec.debias(lam_low), 0.0, 1.0),
+        "ci_high": np.clip(spec.debias(lam_high), 0.0, 1.0),
+    }
+
+
+def estimate_proportion(
+    ones: int,
+    n: int,
+    alpha: float,
+    confidence: float = 0.95,
+    method: str = "clopper-pearson",
+    estimand: Estimand = "population",
+) -> ProportionEstimate:
+    """Estimate the true yes-share from ``ones`` yes-reports among ``n`` randomized reports.
+
+    Args:
+        ones: number of reports that say yes (Y).
+        n: number of reports, at least 1.
+        alpha: keep-probability α of the randomized response the reports came from.
+        confidence: nominal confidence level, strictly between 0 and 1.
+        method: ``clopper-pearson`` (default, never below nominal), ``wilson``, ``wald``
+            or ``chebyshev``.
+        estimand: ``population`` (default: participants i.i.d. from a population) or
+            ``respondents`` (the share among exactly these n respondents). The interval is
+            the same binomial interval for both; the standard error differs.
+
+    Returns:
+        A frozen :class:`ProportionEstimate`.
+
+    Example:
+        >>> estimate_proportion(9, 18, alpha=0.5).estimate_raw
+        0.5
+    """
+    count = as_count("n", n, minimum=1)
+    yes = as_count("ones", ones)
+    if yes > count:
+        raise ValueError(f"ones must be <= n, got ones={yes} > n={count}")
+    from deniable.shared.mechanisms.randomized_response import RandomizedResponse
+
+    spec = RandomizedResponse(alpha)
+    level = check_confidence(confidence)
+    check_method(method)
+    check_estimand(estimand)
+    arrays = proportion_arrays(np.array([yes]), count, spec, level, method, estimand)
+    return ProportionEstimate(
+        n=count,
+        **{name: float(values[0]) for name, values in arrays.items()},
+        method=method,
+        confidence=level,
+        estimand=estimand,
+        alpha=spec.alpha,
+        epsilon=spec.epsilon,
+        epsilon_approx=spec.epsilon_approx,
+    )

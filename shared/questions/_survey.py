@@ -1,0 +1,82 @@
+"""A survey's questions: built from a spec, and checked against the surveys' limits."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from deniable.shared.mechanisms import Mechanism, mechanism_of
+from deniable.shared.questions._base import QuestionType, question_type, question_types
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
+
+__all__ = ["check_question", "question_from_spec"]
+
+COMMON_KEYS = frozenset({"id", "text", "type"})
+
+
+def check_question(question: pb.Question, where: str) -> Mechanism:
+    """Validate a question's kind, domain and mechanism against the surveys' limits.
+
+    Returns the question's mechanism: valid, private, with ε at least the surveys' minimum.
+
+    Raises:
+        ValueError: naming the field under ``where`` (e.g. ``questions[0].mechanism``).
+    """
+    kind = question.WhichOneof("kind")
+    if kind is None:
+        kinds = list(question_types())
+        raise ValueError(f"{where}.kind: missing ({', '.join(kinds[:-1])} or {kinds[-1]})")
+    qtype = question_type(kind)
+    qtype.check(question, where)
+    try:
+        mechanism = mechanism_of(question)
+    except ValueError as error:
+        raise ValueError(f"{where}.{error}") from None
+    QuestionType.check_epsilon(mechanism, where, question.mechanism)
+    return mechanism
+
+
+def question_from_spec(item: object, where: str) -> tuple[pb.Question, Mechanism]:
+    """A question and its mechanism from one entry of a survey spec (JSON).
+
+    The entry has ``id``, ``text``, ``type`` (default ``binary``) and the type's keys: its
+    domain (``options``, or ``min`` and ``max``), ``epsilon`` or, where the type has one,
+    ``alpha``, and optionally ``mechanism`` (default ``auto``). The question is checked
+    against the surveys' limits, as the daemon will.
+
+    Raises:
+        ValueError: naming the entry (``where``) and the key or field.
+    """
+    if not isinstance(item, Mapping):
+        raise ValueError(f"{where}: must be an object")
+    kind = item.get("type", "binary")
+    types = question_types()
+    if kind not in types:
+        raise ValueError(f"{where}.type: expected one of {', '.join(types)}, got {kind!r}")
+    qtype = types[kind]
+    extra = set(item) - COMMON_KEYS - qtype.spec_keys
+    if extra:
+        raise ValueError(f"{where}: unknown keys for a {kind} question {sorted(extra)}")
+    question = pb.Question(id=str(item.get("id", "")), text=str(item.get("text", "")))
+    try:
+        mechanism = _mechanism(qtype, question, item)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{where}: {error}") from None
+    question.mechanism.CopyFrom(mechanism.to_message())
+    qtype.check(question, where)
+    QuestionType.check_epsilon(mechanism, where, question.mechanism)
+    return question, mechanism
+
+
+def _mechanism(qtype: QuestionType, question: pb.Question, item: Mapping[str, Any]) -> Mechanism:
+    if qtype.alpha_mechanism is not None:
+        if ("alpha" in item) == ("epsilon" in item):
+            raise ValueError("give exactly one of 'alpha' or 'epsilon'")
+    elif "epsilon" not in item:
+        raise ValueError("'epsilon' is required")
+    getattr(question, qtype.name).CopyFrom(qtype.domain(item))
+    name = item.get("mechanism", "auto")
+    if not isinstance(name, str):
+        raise ValueError(f"'mechanism' must be a name, got {name!r}")
+    args = qtype.domain_args(question)
+    return qtype.build(name, *args, epsilon=item.get("epsilon"), alpha=item.get("alpha"))

@@ -1,0 +1,29 @@
+"""Statistics both sides use: binomial intervals, estimands, the simplex projection.
+
+scipy is imported inside the functions that need it (interval quantiles), so that the
+participant's install and start-up never load it.
+"""
+
+from __future__ import annotations
+
+from deniable.shared.stats._estimands import ESTIMANDS, Estimand, check_estimand
+from deniable.shared.stats._intervals import (
+    MAX_CONFIDENCE,
+    METHODS,
+    binomial_interval,
+    check_method,
+    normal_quantile,
+)
+from deniable.shared.stats._simplex import project_to_simplex
+
+__all__ = [
+    "ESTIMANDS",
+    "MAX_CONFIDENCE",
+    "METHODS",
+    "Estimand",
+    "binomial_interval",
+    "check_estimand",
+    "check_method",
+    "normal_quantile",
+    "project_to_simplex",
+]

@@ -1,0 +1,28 @@
+"""What both sides need of gRPC: channels and TLS, and statuses (click options: ``.options``)."""
+
+from __future__ import annotations
+
+from deniable.shared.transport._status import RETRYABLE, RemoteError
+from deniable.shared.transport._tls import (
+    CHANNEL_KEEPALIVE,
+    MAX_MESSAGE_BYTES,
+    TlsConfig,
+    TlsError,
+    check_key_pair,
+    load_client_tls,
+    open_channel,
+    read_certificates,
+)
+
+__all__ = [
+    "CHANNEL_KEEPALIVE",
+    "MAX_MESSAGE_BYTES",
+    "RETRYABLE",
+    "RemoteError",
+    "TlsConfig",
+    "TlsError",
+    "check_key_pair",
+    "load_client_tls",
+    "open_channel",
+    "read_certificates",
+]

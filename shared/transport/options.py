@@ -1,0 +1,65 @@
+"""Command-line options both tools share: the aggregator's address and TLS files."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+import click
+
+from deniable.shared.errors import InvalidArgument
+from deniable.shared.transport import load_client_tls
+
+__all__ = ["SERVER", "check_server", "tls_options"]
+
+SERVER = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):([0-9]{1,5})")
+Command = TypeVar("Command", bound=Callable[..., Any])
+
+
+def check_server(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Accept ``HOST:PORT`` (or ``[IPv6]:PORT``) with a port in 1..65535 (a click callback)."""
+    if value is None:
+        return None
+    match = SERVER.fullmatch(value)
+    if not match or not 0 < int(match.group(2)) < 65536:
+        raise InvalidArgument(f"--server {value!r}: expected HOST:PORT, e.g. 127.0.0.1:50051")
+    return value
+
+
+_TLS_OPTIONS = (
+    ("--tls-ca", "DENIABLE_TLS_CA", "CA certificate(s) (PEM) that sign the aggregator's "
+     "certificate: connect over TLS and verify the aggregator."),
+    ("--tls-cert", "DENIABLE_TLS_CERT", "This client's certificate (PEM), for mutual TLS; "
+     "needs --tls-key. Without --tls-ca the system's CAs verify the aggregator."),
+    ("--tls-key", "DENIABLE_TLS_KEY", "The private key (PEM, unencrypted) of --tls-cert."),
+)  # fmt: skip
+
+
+def tls_options(command: Command) -> Command:
+    """``--tls-ca``, ``--tls-cert`` and ``--tls-key``, folded into one ``tls`` parameter.
+
+    The command receives ``tls``: the checked :class:`TlsConfig`, or None (plaintext) when
+    none of the three is given. Files are read before the command runs; one that cannot be
+    used raises :class:`TlsError` (invalid input, exit code 2) naming it.
+    """
+
+    @functools.wraps(command)
+    def with_tls(
+        *args: Any, tls_ca: Path | None, tls_cert: Path | None, tls_key: Path | None, **kw: Any
+    ) -> Any:
+        return command(*args, tls=load_client_tls(tls_ca, tls_cert, tls_key), **kw)
+
+    decorated: Callable[..., Any] = with_tls
+    for name, envvar, text in reversed(_TLS_OPTIONS):
+        decorated = click.option(
+            name,
+            type=click.Path(path_type=Path),
+            envvar=envvar,
+            show_envvar=True,
+            metavar="FILE",
+            help=text,
+        )(decorated)
+    return cast(Command, decorated)
