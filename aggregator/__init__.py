@@ -7,9 +7,10 @@ command that imports it.
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from deniable.shared._lazy import lazy_exports
 
 if importlib.util.find_spec("scipy") is None:  # pragma: no cover - only without the extra
     raise ImportError(
@@ -101,14 +102,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'deniable.aggregator' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
