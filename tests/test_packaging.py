@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -44,3 +45,12 @@ def test_the_wheel_installs_the_three_folders_under_deniable(tmp_path: Path) -> 
     scripts = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "deniable = deniable.client.cli:main" in scripts
     assert "deniable-aggregator = deniable.aggregator.cli:main" in scripts
+    metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
+    requires = [
+        line.removeprefix("Requires-Dist: ")
+        for line in zipfile.ZipFile(wheel).read(metadata).decode().splitlines()
+        if line.startswith("Requires-Dist: ")
+    ]
+    participant = sorted(re.split(r"[<>=!~ ;\[]", r)[0] for r in requires if "extra ==" not in r)
+    # A participant-only install: nothing the daemon or the analysis needs (scipy, ...).
+    assert participant == ["click", "grpcio", "numpy", "protobuf"]
