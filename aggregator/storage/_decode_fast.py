@@ -13,7 +13,9 @@ shapes) returns None and the exact path decides, naming the first bad report.
 
 from __future__ import annotations
 
+import binascii
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -60,6 +62,9 @@ class FastBatch:
     encode: Any
 
 
+Columns = Callable[[int, int], NDArray[np.uint8]]  # bytes [a, b) of every frame, in order
+
+
 def decode_fast(data: bytes, max_batch: int) -> FastBatch | None:
     """Decode a batch of canonical frames, or None when the exact path must decide."""
     if len(data) < 2 or data[0] != REPORTS_TAG:
@@ -70,26 +75,33 @@ def decode_fast(data: bytes, max_batch: int) -> FastBatch | None:
         rows = np.arange(len(frames))
         parts = _templates(rows, frames, MAX_TEMPLATES)  # the headers are part of the stem,
         if parts is not None:  # so matching frames start where the rows do
-            return _finish(data, rows * size, parts)
+            sizes = np.full(len(frames), size)
+            return _finish(data, rows * size, sizes, parts, lambda a, b: frames[:, a:b])
     split = _split(data, max_batch)
     if split is None:
         return None
-    starts, classes = split
+    starts, sizes, classes, columns = split
     parts = []
     for rows, frames in classes:
         found = _templates(rows, frames, MAX_TEMPLATES - len(parts))
         if found is None:
             return None
         parts.extend(found)
-    return _finish(data, starts, parts)
+    return _finish(data, starts, sizes, parts, columns)
 
 
-def _finish(data: bytes, starts: NDArray[np.intp], parts: list[_Part]) -> FastBatch | None:
+def _finish(
+    data: bytes,
+    starts: NDArray[np.intp],
+    sizes: NDArray[np.intp],
+    parts: list[_Part],
+    columns: Columns,
+) -> FastBatch | None:
     """Check the ids and values of the matched frames, and assemble the batch."""
     values = [read_values(part.frames, part.layout) for part in parts]
     if any(value is None for value in values):
         return None
-    checked = _report_ids(parts, len(starts))
+    checked = _report_ids(parts, len(starts), columns)
     if checked is None:
         return None
     report_ids, lower_hex = checked
@@ -97,12 +109,13 @@ def _finish(data: bytes, starts: NDArray[np.intp], parts: list[_Part]) -> FastBa
     if len(parts) == 1 and parts[0].layout.kind == "bit":
         bits = cast(NDArray[np.uint8], values[0])
         return _uniform(parts[0], report_ids, groups, bits, lower_hex)
-    ends = np.empty(len(starts), dtype=np.intp)
-    payload_starts = np.empty(len(starts), dtype=np.intp)
-    for part in parts:
-        size = part.frames.shape[1]
-        ends[part.rows] = starts[part.rows] + size
-        payload_starts[part.rows] = starts[part.rows] + part.layout.id_end
+    ends = starts + sizes
+    if len({part.layout.id_end for part in parts}) == 1:
+        payload_starts = starts + parts[0].layout.id_end
+    else:
+        payload_starts = np.empty(len(starts), dtype=np.intp)
+        for part in parts:
+            payload_starts[part.rows] = starts[part.rows] + part.layout.id_end
 
     def encode(selected: NDArray[np.intp]) -> bytes:
         if len(selected) == len(starts):
@@ -115,29 +128,92 @@ def _finish(data: bytes, starts: NDArray[np.intp], parts: list[_Part]) -> FastBa
 
 def _split(
     data: bytes, max_batch: int
-) -> tuple[NDArray[np.intp], list[tuple[NDArray[np.intp], NDArray[np.uint8]]]] | None:
-    """Frame starts, and the frames grouped by size as (request indices, byte matrix)."""
-    starts: list[int] = []
-    pos = 0
-    while pos < len(data):
-        if data[pos] != REPORTS_TAG or len(starts) == max_batch:
-            return None
-        size, _ = _frame_size(data, pos)
-        if not size:
-            return None
-        starts.append(pos)
-        pos += size
-    if pos != len(data):
-        return None
+) -> (
+    tuple[
+        NDArray[np.intp],
+        NDArray[np.intp],
+        list[tuple[NDArray[np.intp], NDArray[np.uint8]]],
+        Columns,
+    ]
+    | None
+):
+    """Frame starts and sizes, the frames grouped by size, and every frame's columns.
+
+    The groups are (request indices, byte matrix) pairs.
+    """
     buffer = np.frombuffer(data, dtype=np.uint8)
-    begin = np.asarray(starts, dtype=np.intp)
+    begin = _frame_starts(buffer, max_batch)
+    if begin is None:
+        return None
     sizes = np.diff(np.append(begin, len(data)))
+    widest = int(sizes.max())
+    padded = np.concatenate([buffer, np.zeros(widest, dtype=np.uint8)])
+    windows = np.lib.stride_tricks.as_strided(
+        padded, shape=(len(data), widest), strides=(1, 1), writeable=False
+    )  # row p: the bytes from p on; a frame is a row's first ``size`` bytes
     classes = []
     for size in np.unique(sizes).tolist():
         rows = np.flatnonzero(sizes == size)
-        frames = buffer[begin[rows][:, None] + np.arange(size)]
-        classes.append((rows, frames))
-    return begin, classes
+        classes.append((rows, np.ascontiguousarray(windows[begin[rows], :size])))
+    return begin, sizes, classes, lambda a, b: windows[begin + a, : b - a]
+
+
+def _frame_starts(buffer: NDArray[np.uint8], max_batch: int) -> NDArray[np.intp] | None:
+    """Where each frame starts, found without a loop over the frames.
+
+    A canonical report starts with its id field (tag 0x0A), so a frame starts with 0x0A,
+    its length as a varint, and 0x0A again. Every such position is a candidate, with the
+    position its frame would end at. The frames are the chain of candidates from 0 to
+    the end of the buffer: usually every candidate with a one-byte length (checked in one
+    comparison), else found by :func:`_chain`. Each link follows a frame's own length,
+    so a chain that ends exactly at the end of the buffer is the framing protobuf reads.
+    """
+    size = len(buffer)
+    if size < 4 or buffer[0] != REPORTS_TAG:
+        return None
+    starts = np.flatnonzero((buffer[:-2] == REPORTS_TAG) & (buffer[2:] == REPORTS_TAG))
+    lengths = buffer[starts + 1].astype(np.intp)
+    one_byte = lengths < 0x80
+    starts, ends = starts[one_byte], starts[one_byte] + 2 + lengths[one_byte]
+    if len(starts) and ends[-1] == size and (ends[:-1] == starts[1:]).all():
+        return starts if starts[0] == 0 and len(starts) <= max_batch else None
+    return _chain(buffer, max_batch)
+
+
+def _chain(buffer: NDArray[np.uint8], max_batch: int) -> NDArray[np.intp] | None:
+    """The frame starts when some candidates lie inside frames or lengths take two bytes.
+
+    The chain from 0 is followed by pointer doubling: log2(frames) rounds of gathers.
+    Anything else (a frame that does not start with an id, a longer varint, no chain to
+    the end) gives None.
+    """
+    size = len(buffer)
+    tags = np.flatnonzero(buffer[: size - 3] == REPORTS_TAG)
+    first = buffer[tags + 1].astype(np.intp)
+    second = buffer[tags + 2].astype(np.intp)
+    third = buffer[tags + 3]
+    short = (first < 0x80) & (second == REPORTS_TAG)
+    long = (first >= 0x80) & (second < 0x80) & (third == REPORTS_TAG)
+    keep = short | long
+    starts = tags[keep]
+    ends = np.where(short, tags + 2 + first, tags + 3 + (first & 0x7F) + (second << 7))[keep]
+    if not len(starts) or starts[0] != 0:
+        return None
+    target = np.searchsorted(starts, ends)
+    linked = np.zeros(len(starts), dtype=bool)
+    inside = target < len(starts)
+    linked[inside] = starts[target[inside]] == ends[inside]
+    last = len(starts)  # the end of the buffer, and where dead links go
+    step = np.append(np.where(linked, target, last), last)
+    chain = np.zeros(1, dtype=np.intp)
+    while chain[-1] != last and len(chain) <= max_batch:
+        chain = np.concatenate([chain, step[chain]])
+        step = step[step]
+    chain = chain[: int(np.searchsorted(chain, last))]
+    if len(chain) > max_batch or ends[chain[-1]] != size or not linked[chain[:-1]].all():
+        return None
+    found: NDArray[np.intp] = starts[chain]
+    return found
 
 
 def _frame_size(data: bytes, pos: int) -> tuple[int, int]:
@@ -189,30 +265,43 @@ def _all_match(frames: NDArray[np.uint8], layout: Layout) -> bool:
     return masked.tobytes() == stem_words and np.array_equal(flat[whole:] & mask_tail, stem_tail)
 
 
-def _report_ids(parts: list[_Part], count: int) -> tuple[ReportIds, bool] | None:
-    """The ids by length, if all are in the id alphabet and none repeats; all lowercase hex?"""
-    by_length: dict[int, list[tuple[NDArray[np.intp], bytes]]] = {}
+def _report_ids(parts: list[_Part], count: int, columns: Columns) -> tuple[ReportIds, bool] | None:
+    """The ids by length, if all are in the id alphabet and none repeats; all lowercase hex?
+
+    When every frame has its id at the same place (one id length), the ids are read in
+    one pass, in request order; else part by part and merged by length.
+    """
+    places = {(part.layout.id_start, part.layout.id_end) for part in parts}
+    if len(places) == 1:
+        ((begin, end),) = places
+        pieces = [(np.arange(count), columns(begin, end).tobytes(), end - begin)]
+    else:
+        pieces = []
+        for part in parts:
+            layout = part.layout
+            text = part.frames[:, layout.id_start : layout.id_end].tobytes()
+            pieces.append((part.rows, text, layout.id_end - layout.id_start))
     lower_hex = True
-    for part in parts:
-        text = part.frames[:, part.layout.id_start : part.layout.id_end].tobytes()
+    for _, text, _ in pieces:
         if text.translate(None, _LOWER_HEX):
             lower_hex = False
             if text.translate(None, _ALPHABET):
                 return None
-        length = part.layout.id_end - part.layout.id_start
-        by_length.setdefault(length, []).append((part.rows, text))
+    by_length: dict[int, list[tuple[NDArray[np.intp], bytes]]] = {}
+    for rows, text, length in pieces:
+        by_length.setdefault(length, []).append((rows, text))
     groups = []
-    for length, pieces in by_length.items():
-        joined = b"".join(piece[1] for piece in pieces)
-        ids = np.frombuffer(joined, dtype=np.uint8).reshape(-1, length)
-        rows = pieces[0][0]
-        if len(pieces) > 1:
-            rows = np.concatenate([piece[0] for piece in pieces])
+    for length, same in by_length.items():
+        ids = np.frombuffer(b"".join(text for _, text in same), np.uint8).reshape(-1, length)
+        rows = same[0][0]
+        if len(same) > 1:
+            rows = np.concatenate([piece[0] for piece in same])
             order = np.argsort(rows, kind="stable")
             rows, ids = rows[order], np.ascontiguousarray(ids[order])
-        if repeated_rows(ids):
+        group = IdGroup(rows, ids)
+        if repeated_rows(ids, group.fingerprints):
             return None  # the exact path tells identical repeats from conflicting ones
-        groups.append(IdGroup(rows, ids))
+        groups.append(group)
     return ReportIds(count, groups), lower_hex
 
 
@@ -256,13 +345,12 @@ def _uniform(
 
     def encode(selected: NDArray[np.intp]) -> bytes:
         whole = len(selected) == len(frames)
-        chosen = ids if whole else ids[selected]
-        chosen_bits = (bits if whole else bits[selected]).tobytes()
-        text = chosen.tobytes()
-        if id_length % 2 == 0 and (lower_hex or not text.translate(None, _LOWER_HEX)):
+        chosen = ids if whole else np.ascontiguousarray(ids[selected])
+        chosen_bits = bits if whole else bits[selected]
+        if id_length % 2 == 0 and (lower_hex or not chosen.tobytes().translate(None, _LOWER_HEX)):
             # lowercase hex digits, as clients send: half the bytes
-            packed = bytes.fromhex(text.decode("ascii"))
-            return compact_uniform(stem, id_length, packed, chosen_bits, hex_packed=True)
-        return compact_uniform(stem, id_length, text, chosen_bits)
+            packed = binascii.a2b_hex(chosen.data)
+            return compact_uniform(stem, id_length, packed, chosen_bits.data, hex_packed=True)
+        return compact_uniform(stem, id_length, chosen.data, chosen_bits.data)
 
     return FastBatch(report_ids, UniformPayloads(stem, bits), groups, encode)

@@ -22,8 +22,9 @@ from numpy.typing import NDArray
 
 from deniable.aggregator.storage._base import Submission
 from deniable.aggregator.storage._decode import decode_log
-from deniable.aggregator.storage._ids import ReportIds, fingerprints
-from deniable.aggregator.storage._survey_ids import SurveyIds
+from deniable.aggregator.storage._fingerprint import Hasher
+from deniable.aggregator.storage._ids import ReportIds
+from deniable.aggregator.storage._survey_ids import Slots, SurveyIds
 from deniable.shared.errors import AlreadyExists, FailedPrecondition
 
 __all__ = ["Claim", "IdIndex"]
@@ -39,6 +40,7 @@ class Claim:
         prints: each report's fingerprint.
         fresh: None if every report is new, else a mask of the new ones.
         rows: per survey, the rows of its reports (ascending).
+        slots: per survey, its reports' places in the survey's filter.
     """
 
     submission: Submission
@@ -46,6 +48,7 @@ class Claim:
     prints: NDArray[np.uint64]
     fresh: NDArray[np.bool_] | None = None
     rows: dict[str, NDArray[np.intp]] = field(default_factory=dict)
+    slots: dict[str, Slots] = field(default_factory=dict)
 
     @property
     def stored(self) -> int:
@@ -57,12 +60,20 @@ class Claim:
         rows = self.rows[survey_id]
         return rows if self.fresh is None else rows[self.fresh[rows]]
 
+    def new_slots(self, survey_id: str) -> Slots:
+        """The filter places of the survey's new reports."""
+        bloom, index, pattern = self.slots[survey_id]
+        if self.fresh is None:
+            return bloom, index, pattern
+        keep = self.fresh[self.rows[survey_id]]
+        return bloom, index[keep], pattern[keep]
+
 
 class _StoredRows:
     """Log rows read while resolving one batch, decoded once each."""
 
-    def __init__(self, db: sqlite3.Connection, key: tuple[int, int]) -> None:
-        self.db, self.key = db, key
+    def __init__(self, db: sqlite3.Connection, hasher: Hasher) -> None:
+        self.db, self.hasher = db, hasher
         self.rows: dict[int, tuple[ReportIds, Sequence[bytes], list[NDArray[np.uint64]]]] = {}
 
     def payload(self, seq: int, report_id: bytes, fingerprint: int) -> bytes | None:
@@ -74,7 +85,7 @@ class _StoredRows:
             row = self.rows[seq] = (
                 ids,
                 payloads,
-                [fingerprints(g.ids, self.key) for g in ids.groups],
+                [group.prints_for(self.hasher) for group in ids.groups],
             )
         ids, payloads, prints = row
         for group, group_prints in zip(ids.groups, prints, strict=True):
@@ -89,8 +100,8 @@ class _StoredRows:
 class IdIndex:
     """The report ids of each open survey, for telling new reports from resends."""
 
-    def __init__(self, key: tuple[int, int]) -> None:
-        self.key = key
+    def __init__(self, hasher: Hasher) -> None:
+        self.hasher = hasher
         self.surveys: dict[str, SurveyIds] = {}
         self.unentered: deque[tuple[Claim, dict[str, int]]] = deque()
 
@@ -112,7 +123,7 @@ class IdIndex:
             ids = ReportIds.of(list(ids))
         prints = np.empty(len(ids), dtype=np.uint64)
         for id_group in ids.groups:
-            prints[id_group.rows] = fingerprints(id_group.ids, self.key)
+            prints[id_group.rows] = id_group.prints_for(self.hasher)
         claim = Claim(submission, len(ids), prints)
         parts: dict[str, list[NDArray[np.intp]]] = {}
         for group in submission.groups:
@@ -120,35 +131,40 @@ class IdIndex:
                 first = submission.positions[int(group.rows[0])]
                 raise FailedPrecondition(f"reports[{first}]: survey {group.survey_id!r} is closed")
             parts.setdefault(group.survey_id, []).append(group.rows)
-        stored = _StoredRows(db, self.key)
+        stored = _StoredRows(db, self.hasher)
         for survey_id, pieces in parts.items():
             rows = pieces[0] if len(pieces) == 1 else np.sort(np.concatenate(pieces))
             claim.rows[survey_id] = rows
             survey_prints = prints[rows]
-            candidates = set(self.surveys[survey_id].maybe(survey_prints).tolist())
+            candidates, claim.slots[survey_id] = self.surveys[survey_id].locate(db, survey_prints)
             for other in pending:
                 if survey_id in other.rows:
                     theirs = other.prints[other.new_rows(survey_id)]
-                    candidates.update(np.flatnonzero(np.isin(survey_prints, theirs)).tolist())
+                    for at in np.flatnonzero(np.isin(survey_prints, theirs)).tolist():
+                        candidates.setdefault(at, [])
             for at in sorted(candidates):
                 row = int(rows[at])
-                if self._stored_before(db, claim, survey_id, row, pending, stored, ids):
+                seqs = candidates[at]
+                if self._stored_before(claim, survey_id, row, seqs, pending, stored, ids):
                     if claim.fresh is None:
                         claim.fresh = np.ones(claim.total, dtype=bool)
                     claim.fresh[row] = False
         return claim
 
+    @staticmethod
     def _stored_before(
-        self,
-        db: sqlite3.Connection,
         claim: Claim,
         survey_id: str,
         row: int,
+        seqs: list[int],
         pending: Sequence[Claim],
         stored: _StoredRows,
         ids: ReportIds,
     ) -> bool:
-        """Whether the report at ``row`` is an exact resend; AlreadyExists if it conflicts."""
+        """Whether the report at ``row`` is an exact resend; AlreadyExists if it conflicts.
+
+        ``seqs`` are the log rows that may hold it.
+        """
         report_id = ids[row]
         fingerprint = int(claim.prints[row])
         payload = claim.submission.payloads[row]
@@ -156,11 +172,10 @@ class IdIndex:
         for other in pending:
             if found is None and survey_id in other.rows:
                 found = _pending_payload(other, survey_id, report_id, fingerprint)
-        if found is None:
-            for seq in self.surveys[survey_id].log_rows(db, fingerprint):
-                found = stored.payload(seq, report_id, fingerprint)
-                if found is not None:
-                    break
+        for seq in seqs:
+            if found is not None:
+                break
+            found = stored.payload(seq, report_id, fingerprint)
         if found is None:
             return False
         if found != payload:
@@ -176,11 +191,10 @@ class IdIndex:
     ) -> bytes | None:
         """The first of ``ids`` (with their ``prints``) the survey already holds, if any."""
         self.catch_up()
-        stored = _StoredRows(db, self.key)
-        survey = self.surveys[survey_id]
-        for row in survey.maybe(prints).tolist():
-            report_id, fingerprint = ids[int(row)], int(prints[row])
-            for seq in survey.log_rows(db, fingerprint):
+        stored = _StoredRows(db, self.hasher)
+        for row, seqs in sorted(self.surveys[survey_id].locate(db, prints)[0].items()):
+            report_id, fingerprint = ids[row], int(prints[row])
+            for seq in seqs:
                 if stored.payload(seq, report_id, fingerprint) is not None:
                     return report_id
         return None
@@ -195,13 +209,35 @@ class IdIndex:
         self.unentered.append((claim, seqs))
 
     def catch_up(self) -> None:
-        """Enter every committed batch not entered yet, in commit order."""
+        """Enter every committed batch not entered yet, in commit order, all at once."""
+        if not self.unentered:
+            return
+        entries: dict[str, list[tuple[NDArray[np.uint64], int, Slots]]] = {}
         while self.unentered:
             claim, seqs = self.unentered.popleft()
             for survey_id, seq in seqs.items():
-                survey = self.surveys.get(survey_id)
-                if survey is not None:
-                    survey.enter(claim.prints[claim.new_rows(survey_id)], seq)
+                entries.setdefault(survey_id, []).append(
+                    (claim.prints[claim.new_rows(survey_id)], seq, claim.new_slots(survey_id))
+                )
+        for survey_id, rows in entries.items():
+            survey = self.surveys.get(survey_id)
+            if survey is None:
+                continue
+            if len(rows) == 1:
+                survey.enter(*rows[0])
+                continue
+            prints = np.concatenate([p for p, _, _ in rows])
+            counts = [len(p) for p, _, _ in rows]
+            each = np.repeat(np.array([s for _, s, _ in rows], dtype=np.int64), counts)
+            blooms = {id(slots[0]) for _, _, slots in rows}
+            merged: Slots | None = None
+            if len(blooms) == 1:
+                merged = (
+                    rows[0][2][0],
+                    np.concatenate([slots[1] for _, _, slots in rows]),
+                    np.concatenate([slots[2] for _, _, slots in rows]),
+                )
+            survey.enter(prints, each, merged)
 
 
 def _pending_payload(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import overload
@@ -10,88 +9,39 @@ from typing import overload
 import numpy as np
 from numpy.typing import NDArray
 
+from deniable.aggregator.storage._fingerprint import Hasher, default_hasher
+
 __all__ = [
-    "KEY",
     "IdGroup",
     "ReportIds",
     "SlicedPayloads",
     "UniformPayloads",
     "fingerprints",
-    "id_words",
     "repeated_rows",
 ]
 
-U64 = np.uint64
-_M1 = U64(0x9E3779B97F4A7C15)  # odd multipliers of the mixing steps (Fibonacci hashing and
-_M2 = U64(0xC2B2AE3D27D4EB4F)  # the xxHash primes)
-_M3 = U64(0x165667B19E3779F9)
-_S29, _S32 = U64(29), U64(32)
 
-# A key for in-process fingerprints (the check command's duplicate search); the storage keys
-# its own with a secret kept in the database, so that they can be stored.
-KEY = (secrets.randbits(64), secrets.randbits(64))
+def fingerprints(ids: NDArray[np.uint8], hasher: Hasher | None = None) -> NDArray[np.uint64]:
+    """The keyed fingerprint of each row of an (m, length) id matrix (:mod:`._fingerprint`).
 
-
-def id_words(ids: NDArray[np.uint8]) -> NDArray[np.uint64]:
-    """An (m, length) id matrix as (m, ceil(length / 8)) little-endian words, zero padded."""
-    count, length = ids.shape
-    width = -(-length // 8)
-    if length == width * 8 and ids.flags.c_contiguous:
-        return ids.view("<u8").reshape(count, width).astype(U64, copy=False)
-    padded = np.zeros((count, width * 8), dtype=np.uint8)
-    padded[:, :length] = ids
-    return padded.view("<u8").astype(U64, copy=False)
-
-
-def fingerprints(ids: NDArray[np.uint8], key: tuple[int, int] = KEY) -> NDArray[np.uint64]:
-    """The keyed 64-bit fingerprint of each row of an (m, length) matrix of ASCII ids.
-
-    Each 8-byte word is absorbed with a multiply and an xor-shift, as in the mixing steps of
-    xxHash and MurmurHash3, starting from a state that depends on the key and the id length
-    (ids never contain a zero byte, so the zero padding is unambiguous). Without the key a
-    client cannot choose ids that share a fingerprint: a match is only ever a hint, and ids
-    are always compared in full, but many matches would slow the server down.
+    Without ``hasher``, the process's default one.
     """
-    count, length = ids.shape
-    columns = np.ascontiguousarray(id_words(ids).T)
-    start = (key[0] ^ (length * 0x9E3779B97F4A7C15)) & 0xFFFFFFFFFFFFFFFF
-    state: NDArray[np.uint64] = np.bitwise_xor(columns[0], U64(start))
-    scratch = np.empty(count, dtype=U64)
-    _mix(state, scratch, _M1, _S29)
-    for column in columns[1:]:
-        np.bitwise_xor(state, column, out=state)
-        _mix(state, scratch, _M1, _S29)
-    np.bitwise_xor(state, U64(key[1]), out=state)
-    _mix(state, scratch, _M2, _S32)
-    _mix(state, scratch, _M3, _S29)
-    return state
+    return (hasher or default_hasher())(ids)
 
 
-def _mix(state: NDArray[np.uint64], scratch: NDArray[np.uint64], m: U64, s: U64) -> None:
-    np.multiply(state, m, out=state)
-    np.right_shift(state, s, out=scratch)
-    np.bitwise_xor(state, scratch, out=state)
+def repeated_rows(ids: NDArray[np.uint8], prints: NDArray[np.uint64]) -> bool:
+    """Whether two rows of an (m, length) id matrix are equal, given their fingerprints.
 
-
-def repeated_rows(ids: NDArray[np.uint8]) -> bool:
-    """Whether two rows of an (m, length) id matrix are equal.
-
-    The rows are sorted by the sum of their words (cheap, and unkeyed: equal sums of
-    different ids only cost a full comparison), and only rows with equal sums are compared.
+    Only rows with equal fingerprints are compared.
     """
     if len(ids) < 2:
         return False
-    words = id_words(ids)
-    columns = np.ascontiguousarray(words.T)
-    sums = columns[0].copy()
-    for column in columns[1:]:
-        np.add(sums, column, out=sums)
-    ordered = np.sort(sums)
+    ordered = np.sort(prints)
     if not (ordered[1:] == ordered[:-1]).any():
         return False
-    order = np.lexsort(words.T[::-1])
-    sorted_words = words[order]
-    return bool((sorted_words[1:] == sorted_words[:-1]).all(axis=1).any())
+    rows = np.lexsort(ids.T[::-1])  # rare: sort the rows themselves and compare neighbours
+    sorted_ids = ids[rows]
+    return bool((sorted_ids[1:] == sorted_ids[:-1]).all(axis=1).any())
 
 
 @dataclass(frozen=True)
@@ -105,14 +55,21 @@ class IdGroup:
 
     rows: NDArray[np.intp]
     ids: NDArray[np.uint8]
-    _prints: list[NDArray[np.uint64]] = field(default_factory=list, repr=False, compare=False)
+    _prints: dict[Hasher, NDArray[np.uint64]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @property
     def fingerprints(self) -> NDArray[np.uint64]:
-        """:func:`fingerprints` of ``ids`` under this process's key (computed once)."""
-        if not self._prints:
-            self._prints.append(fingerprints(self.ids))
-        return self._prints[0]
+        """:func:`fingerprints` of ``ids`` with the default hasher (computed once)."""
+        return self.prints_for(default_hasher())
+
+    def prints_for(self, hasher: Hasher) -> NDArray[np.uint64]:
+        """:func:`fingerprints` of ``ids`` with ``hasher`` (computed once per hasher)."""
+        prints = self._prints.get(hasher)
+        if prints is None:
+            prints = self._prints[hasher] = hasher(self.ids)
+        return prints
 
 
 class ReportIds(Sequence[bytes]):

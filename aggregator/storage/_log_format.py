@@ -69,15 +69,23 @@ def varint(value: int) -> bytes:
 
 
 def compact_uniform(
-    stem: bytes, id_length: int, ids: bytes, bits: bytes, *, hex_packed: bool = False
+    stem: bytes,
+    id_length: int,
+    ids: bytes | memoryview,
+    bits: bytes | memoryview,
+    *,
+    hex_packed: bool = False,
 ) -> bytes:
     """The compact row of reports sharing ``stem``: ``ids`` back to back, one bit byte each.
 
     With ``hex_packed``, ``ids`` holds each id's hex digits packed two to a byte, and
-    ``id_length`` is the number of digits (see the module docstring).
+    ``id_length`` is the number of digits (see the module docstring). ``ids`` and ``bits``
+    may be any contiguous buffers of bytes.
     """
     marker = COMPACT_HEX if hex_packed else COMPACT_UNIFORM
-    return _HEADER.pack(marker, len(bits), id_length, len(stem)) + stem + ids + bits
+    id_bytes, bit_bytes = memoryview(ids).cast("B"), memoryview(bits).cast("B")
+    header = _HEADER.pack(marker, len(bit_bytes), id_length, len(stem))
+    return b"".join([header, stem, id_bytes, bit_bytes])
 
 
 def unpack_hex(packed: NDArray[np.uint8]) -> NDArray[np.uint8]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+import time
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,7 +31,7 @@ from deniable.aggregator.storage import _survey_ids
 from deniable.aggregator.storage._decode import decode_log
 from deniable.aggregator.storage._filter import BloomFilter
 from deniable.aggregator.storage._id_index import IdIndex
-from deniable.aggregator.storage._ids import ReportIds, fingerprints, repeated_rows
+from deniable.aggregator.storage._ids import ReportIds, repeated_rows
 from deniable.aggregator.storage._segments import (
     Segment,
     load_segments,
@@ -45,6 +46,7 @@ __all__ = ["CHECKPOINT_EVERY", "DamagedLogError", "Maintenance", "load_survey"]
 _logger = logging.getLogger("deniable.aggregator")
 
 CHECKPOINT_EVERY = 32  # commits between two background checkpoints
+WAKE_EVERY = 1  # commits between two wake-ups of the thread
 _IDLE_WAKE = 1.0  # seconds: the thread also looks for work this often
 
 
@@ -72,8 +74,7 @@ def load_survey(
     )
     for segment, bloom in load_segments(db, survey_id, SEGMENT_CAPACITY):
         survey.segments.add(segment, bloom)
-        for prints in segment_prints(db, segment):
-            survey.bloom.add(prints)
+        survey.bloom.add(segment_prints(db, segment))
     cursor = db.execute(
         "SELECT seq, reports FROM log WHERE survey_id = ? AND seq > ? ORDER BY seq",
         (survey_id, survey.segments.last_seq),
@@ -112,9 +113,9 @@ def _row_prints(index: IdIndex, seq: int, row: bytes) -> tuple[ReportIds, NDArra
         raise DamagedLogError(seq, str(error)) from None
     prints = np.empty(len(ids), dtype=np.uint64)
     for group in ids.groups:
-        if repeated_rows(group.ids):
+        prints[group.rows] = group.prints_for(index.hasher)
+        if repeated_rows(group.ids, prints[group.rows]):
             raise DamagedLogError(seq, "a report id appears twice in the row")
-        prints[group.rows] = fingerprints(group.ids, index.key)
     return ids, prints
 
 
@@ -147,10 +148,10 @@ class Maintenance:
     def poke(self) -> None:
         """Called after each commit: the new ids are to be entered, and maybe more is due."""
         self._commits += 1
-        if self._thread is not None:
-            self._wake.set()
-        else:
+        if self._thread is None:
             self.run_once()
+        elif WAKE_EVERY and self._commits % WAKE_EVERY == 0:
+            self._wake.set()
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -244,7 +245,12 @@ def _fill(
     segments: list[Segment],
     recent: NDArray[np.uint64],
 ) -> None:
+    """Add the segments' and recent fingerprints, yielding the interpreter in between.
+
+    (A background thread holds the GIL while it runs Python code; between segments it
+    lets the threads that answer requests go first.)
+    """
     for segment in segments:
-        for prints in segment_prints(db, segment):
-            bloom.add(prints)
+        bloom.add(segment_prints(db, segment))
+        time.sleep(0)
     bloom.add(recent)

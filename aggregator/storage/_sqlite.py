@@ -21,6 +21,7 @@ from deniable.aggregator.storage._base import (
     SubmitOutcome,
     Tally,
 )
+from deniable.aggregator.storage._fingerprint import Hasher, use_default
 from deniable.aggregator.storage._group_commit import GroupCommitter
 from deniable.aggregator.storage._id_index import Claim, IdIndex
 from deniable.aggregator.storage._lock import exclusive_lock
@@ -93,7 +94,8 @@ class SqliteStorage(Storage):
             self._db.execute("PRAGMA busy_timeout=10000")
             migrate(self._db)
             self._preallocate_wal()
-            self._index = IdIndex(fingerprint_key(self._db))
+            self._index = IdIndex(Hasher(fingerprint_key(self._db)))
+            use_default(self._index.hasher)  # the decoder then fingerprints with our key
             for (survey_id,) in self._db.execute(
                 "SELECT id FROM surveys WHERE state = ? ORDER BY seq", (pb.SURVEY_STATE_OPEN,)
             ).fetchall():

@@ -14,7 +14,7 @@ import sqlite3
 import numpy as np
 from numpy.typing import NDArray
 
-from deniable.aggregator.storage._filter import BloomFilter, second_hash
+from deniable.aggregator.storage._filter import BloomFilter
 from deniable.aggregator.storage._segments import Segments, lookup
 
 __all__ = ["INITIAL_CAPACITY", "SEGMENT_IDS", "Recent", "SurveyIds"]
@@ -22,6 +22,8 @@ __all__ = ["INITIAL_CAPACITY", "SEGMENT_IDS", "Recent", "SurveyIds"]
 SEGMENT_IDS = 1 << 17  # recent ids that are sealed into a segment together
 SEGMENT_CAPACITY = SEGMENT_IDS + 16_384  # what a segment's filter is sized for
 INITIAL_CAPACITY = 1 << 16  # ids the filter of a new survey is sized for
+
+Slots = tuple[BloomFilter, NDArray[np.uint64], NDArray[np.uint64]]  # filter, words, patterns
 
 
 class Recent:
@@ -32,10 +34,10 @@ class Recent:
         self.prints = np.empty(1024, dtype=np.uint64)
         self.seqs = np.empty(1024, dtype=np.int64)
         self.count = 0
-        self.bloom = BloomFilter(capacity)
+        self.bloom = BloomFilter(capacity, second=True)
 
-    def append(self, prints: NDArray[np.uint64], seq: int) -> None:
-        """Enter the ids one log row added."""
+    def append(self, prints: NDArray[np.uint64], seq: int | NDArray[np.int64]) -> None:
+        """Enter the ids of one log row (or of several, with one ``seq`` each)."""
         end = self.count + len(prints)
         if end > len(self.prints):
             size = max(end, 2 * len(self.prints))
@@ -44,7 +46,7 @@ class Recent:
         self.prints[self.count : end] = prints
         self.seqs[self.count : end] = seq
         self.count = end
-        self.bloom.add(second_hash(prints))
+        self.bloom.add(prints)
 
     def lookup(self, fingerprint: int) -> list[int]:
         """The log rows of recent ids with this fingerprint."""
@@ -54,16 +56,14 @@ class Recent:
     def drop_through(self, last_seq: int) -> None:
         """Forget the ids of log rows up to ``last_seq`` (now in a segment)."""
         keep = int(np.searchsorted(self.seqs[: self.count], last_seq, "right"))
-        rest_prints = self.prints[keep : self.count].copy()
-        rest_seqs = self.seqs[keep : self.count].copy()
-        self.__init__(self.capacity)  # type: ignore[misc]
-        if len(rest_prints):
-            self.prints = np.resize(self.prints, max(1024, len(rest_prints)))
-            self.seqs = np.resize(self.seqs, max(1024, len(rest_prints)))
-            self.prints[: len(rest_prints)] = rest_prints
-            self.seqs[: len(rest_seqs)] = rest_seqs
-            self.count = len(rest_prints)
-            self.bloom.add(second_hash(rest_prints))
+        prints = self.prints[keep : self.count].copy()
+        seqs = self.seqs[keep : self.count].copy()
+        self.prints = np.empty(max(1024, len(prints)), dtype=np.uint64)
+        self.seqs = np.empty(len(self.prints), dtype=np.int64)
+        self.count = 0
+        self.bloom = BloomFilter(self.capacity, second=True)
+        if len(prints):
+            self.append(prints, seqs)
 
 
 class SurveyIds:
@@ -80,22 +80,48 @@ class SurveyIds:
         """Ids stored."""
         return self.segments.count + self.recent.count
 
-    def enter(self, prints: NDArray[np.uint64], seq: int) -> None:
-        """Enter the ids of a committed log row."""
-        self.bloom.add(prints)
+    def enter(
+        self, prints: NDArray[np.uint64], seq: int | NDArray[np.int64], slots: Slots | None = None
+    ) -> None:
+        """Enter the ids of committed log rows (``seq``: the row, or each id's row).
+
+        ``slots`` are the ids' places in the survey's filter, as :meth:`locate` found them
+        (used if the filter was not replaced since).
+        """
+        if slots is not None and slots[0] is self.bloom:
+            self.bloom.add_slots(slots[1], slots[2])
+        else:
+            self.bloom.add(prints)
         if self.growing is not None:
             self.growing.add(prints)
         self.recent.append(prints, seq)
 
-    def maybe(self, prints: NDArray[np.uint64]) -> NDArray[np.intp]:
-        """Positions in ``prints`` of the fingerprints that may be stored."""
-        return self.bloom.maybe(prints)
+    def locate(
+        self, db: sqlite3.Connection, prints: NDArray[np.uint64]
+    ) -> tuple[dict[int, list[int]], Slots]:
+        """The log rows that may hold each of ``prints`` that may be stored, and slots.
 
-    def log_rows(self, db: sqlite3.Connection, fingerprint: int) -> list[int]:
-        """The log rows that hold an id with this fingerprint (and maybe a few others)."""
-        probe = np.array([fingerprint], dtype=np.uint64)
-        seqs = self.recent.lookup(fingerprint) if len(self.recent.bloom.maybe(
-            second_hash(probe))) else []  # fmt: skip
-        for _, segment in self.segments.maybe(probe):
-            seqs.extend(lookup(db, segment, fingerprint))
-        return seqs
+        The slots are the fingerprints' places in the survey's filter (for :meth:`enter`).
+        The survey's filter answers for every fingerprint at once; the few it lets
+        through are tried against the recent ids' filter and the segments' filters,
+        again all at once, and only then looked up exactly (in memory, or in one chunk
+        of a segment).
+        """
+        found: dict[int, list[int]] = {}
+        index, pattern = self.bloom.slots(prints)
+        slots = (self.bloom, index, pattern)
+        present = self.bloom.words.take(index)
+        np.bitwise_and(present, pattern, out=present)
+        maybe = np.flatnonzero(present == pattern)
+        if not len(maybe):
+            return found, slots
+        candidates = prints[maybe]
+        for at in self.recent.bloom.maybe(candidates).tolist():
+            seqs = self.recent.lookup(int(prints[maybe[at]]))
+            if seqs:
+                found.setdefault(int(maybe[at]), []).extend(seqs)
+        for at, segment in self.segments.maybe(candidates):
+            seqs = lookup(db, segment, int(prints[maybe[at]]))
+            if seqs:
+                found.setdefault(int(maybe[at]), []).extend(seqs)
+        return found, slots

@@ -19,7 +19,7 @@ from deniable.aggregator.storage._decode import (
     decode_vectorized,
     frame,
 )
-from deniable.aggregator.storage._decode_fast import MAX_TEMPLATES
+from deniable.aggregator.storage._decode_fast import MAX_TEMPLATES, _frame_starts
 from deniable.aggregator.storage._log_format import COMPACT_UNIFORM, expand
 from deniable.shared.errors import InvalidArgument, ResourceExhausted
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
@@ -449,3 +449,51 @@ def test_a_number_keeps_its_exact_bits() -> None:
     batch = decode_vectorized(encoded([valued("a", "number", odd_nan)]), MAX)
     assert batch is not None
     assert batch.groups[0].values.tobytes() == bytes.fromhex("010000000000f87f")
+
+
+def reference_starts(data: bytes) -> list[int] | None:
+    """The frames' starts as a protobuf parser finds them, one frame after the other."""
+    starts, pos = [], 0
+    while pos < len(data):
+        if data[pos] != 0x0A:
+            return None
+        length, shift, at = 0, 0, pos + 1
+        while at < len(data) and data[at] >= 0x80 and shift < 28:
+            length |= (data[at] & 0x7F) << shift
+            shift, at = shift + 7, at + 1
+        if at >= len(data):
+            return None
+        length |= data[at] << shift
+        starts.append(pos)
+        pos = at + 1 + length
+    return starts if pos == len(data) else None
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mixed_reports(), st.data())
+def test_frames_are_found_where_protobuf_finds_them(
+    reports: list[pb.Report], data: st.DataObject
+) -> None:
+    """Without a loop over the frames, even with 0x0A bytes inside them, or long frames."""
+    raw = bytearray(encoded(reports))
+    starts = _frame_starts(np.frombuffer(bytes(raw), np.uint8), MAX)
+    assert starts is not None
+    assert starts.tolist() == reference_starts(bytes(raw))
+    if data.draw(st.booleans()):
+        raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.sampled_from([0x0A, 0x80, 1]))
+    found = _frame_starts(np.frombuffer(bytes(raw), np.uint8), MAX)
+    if found is not None:
+        assert found.tolist() == reference_starts(bytes(raw))
+
+
+def test_frames_with_inner_tags_and_two_byte_lengths() -> None:
+    inner = struct.unpack("<d", b"\x0a\x00\x0a\x01\x0a\x02\x0a\x03")[0]  # 0x0A, then 0x0A
+    reports = [valued(f"r{i}", "number", inner) for i in range(5)]
+    reports += [report("x" * 128, True), valued("s" * 100, "bits", b"\x0a" * 30, "u")]
+    data = encoded(reports)
+    starts = _frame_starts(np.frombuffer(data, np.uint8), MAX)
+    assert starts is not None
+    assert starts.tolist() == reference_starts(data)
+    fast = decode_vectorized(data, MAX)
+    assert fast is not None
+    assert summary(fast) == summary(decode_exact(data, MAX))

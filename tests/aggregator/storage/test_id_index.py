@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from deniable.aggregator.storage import StorageError, Tally, _id_index, _maintenance, _survey_ids
+from deniable.aggregator.storage import StorageError, Tally, _survey_ids
+from deniable.aggregator.storage._fingerprint import Hasher
 from deniable.aggregator.storage._sqlite import SqliteStorage
 from deniable.shared.errors import AlreadyExists
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
@@ -74,11 +75,10 @@ def test_equal_fingerprints_never_merge_two_ids(
 ) -> None:
     """Every id gets the same fingerprint: every lookup is a match, and ids still decide."""
 
-    def clash(ids: np.ndarray, key: object = None) -> np.ndarray:
+    def clash(self: Hasher, ids: np.ndarray) -> np.ndarray:
         return np.full(len(ids), 12345, dtype=np.uint64)
 
-    monkeypatch.setattr(_id_index, "fingerprints", clash)
-    monkeypatch.setattr(_maintenance, "fingerprints", clash)
+    monkeypatch.setattr(Hasher, "__call__", clash)
     path = tmp_path / "x.db"
     storage = open_small(path, segment_ids=50)
     storage.create_survey(survey())
