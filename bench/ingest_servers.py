@@ -23,6 +23,12 @@ REAL = "real"
 BARE = "bare"
 ALPHA = 0.5
 QUESTION_ID = "cheated"
+CATEGORICAL_ID = "commute"
+NUMERIC_ID = "hours"
+OPTIONS = ("walk", "bike", "bus", "train", "car", "tram", "ferry", "other")
+DUCHI_BOUND = 2.1639534137386529  # (e + 1) / (e - 1): Duchi et al.'s mechanism at ε = 1
+YESNO = "yes/no"
+MIXED = "mixed"
 ADMIN_TOKEN = "bench-admin-token"
 MAX_WORKERS = 16  # start_server's default thread pool
 CALL_TIMEOUT = 60.0  # seconds, per RPC
@@ -182,23 +188,52 @@ def binary_question() -> pb.Question:
     )
 
 
-def build_requests(
-    rng: random.Random, survey_id: str, batch: int, count: int
-) -> list[pb.SubmitReportsRequest]:
-    """``count`` requests of ``batch`` reports each, every report_id fresh (32 hex chars)."""
-    mechanism = pb.Mechanism(randomized_response=pb.RandomizedResponse(alpha=ALPHA))
+def survey_questions() -> list[pb.Question]:
+    """The benchmark survey: a yes/no, a multiple-choice and a numeric question."""
     return [
-        pb.SubmitReportsRequest(
-            reports=[
-                pb.Report(
-                    report_id=f"{rng.getrandbits(128):032x}",
-                    survey_id=survey_id,
-                    question_id=QUESTION_ID,
-                    mechanism=mechanism,
-                    bit=rng.getrandbits(1) == 1,
-                )
-                for _ in range(batch)
-            ]
-        )
+        binary_question(),
+        pb.Question(
+            id=CATEGORICAL_ID,
+            text="How do you get to work?",
+            categorical=pb.CategoricalQuestion(options=OPTIONS),
+            mechanism=pb.Mechanism(grr=pb.GeneralizedRandomizedResponse(alpha=ALPHA)),
+        ),
+        pb.Question(
+            id=NUMERIC_ID,
+            text="Hours of sleep last night?",
+            numeric=pb.NumericQuestion(min=0.0, max=16.0),
+            mechanism=pb.Mechanism(duchi=pb.Duchi(bound=DUCHI_BOUND)),
+        ),
+    ]
+
+
+def _report(rng: random.Random, survey_id: str, kind: int) -> pb.Report:
+    """A valid randomized report: yes/no (0), multiple choice (1) or numeric (2)."""
+    question = survey_questions()[kind] if kind else None
+    report = pb.Report(report_id=f"{rng.getrandbits(128):032x}", survey_id=survey_id)
+    if question is None:
+        report.question_id = QUESTION_ID
+        report.mechanism.randomized_response.alpha = ALPHA
+        report.bit = rng.getrandbits(1) == 1
+    elif kind == 1:
+        report.question_id, report.option = CATEGORICAL_ID, rng.randrange(len(OPTIONS))
+        report.mechanism.CopyFrom(question.mechanism)
+    else:  # Duchi et al.: every report is +bound or -bound
+        report.question_id, report.number = NUMERIC_ID, rng.choice((DUCHI_BOUND, -DUCHI_BOUND))
+        report.mechanism.CopyFrom(question.mechanism)
+    return report
+
+
+def build_requests(
+    rng: random.Random, survey_id: str, batch: int, count: int, traffic: str = YESNO
+) -> list[pb.SubmitReportsRequest]:
+    """``count`` requests of ``batch`` reports each, every report_id fresh (32 hex chars).
+
+    Yes/no traffic answers the yes/no question only; mixed traffic interleaves the three
+    questions' reports in every batch (report i answers question i mod 3).
+    """
+    kinds = 3 if traffic == MIXED else 1
+    return [
+        pb.SubmitReportsRequest(reports=[_report(rng, survey_id, i % kinds) for i in range(batch)])
         for _ in range(count)
     ]
