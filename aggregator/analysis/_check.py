@@ -1,11 +1,10 @@
 """Recomputing every question's tally from the report log, and comparing it with the stored one.
 
 The recomputation runs the ingest path's own code on each log row, so the two cannot
-drift: a row is expanded to its canonical ``SubmitReportsRequest``
-(:func:`aggregator._log_format.expand`, which also validates a compact row as
-:func:`aggregator._batch.decode_log` does when the daemon rebuilds its id index), decoded
-by :func:`aggregator._batch.decode_batch` as a received batch is, and each group of
-reports is read and tallied by its question's mechanism (``Mechanism.read`` and
+drift: a row is expanded to its canonical ``SubmitReportsRequest`` (``storage._log_format.
+expand``, which also validates a compact row as ``storage._decode.decode_log`` does when the
+daemon reads its log), decoded by ``storage._decode.decode_batch`` as a received batch is, and
+each group of reports is read and tallied by its question's mechanism (``Mechanism.read`` and
 ``Mechanism.tally``), as ``AggregatorService._check_group`` does.
 
 Memory: the tallies, plus 8 bytes per report id for the duplicate check (its keyed

@@ -174,7 +174,7 @@ def grpc_submitter(
     """Yield a yes/no submitter for ``server``, or for an embedded daemon on 127.0.0.1.
 
     See :func:`aggregator_connection`; the kinds' submitters are in
-    :mod:`aggregator._simulate_grpc_kinds`.
+    :mod:`._simulate_grpc_kinds`.
     """
     with aggregator_connection(server, admin_token, batch_size, tls) as (client, address):
         yield GrpcSubmitter(

@@ -84,7 +84,7 @@ def categorical_grpc_submitter(
     """Yield a multiple-choice submitter for ``server``, or for an embedded daemon.
 
     ``options`` name the question's options (default ``0``..``k−1``). See
-    :func:`aggregator._simulate_grpc.aggregator_connection` for the daemon.
+    :func:`._simulate_grpc.aggregator_connection` for the daemon.
 
     Raises:
         TypeError: ``spec`` is not a multiple-choice mechanism.
@@ -113,7 +113,7 @@ def numeric_grpc_submitter(
     """Yield a numeric submitter for ``server``, or for an embedded daemon.
 
     The interval is always the t-interval, so GetEstimate gets no interval method. See
-    :func:`aggregator._simulate_grpc.aggregator_connection` for the daemon.
+    :func:`._simulate_grpc.aggregator_connection` for the daemon.
 
     Raises:
         TypeError: ``spec`` is not a numeric mechanism.

@@ -84,8 +84,8 @@ class ServerLimits:
             ("grpc.max_send_message_length", self.max_message_bytes),
             ("grpc.keepalive_time_ms", self.keepalive_time_ms),
             ("grpc.keepalive_timeout_ms", self.keepalive_timeout_ms),
-            # Clients ping between calls too (client._tls.CHANNEL_KEEPALIVE): allow it, and
-            # do not cap the pings the server itself sends on a quiet connection.
+            # Clients ping between calls too (deniable.shared.transport.CHANNEL_KEEPALIVE):
+            # allow it, and do not cap the pings the server itself sends on a quiet connection.
             ("grpc.keepalive_permit_without_calls", 1),
             ("grpc.http2.max_pings_without_data", 0),
             ("grpc.http2.min_ping_interval_without_data_ms", self.min_ping_interval_ms),

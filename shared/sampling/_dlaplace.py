@@ -101,8 +101,8 @@ def _bernoulli_same(
 def uniform_below(bound: int, size: int, source: ByteSource) -> NDArray[np.int64]:
     """Independent uniform integers in {0, ..., bound−1}, exactly, as int64 (bound <= 2^63).
 
-    The shared exact rejection sampler :func:`client._uniform.uniform_below`, typed for the
-    signed arithmetic of the samplers here.
+    The shared exact rejection sampler (:func:`._uniform.uniform_below`), typed for the signed
+    arithmetic of the samplers here.
     """
     if not 1 <= bound <= _MAX_UNIFORM:
         raise ValueError(f"bound must be in [1, 2^63], got {bound}")
