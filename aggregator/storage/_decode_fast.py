@@ -14,6 +14,7 @@ shapes) returns None and the exact path decides, naming the first bad report.
 from __future__ import annotations
 
 import binascii
+import math
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,8 +39,10 @@ __all__ = ["MAX_TEMPLATES", "FastBatch", "decode_fast"]
 MAX_TEMPLATES = 64  # report shapes per batch (question, mechanism, id length, value size)
 _LOWER_HEX = b"0123456789abcdef"
 _ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
-_TILES: OrderedDict[tuple[bytes, bytes, int], tuple[Any, ...]] = OrderedDict()
-_TILE_CACHE = 16
+_PERIODS: OrderedDict[tuple[bytes, bytes], tuple[NDArray[np.uint64], NDArray[np.uint64]]] = (
+    OrderedDict()
+)
+_PERIOD_CACHE = 64
 
 
 @dataclass(frozen=True)
@@ -242,27 +245,46 @@ def _templates(rows: NDArray[np.intp], frames: NDArray[np.uint8], room: int) -> 
         layout, template = found
         if not parts and _all_match(frames, layout):
             return [_Part(layout, template, rows, frames)]
-        match = ((frames & layout.mask) == layout.stem).all(axis=1)
+        match = _matching(frames, layout)
         parts.append(_Part(layout, template, rows[match], frames[match]))
         rows, frames = rows[~match], frames[~match]
     return parts
 
 
+def _matching(frames: NDArray[np.uint8], layout: Layout) -> NDArray[np.bool_]:
+    """Which frames match the layout: each masked frame compared as one opaque value."""
+    opaque = np.dtype(("V", frames.shape[1]))
+    masked = np.bitwise_and(frames, layout.mask)
+    found: NDArray[np.bool_] = masked.view(opaque).reshape(-1) == layout.stem.view(opaque)[0]
+    return found
+
+
 def _all_match(frames: NDArray[np.uint8], layout: Layout) -> bool:
-    """Whether every frame matches the layout: one masked comparison over 8-byte words."""
-    flat = frames.reshape(-1)
-    whole = len(flat) // 8 * 8
-    key = (layout.mask.tobytes(), layout.stem.tobytes(), len(frames))
-    tiles = _TILES.get(key)
-    if tiles is None:
-        mask, stem = np.tile(layout.mask, len(frames)), np.tile(layout.stem, len(frames))
-        tiles = (mask[:whole].view(np.uint64), stem[:whole].tobytes(), mask[whole:], stem[whole:])
-        _TILES[key] = tiles
-        if len(_TILES) > _TILE_CACHE:
-            _TILES.popitem(last=False)
-    mask_words, stem_words, mask_tail, stem_tail = tiles
-    masked = np.bitwise_and(flat[:whole].view(np.uint64), mask_words)
-    return masked.tobytes() == stem_words and np.array_equal(flat[whole:] & mask_tail, stem_tail)
+    """Whether every frame matches the layout, compared as 8-byte words.
+
+    The mask and stem repeat every ``8 / gcd(size, 8)`` frames, a whole number of words,
+    so the frames are compared a period at a time against one period of them (the few
+    frames after the last whole period, byte by byte).
+    """
+    size = frames.shape[1]
+    per = 8 // math.gcd(size, 8)
+    whole = len(frames) // per * per
+    key = (layout.mask.tobytes(), layout.stem.tobytes())
+    period = _PERIODS.get(key)
+    if period is None:
+        period = _PERIODS[key] = (
+            np.tile(layout.mask, per).view(np.uint64),
+            np.tile(layout.stem, per).view(np.uint64),
+        )
+        if len(_PERIODS) > _PERIOD_CACHE:
+            _PERIODS.popitem(last=False)
+    mask, stem = period
+    words = frames[:whole].reshape(-1).view(np.uint64).reshape(-1, len(mask))
+    masked = np.bitwise_and(words, mask)
+    if not (masked == stem).all():
+        return False
+    rest = frames[whole:]
+    return bool(((rest & layout.mask) == layout.stem).all())
 
 
 def _report_ids(parts: list[_Part], count: int, columns: Columns) -> tuple[ReportIds, bool] | None:

@@ -62,19 +62,17 @@ class Hasher:
         if width * 8 > 4 * self.LANES:
             raise ValueError(f"ids of {length} bytes: at most {4 * self.LANES} are hashed")
         if length == width * 8 and ids.flags.c_contiguous:
-            lanes = ids.view("<u4").astype(np.uint32, copy=False)
+            words = ids
         else:
-            padded = np.zeros((count, width * 8), dtype=np.uint8)
-            padded[:, :length] = ids
-            lanes = padded.view("<u4").astype(np.uint32, copy=False)
-        summed = np.add(lanes, self.lanes[: 2 * width])  # modulo 2^32
-        pairs = summed.view(np.uint64)  # each word: (m[2i] + k[2i]) | (m[2i+1] + k[2i+1]) << 32
-        low = pairs & _LOW32
-        np.right_shift(pairs, _S32, out=pairs)
-        np.multiply(low, pairs, out=low)  # each pair's product, below 2^64
-        state = low[:, 0].copy()
-        for column in range(1, width):
-            np.add(state, low[:, column], out=state)
+            words = np.zeros((count, width * 8), dtype=np.uint8)
+            words[:, :length] = ids
+        lanes = words.view("<u4").T.astype(np.uint32, order="C")  # a copy, lane by lane
+        np.add(lanes, self.lanes[: 2 * width, None], out=lanes)  # modulo 2^32
+        products = lanes[0::2].astype(np.uint64)
+        np.multiply(products, lanes[1::2], out=products)  # each pair's product, below 2^64
+        state = products[0].copy()
+        for row in products[1:]:
+            np.add(state, row, out=state)
         np.bitwise_xor(state, U64((self.final ^ (length * _LENGTH)) & _MASK64), out=state)
         return _fmix(state)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from deniable.aggregator.storage._base import Submission
+from deniable.aggregator.storage._base import StorageError, Submission
 from deniable.aggregator.storage._decode import decode_log
 from deniable.aggregator.storage._fingerprint import Hasher
 from deniable.aggregator.storage._ids import ReportIds
@@ -104,6 +104,7 @@ class IdIndex:
         self.hasher = hasher
         self.surveys: dict[str, SurveyIds] = {}
         self.unentered: deque[tuple[Claim, dict[str, int]]] = deque()
+        self.broken = False  # set if entering ids failed: the index can no longer be trusted
 
     def __contains__(self, survey_id: str) -> bool:
         return survey_id in self.surveys
@@ -117,13 +118,18 @@ class IdIndex:
             FailedPrecondition: a survey is closed.
             AlreadyExists: an id is stored (or pending) with a different payload.
         """
+        if self.broken:
+            raise StorageError("the report-id index failed (see the log); restart the daemon")
         self.catch_up()
         ids = submission.report_ids
         if not isinstance(ids, ReportIds):
             ids = ReportIds.of(list(ids))
-        prints = np.empty(len(ids), dtype=np.uint64)
-        for id_group in ids.groups:
-            prints[id_group.rows] = id_group.prints_for(self.hasher)
+        if len(ids.groups) == 1 and len(ids.groups[0].rows) == len(ids):
+            prints = ids.groups[0].prints_for(self.hasher)  # rows 0..n-1, in order
+        else:
+            prints = np.empty(len(ids), dtype=np.uint64)
+            for id_group in ids.groups:
+                prints[id_group.rows] = id_group.prints_for(self.hasher)
         claim = Claim(submission, len(ids), prints)
         parts: dict[str, list[NDArray[np.intp]]] = {}
         for group in submission.groups:
@@ -135,7 +141,7 @@ class IdIndex:
         for survey_id, pieces in parts.items():
             rows = pieces[0] if len(pieces) == 1 else np.sort(np.concatenate(pieces))
             claim.rows[survey_id] = rows
-            survey_prints = prints[rows]
+            survey_prints = prints if len(rows) == len(prints) else prints[rows]
             candidates, claim.slots[survey_id] = self.surveys[survey_id].locate(db, survey_prints)
             for other in pending:
                 if survey_id in other.rows:
@@ -200,13 +206,42 @@ class IdIndex:
         return None
 
     def committed(self, claim: Claim, seqs: dict[str, int]) -> None:
-        """Note a committed batch's new ids (``seqs``: each survey's log row), to be entered.
+        """Note a batch's new ids (``seqs``: each survey's log row), to be entered.
 
-        Entering costs a few tens of microseconds per batch, so it is done after the
-        reply, by the background thread; whoever reads the index next (the next batch,
-        sealing, filter growth) calls :meth:`catch_up` first, so nothing is missed.
+        Entering costs a few tens of microseconds per batch, so the storage has it done
+        by its background thread while ``COMMIT`` waits for the disk (:meth:`mark`
+        and :meth:`rewind` undo it if the commit fails); whoever reads the index next
+        calls :meth:`catch_up` first, so nothing is missed.
         """
         self.unentered.append((claim, seqs))
+
+    def mark(self) -> dict[str, tuple[int, int, int]]:
+        """The index's size before the batches noted by :meth:`committed` are entered."""
+        marks = {}
+        for _, seqs in self.unentered:
+            for survey_id in seqs:
+                survey = self.surveys.get(survey_id)
+                if survey is not None and survey_id not in marks:
+                    marks[survey_id] = (
+                        survey.recent.count,
+                        survey.bloom.count,
+                        survey.recent.bloom.count,
+                    )
+        return marks
+
+    def rewind(self, marks: dict[str, tuple[int, int, int]]) -> None:
+        """Forget the ids entered since :meth:`mark` (their transaction failed).
+
+        The recent ids are cut back; bits the failed batches set in the filters stay,
+        which only makes a few more ids look like "maybe".
+        """
+        self.unentered.clear()
+        for survey_id, (recent, bloom, recent_bloom) in marks.items():
+            survey = self.surveys.get(survey_id)
+            if survey is not None:
+                survey.recent.count = recent
+                survey.bloom.count = bloom
+                survey.recent.bloom.count = recent_bloom
 
     def catch_up(self) -> None:
         """Enter every committed batch not entered yet, in commit order, all at once."""

@@ -45,8 +45,9 @@ __all__ = ["CHECKPOINT_EVERY", "DamagedLogError", "Maintenance", "load_survey"]
 
 _logger = logging.getLogger("deniable.aggregator")
 
-CHECKPOINT_EVERY = 32  # commits between two background checkpoints
-WAKE_EVERY = 1  # commits between two wake-ups of the thread
+CHECKPOINT_EVERY = 64  # commits between two background checkpoints
+DEFER = 0.0003  # seconds the thread waits before work that takes the storage lock
+_IDLE, _OFFERED, _RUNNING, _DONE = range(4)
 _IDLE_WAKE = 1.0  # seconds: the thread also looks for work this often
 
 
@@ -136,6 +137,11 @@ class Maintenance:
         self._working = threading.Lock()  # one run at a time: the thread's, or a caller's
         self._stop = threading.Event()
         self._wake = threading.Event()
+        self._more = threading.Event()  # sealing, growth or a checkpoint is due
+        self._offer_lock = threading.Lock()
+        self._offer = _IDLE  # entering a committing batch's ids: offered, running, done
+        self._entered = threading.Event()
+        self._due_inline = False
         self._reader: sqlite3.Connection | None = None
         self._thread: threading.Thread | None = None
         if background:
@@ -145,13 +151,60 @@ class Maintenance:
             self._thread = threading.Thread(target=self._run, name="deniable-storage", daemon=True)
             self._thread.start()
 
-    def poke(self) -> None:
-        """Called after each commit: the new ids are to be entered, and maybe more is due."""
+    def during_commit(self) -> dict[str, tuple[int, int, int]]:
+        """Before ``COMMIT``, under the storage lock: start entering the batches' ids.
+
+        The thread enters them while the commit waits for the disk. Returns the index's
+        marks, for :meth:`settle`.
+        """
+        marks = self._index.mark()
+        if self._thread is not None:
+            with self._offer_lock:
+                self._offer = _OFFERED
+            self._wake.set()
+        return marks
+
+    def settle(self, marks: dict[str, tuple[int, int, int]], *, failed: bool) -> None:
+        """After ``COMMIT``, under the storage lock: the ids are entered when this returns.
+
+        If the commit failed they are forgotten instead. Other work that is due is started.
+        """
+        with self._offer_lock:
+            state = self._offer
+            if state == _OFFERED:
+                self._offer = _IDLE  # not started yet: this thread does it
+        if state == _RUNNING:
+            self._entered.wait()
+        with self._offer_lock:
+            self._offer = _IDLE
+        if failed:
+            self._index.rewind(marks)
+            return
+        self._index.catch_up()
         self._commits += 1
         if self._thread is None:
-            self.run_once()
-        elif WAKE_EVERY and self._commits % WAKE_EVERY == 0:
+            self._due_inline = True
+        elif self._due(marks):
+            self._more.set()
             self._wake.set()
+
+    def after_commit(self) -> None:
+        """Called after the storage lock is released: inline work, when there is no thread."""
+        if self._thread is None and self._due_inline:
+            self._due_inline = False
+            self.run_once()
+
+    def _due(self, marks: dict[str, tuple[int, int, int]]) -> bool:
+        if self._commits >= self._checkpointed + CHECKPOINT_EVERY:
+            return True
+        for survey_id in marks:
+            survey = self._index.surveys.get(survey_id)
+            if survey is not None and (
+                survey.recent.count >= self._segment_ids
+                or (survey.bloom.full and survey.growing is None)
+            ):
+                return True
+        return False
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -159,6 +212,25 @@ class Maintenance:
             self._wake.clear()
             if self._stop.is_set():
                 break
+            with self._offer_lock:
+                taken = self._offer == _OFFERED
+                if taken:
+                    self._offer = _RUNNING
+                    self._entered.clear()
+            if taken:  # the committing thread holds the storage lock for us meanwhile
+                try:
+                    self._index.catch_up()
+                except Exception:  # the index may now miss ids: refuse batches from now on
+                    _logger.exception("entering report ids failed; restart the daemon")
+                    self._index.broken = True
+                finally:
+                    with self._offer_lock:
+                        self._offer = _DONE
+                    self._entered.set()
+            if taken and not self._more.is_set():
+                continue
+            self._more.clear()
+            time.sleep(DEFER)  # let the batch's reply go out before taking the interpreter
             try:
                 self.run_once()
             except Exception:  # keep serving: the work is retried at the next wake
@@ -173,12 +245,15 @@ class Maintenance:
         with self._lock:
             self._index.catch_up()
             surveys = list(self._index.surveys.items())
+        sealed = False
         for survey_id, survey in surveys:
             if survey.recent.count >= self._segment_ids:
                 self._seal(survey_id, survey)
+                sealed = True
             if survey.bloom.full and survey.growing is None:
                 self._grow(survey_id, survey)
-        if self._reader is not None and self._commits >= self._checkpointed + CHECKPOINT_EVERY:
+        due = self._commits >= self._checkpointed + CHECKPOINT_EVERY
+        if self._reader is not None and (due or sealed):  # a segment adds ~600 pages
             self._checkpointed = self._commits
             self._reader.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
@@ -189,7 +264,9 @@ class Maintenance:
             count = survey.recent.count
             prints = survey.recent.prints[:count].copy()
             seqs = survey.recent.seqs[:count].copy()
-        sealed = prepare_segment(prints, seqs, SEGMENT_CAPACITY)
+            recent = survey.recent.bloom
+            bloom = BloomFilter.of_words(recent.words.copy(), recent.capacity, count, second=True)
+        sealed = prepare_segment(prints, seqs, SEGMENT_CAPACITY, bloom)
         with self._lock:
             if self._index.surveys.get(survey_id) is not survey:
                 return  # closed meanwhile

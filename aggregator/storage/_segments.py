@@ -58,10 +58,20 @@ class Sealed:
     last_seq: int
 
 
-def prepare_segment(prints: NDArray[np.uint64], seqs: NDArray[np.int64], capacity: int) -> Sealed:
-    """Sort the ids of consecutive log rows and build their filter (no database access)."""
-    bloom = BloomFilter(capacity, second=True)
-    bloom.add(prints)
+def prepare_segment(
+    prints: NDArray[np.uint64],
+    seqs: NDArray[np.int64],
+    capacity: int,
+    bloom: BloomFilter | None = None,
+) -> Sealed:
+    """Sort the ids of consecutive log rows, with their filter (no database access).
+
+    ``bloom``, if given, is a second-level filter of ``capacity`` that holds at least
+    these ids (the recent ids' own, copied); else one is built.
+    """
+    if bloom is None:
+        bloom = BloomFilter(capacity, second=True)
+        bloom.add(prints)
     order = _sorting_order(prints)
     return Sealed(prints[order], seqs[order], bloom, int(seqs.max()))
 
@@ -164,8 +174,8 @@ class Segments:
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self.list: list[Segment] = []
-        self._probe = BloomFilter(capacity, second=True)  # every segment filter's geometry
-        self._words = np.zeros((0, len(self._probe.words)), dtype=np.uint64)
+        width = len(BloomFilter(capacity, second=True).words)  # every segment filter's
+        self._words = np.zeros((0, width), dtype=np.uint64)
 
     def __len__(self) -> int:
         return len(self.list)
@@ -189,11 +199,16 @@ class Segments:
         self._words[len(self.list)] = bloom.words
         self.list.append(segment)
 
-    def maybe(self, prints: NDArray[np.uint64]) -> list[tuple[int, Segment]]:
-        """(position in ``prints``, segment) pairs whose segment filter may hold it."""
+    def maybe(
+        self, index: NDArray[np.uint64], pattern: NDArray[np.uint64]
+    ) -> list[tuple[int, Segment]]:
+        """(position, segment) pairs whose segment filter may hold a fingerprint.
+
+        ``index`` and ``pattern`` are the fingerprints' second-level slots
+        (:meth:`BloomFilter.slots`) in a filter of the segments' common capacity.
+        """
         if not self.list:
             return []
-        index, pattern = self._probe.slots(prints)
         found = self._words[: len(self.list)][:, index]
         hits = np.argwhere((found & pattern) == pattern)  # (segment, position) pairs
         return [(int(at), self.list[int(seg)]) for seg, at in hits.tolist()]

@@ -21,6 +21,7 @@ from deniable.aggregator.storage._base import (
     SubmitOutcome,
     Tally,
 )
+from deniable.aggregator.storage._filter import patterns
 from deniable.aggregator.storage._fingerprint import Hasher, use_default
 from deniable.aggregator.storage._group_commit import GroupCommitter
 from deniable.aggregator.storage._id_index import Claim, IdIndex
@@ -94,6 +95,7 @@ class SqliteStorage(Storage):
             self._db.execute("PRAGMA busy_timeout=10000")
             migrate(self._db)
             self._preallocate_wal()
+            patterns()  # the filters' bit patterns, built once per process
             self._index = IdIndex(Hasher(fingerprint_key(self._db)))
             use_default(self._index.hasher)  # the decoder then fingerprints with our key
             for (survey_id,) in self._db.execute(
@@ -216,7 +218,7 @@ class SqliteStorage(Storage):
         reply still waits for the fsync, but concurrent batches share it.
         """
         outcome = self._committer.submit(submission)
-        self._maintenance.poke()
+        self._maintenance.after_commit()
         return outcome
 
     def _commit_locked(
@@ -245,19 +247,25 @@ class SqliteStorage(Storage):
         if not claims:
             return results
         tallies: dict[tuple[str, str], Tally] = {}
-        seqs: list[dict[str, int]] = []
         self._db.execute("BEGIN IMMEDIATE")
         try:
             for _, claim, bindings in claims:
-                seqs.append(self._append_locked(claim, tallies))
+                self._index.committed(claim, self._append_locked(claim, tallies))
                 store_bindings(self._db, bindings)
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            self._index.unentered.clear()
+            raise
+        marks = self._maintenance.during_commit()  # the new ids are entered meanwhile
+        try:
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")
+            self._maintenance.settle(marks, failed=True)
             raise
+        self._maintenance.settle(marks, failed=False)
         self._tallies.update(tallies)  # only once committed
-        for (position, claim, _), survey_seqs in zip(claims, seqs, strict=True):
-            self._index.committed(claim, survey_seqs)
+        for position, claim, _ in claims:
             results[position] = SubmitOutcome(claim.stored, claim.total - claim.stored)
         return results
 

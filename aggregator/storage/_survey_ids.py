@@ -115,12 +115,14 @@ class SurveyIds:
         maybe = np.flatnonzero(present == pattern)
         if not len(maybe):
             return found, slots
-        candidates = prints[maybe]
-        for at in self.recent.bloom.maybe(candidates).tolist():
+        second = self.recent.bloom.slots(prints[maybe])  # every segment filter's too
+        present = self.recent.bloom.words.take(second[0])
+        np.bitwise_and(present, second[1], out=present)
+        for at in np.flatnonzero(present == second[1]).tolist():
             seqs = self.recent.lookup(int(prints[maybe[at]]))
             if seqs:
                 found.setdefault(int(maybe[at]), []).extend(seqs)
-        for at, segment in self.segments.maybe(candidates):
+        for at, segment in self.segments.maybe(*second):
             seqs = lookup(db, segment, int(prints[maybe[at]]))
             if seqs:
                 found.setdefault(int(maybe[at]), []).extend(seqs)

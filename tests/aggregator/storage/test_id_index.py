@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -234,3 +235,41 @@ def test_a_damaged_segment_list_is_an_error_not_a_silent_loss(tmp_path: Path) ->
     db.close()
     with pytest.raises(StorageError, match=r"log row 4 of .* is damaged: report id '0+' appears"):
         open_small(path)
+
+
+class FailingCommit:
+    """A connection whose next ``COMMIT`` fails, as a full disk would make it."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.fail = True
+
+    def execute(self, sql: str, parameters: Any = ()) -> sqlite3.Cursor:
+        if sql == "COMMIT" and self.fail:
+            self.fail = False
+            raise sqlite3.OperationalError("database or disk is full")
+        return self.db.execute(sql, parameters)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.db, name)
+
+
+@pytest.mark.parametrize("background", [True, False], ids=["thread", "inline"])
+def test_ids_entered_while_a_commit_fails_are_forgotten(tmp_path: Path, background: bool) -> None:
+    """The thread enters a batch's ids during COMMIT; a failed COMMIT takes them back."""
+    storage = SqliteStorage(str(tmp_path / "x.db"), segment_ids=100, background=background)
+    try:
+        storage.create_survey(survey())
+        submit(storage, batch(0, 60))
+        real = storage._db
+        storage._db = FailingCommit(real)  # type: ignore[assignment]
+        with pytest.raises(sqlite3.OperationalError, match="disk is full"):
+            submit(storage, batch(60, 30))
+        storage._db = real
+        ids = storage._index.surveys["s1"]
+        assert ids.recent.count == 60
+        assert storage.tally("s1", "q1") == Tally(60, (30,))
+        assert submit(storage, batch(50, 40)).stored == 30  # 60..89 are new after all
+        assert storage.tally("s1", "q1") == recount(storage, "s1", "q1") == Tally(90, (45,))
+    finally:
+        storage.close()
