@@ -42,10 +42,22 @@ class Filler:
         self.row = np.frombuffer(_frame(template), dtype=np.uint8)
         self.id_at = 4  # frame tag and length, id tag and length
         self.batch, self.clients = batch, clients
-        self.channels = [grpc.insecure_channel(address) for _ in range(clients)]
+        self.channels: list[grpc.Channel] = []
+        self.connect(address)
         self.sent = 0  # reports sent and acknowledged as stored
         self._reserved = 0
         self._lock = threading.Lock()
+
+    def connect(self, address: str) -> None:
+        """Send to the daemon at ``address`` from now on (after a restart)."""
+        for channel in self.channels:
+            channel.close()
+        self.channels = [grpc.insecure_channel(address) for _ in range(self.clients)]
+
+    def close(self) -> None:
+        """Close the channels."""
+        for channel in self.channels:
+            channel.close()
 
     def _calls(self) -> list[Callable[..., pb.SubmitReportsResponse]]:
         return [

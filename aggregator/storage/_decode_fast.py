@@ -78,8 +78,7 @@ def decode_fast(data: bytes, max_batch: int) -> FastBatch | None:
         rows = np.arange(len(frames))
         parts = _templates(rows, frames, MAX_TEMPLATES)  # the headers are part of the stem,
         if parts is not None:  # so matching frames start where the rows do
-            sizes = np.full(len(frames), size)
-            return _finish(data, rows * size, sizes, parts, lambda a, b: frames[:, a:b])
+            return _finish(data, rows * size, None, parts, lambda a, b: frames[:, a:b])
     split = _split(data, max_batch)
     if split is None:
         return None
@@ -96,11 +95,14 @@ def decode_fast(data: bytes, max_batch: int) -> FastBatch | None:
 def _finish(
     data: bytes,
     starts: NDArray[np.intp],
-    sizes: NDArray[np.intp],
+    sizes: NDArray[np.intp] | None,
     parts: list[_Part],
     columns: Columns,
 ) -> FastBatch | None:
-    """Check the ids and values of the matched frames, and assemble the batch."""
+    """Check the ids and values of the matched frames, and assemble the batch.
+
+    ``sizes`` is None when every frame has the same size.
+    """
     values = [read_values(part.frames, part.layout) for part in parts]
     if any(value is None for value in values):
         return None
@@ -112,7 +114,7 @@ def _finish(
     if len(parts) == 1 and parts[0].layout.kind == "bit":
         bits = cast(NDArray[np.uint8], values[0])
         return _uniform(parts[0], report_ids, groups, bits, lower_hex)
-    ends = starts + sizes
+    ends = starts + (parts[0].frames.shape[1] if sizes is None else sizes)
     if len({part.layout.id_end for part in parts}) == 1:
         payload_starts = starts + parts[0].layout.id_end
     else:

@@ -64,7 +64,8 @@ class Layout:
         key: (survey, question, serialized mechanism, value field): the decoder's group.
         id_start, id_end: the id's bytes within the frame.
         holes: (start, end, name) of each of the value's variable byte ranges.
-        mask: 0xFF at every byte that must equal the template's, 0 at the id and holes.
+        mask: 0xFF at every byte that must equal the template's, 0 at the id and holes
+            (0xFE at a bit's byte: it must be 0 or 1).
         stem: the template frame with its id and holes zeroed.
     """
 
@@ -148,6 +149,8 @@ def _analyze(frame: bytes, report: pb.Report, start: int, length: int) -> Layout
     mask[id_start:id_end] = 0
     for begin, end, _ in holes:
         mask[begin:end] = 0
+    if kind == "bit":  # a bit's byte is checked with the stem: all but its last bit are 0
+        mask[holes[0][0]] = 0xFE
     stem = np.frombuffer(frame, dtype=np.uint8) & mask
     mechanism = report.mechanism.SerializeToString(deterministic=True)
     key = (report.survey_id, report.question_id, mechanism, kind)
@@ -180,9 +183,8 @@ def read_values(frames: NDArray[np.uint8], layout: Layout) -> Any | None:
     out-of-range varint, an explicit zero in ``hashed``): the exact path decides those.
     """
     kind = layout.kind
-    if kind == "bit":
-        bits = frames[:, layout.holes[0][0]]
-        return None if (bits > 1).any() else bits.copy()
+    if kind == "bit":  # 0 or 1 already: see the mask
+        return frames[:, layout.holes[0][0]].copy()
     if kind == "option":
         begin, end, _ = layout.holes[0]
         return _varints(frames[:, begin:end], nonzero=False)

@@ -148,6 +148,7 @@ class Maintenance:
             (path,) = [row[2] for row in db.execute("PRAGMA database_list") if row[1] == "main"]
             self._reader = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
             self._reader.execute("PRAGMA busy_timeout=10000")
+            self._reader.execute("PRAGMA cache_size=-256")  # it streams: 256 KiB of cache
             self._thread = threading.Thread(target=self._run, name="deniable-storage", daemon=True)
             self._thread.start()
 
