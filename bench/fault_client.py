@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from deniable.client._remote import RETRYABLE, AggregatorClient, RemoteError
+from deniable.client._remote import AggregatorClient, RemoteError
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 UNREACHABLE = 3
@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
                 append_fsynced(state / "acked", "".join(f"{i}\n" for i in ids))
                 clear_pending(state)
         except RemoteError as error:
-            if error.code in RETRYABLE:
+            if error.retryable:
                 return UNREACHABLE
             print(f"fault client {state.name}: {error}", file=sys.stderr)
             return 1
