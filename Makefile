@@ -38,6 +38,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/perturb_throughput.py
 	$(BIN)/python bench/mechanism_throughput.py
 	$(BIN)/python bench/ingest_throughput.py
+	$(BIN)/python bench/storage_scale.py
 
 # Regenerate the committed wire code (tests/test_proto_drift.py fails when it is stale).
 # proto/deniable/v1/*.proto is compiled as deniable/shared/wire/v1/*.proto, so that the
