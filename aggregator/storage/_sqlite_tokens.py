@@ -6,11 +6,11 @@ an indexed SQL query; the in-memory report-id index is not involved.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from deniable.aggregator.server._enrollment import payload_digest
 from deniable.aggregator.storage._base import Submission
 from deniable.shared.errors import (
     AlreadyExists,
@@ -44,6 +44,11 @@ class PendingBindings:
         for token, question_id, survey_id, report_id, digest in bindings:
             self.answers[token, question_id] = (report_id, digest)
             self.reports[survey_id, report_id] = token
+
+
+def payload_digest(payload: bytes) -> bytes:
+    """The SHA-256 of a report's payload, which tells an exact resend from another report."""
+    return hashlib.sha256(payload).digest()
 
 
 def insert_tokens(db: sqlite3.Connection, survey_id: str, hashes: Sequence[bytes]) -> None:
