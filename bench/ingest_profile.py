@@ -170,7 +170,7 @@ def profile_ingest(db_path: Path, survey_id: str, batch: int, count: int, seed: 
     for _, label in _STATEMENTS:
         if parts[label]:
             print(f"    {label:<38}{_ms(parts[label]):7.2f} ms")
-    print(f"    Python in submit (id index, sums)       {_ms(parts['submit_python']):7.2f} ms")
+    print(f"    Python in submit (claim, log row, sums) {_ms(parts['submit_python']):7.2f} ms")
     commit = _ms(parts["COMMIT (WAL write + fsync)"])
     print(
         f"  COMMIT with synchronous=OFF (no fsync)    {_ms(no_fsync):7.2f} ms"
