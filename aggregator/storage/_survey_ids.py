@@ -27,19 +27,24 @@ Slots = tuple[BloomFilter, NDArray[np.uint64], NDArray[np.uint64]]  # filter, wo
 
 
 class Recent:
-    """The ids of log rows after the last segment: fingerprints and log rows, in log order."""
+    """The ids of log rows after the last segment: fingerprints and log rows, in log order.
+
+    Its arrays are sized for a segment once and reused after each seal, so entering ids
+    touches no new memory (on a virtual machine, first-touch pages cost far more than the
+    work done on them).
+    """
 
     def __init__(self, capacity: int = SEGMENT_CAPACITY) -> None:
         self.capacity = capacity
-        self.prints = np.empty(1024, dtype=np.uint64)
-        self.seqs = np.empty(1024, dtype=np.int64)
+        self.prints = np.empty(capacity, dtype=np.uint64)
+        self.seqs = np.empty(capacity, dtype=np.int64)
         self.count = 0
         self.bloom = BloomFilter(capacity, second=True)
 
     def append(self, prints: NDArray[np.uint64], seq: int | NDArray[np.int64]) -> None:
         """Enter the ids of one log row (or of several, with one ``seq`` each)."""
         end = self.count + len(prints)
-        if end > len(self.prints):
+        if end > len(self.prints):  # sealing is behind: grow
             size = max(end, 2 * len(self.prints))
             self.prints = np.resize(self.prints, size)
             self.seqs = np.resize(self.seqs, size)
@@ -54,14 +59,16 @@ class Recent:
         return self.seqs[hits].tolist() if len(hits) else []
 
     def drop_through(self, last_seq: int) -> None:
-        """Forget the ids of log rows up to ``last_seq`` (now in a segment)."""
+        """Forget the ids of log rows up to ``last_seq`` (now in a segment).
+
+        The filter is cleared and reused: the segment keeps a copy of its words.
+        """
         keep = int(np.searchsorted(self.seqs[: self.count], last_seq, "right"))
         prints = self.prints[keep : self.count].copy()
         seqs = self.seqs[keep : self.count].copy()
-        self.prints = np.empty(max(1024, len(prints)), dtype=np.uint64)
-        self.seqs = np.empty(len(self.prints), dtype=np.int64)
         self.count = 0
-        self.bloom = BloomFilter(self.capacity, second=True)
+        self.bloom.words.fill(0)
+        self.bloom.count = 0
         if len(prints):
             self.append(prints, seqs)
 
