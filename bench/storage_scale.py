@@ -2,13 +2,14 @@
 
 A ``deniable-aggregator serve`` daemon (a subprocess, 127.0.0.1, a temporary SQLite file)
 takes yes/no reports with fresh random ids in batches, up to ``--reports``. At each
-checkpoint the fill pauses until the daemon is idle, and its resident memory
-(``VmRSS``) is read from ``/proc``. At the first checkpoint GetEstimate latency is
-measured over ``--latency-calls`` sequential calls and the daemon is restarted once, so
-that a fresh process's memory is known there too; at the end, the latency again, then
-``--restarts`` restarts after SIGTERM and one after ``kill -9``. Restart to serving is the
-time from starting the process to the first answered GetEstimate, on a port chosen in
-advance. Everything is bounded by ``--max-seconds``.
+checkpoint the fill pauses until the daemon is idle (its CPU time still for 1.5 s: any
+background work done), and its resident memory (``VmRSS``) is read from ``/proc``. At
+the first checkpoint GetEstimate latency is measured over ``--latency-calls`` sequential
+calls and the daemon is restarted once, so that a fresh process's memory is known there
+too; at the end, the latency again, then ``--restarts`` restarts after SIGTERM and one
+after ``kill -9``. Restart to serving is the time from starting the process to the first
+answered GetEstimate, on a port chosen in advance. Everything is bounded by
+``--max-seconds``.
 
 Targets (printed PASS/FAIL): RSS grows at most 10 MB per 10^6 stored reports, both while
 filling (least squares over the checkpoints from 10^6 on) and between the fresh
@@ -50,7 +51,9 @@ RSS_TARGET = 10.0  # MB per 10^6 reports
 RESTART_TARGET = 2.0  # seconds
 LATENCY_TARGET = 1.5  # end / first checkpoint
 STARTUP_TIMEOUT = 120.0  # hang guards, never measurements
-IDLE_WAIT = 1.5  # seconds without batches before memory is read
+IDLE_WAIT = 1.5  # seconds without batches before memory is read, at least
+IDLE_CPU = 0.02  # ...and until the daemon used less than this CPU share over IDLE_WAIT
+IDLE_TIMEOUT = 60.0  # hang guard: give up waiting for idle after this long
 QUESTION = pb.Question(
     id="q",
     text="Yes or no?",
@@ -81,6 +84,25 @@ class Daemon:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
         raise RuntimeError("no VmRSS line")
+
+    def cpu_seconds(self) -> float:
+        """User plus system CPU time of the daemon so far, from /proc."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def settle(self) -> None:
+        """Wait until the daemon is idle, so that memory and latency are read in a steady state.
+
+        Idle: its background work (sealing id segments, growing a filter) done.
+        """
+        deadline = time.monotonic() + IDLE_TIMEOUT
+        before = self.cpu_seconds()
+        while True:
+            time.sleep(IDLE_WAIT)
+            after = self.cpu_seconds()
+            if after - before < IDLE_CPU * IDLE_WAIT or time.monotonic() > deadline:
+                return
+            before = after
 
     def stop(self, sig: int = signal.SIGTERM) -> float:
         """Send ``sig`` and wait (bounded); the seconds it took to exit."""
@@ -212,7 +234,7 @@ class Scale:
         wait_serving_port(self.daemon)
         with AggregatorClient(self.daemon.address, admin_token=TOKEN) as admin:
             self.survey_id = admin.create_survey("scale", [QUESTION]).id
-        time.sleep(IDLE_WAIT)
+        self.daemon.settle()
         self.run.empty_rss = self.daemon.rss_mb()
         print(f"empty database: RSS {self.run.empty_rss:.1f} MB", flush=True)
         self.filler = Filler(
@@ -226,7 +248,7 @@ class Scale:
         stopped = self.daemon.stop(signal.SIGKILL if how == "kill -9" else signal.SIGTERM)
         self.daemon = Daemon(self.workdir, self.db, free_port())
         serving, n = wait_serving(self.daemon, self.survey_id, "q")
-        time.sleep(IDLE_WAIT)
+        self.daemon.settle()
         self.run.fresh.append((n, self.daemon.rss_mb()))
         self.run.restarts.append((how, stopped, serving, n))
         assert self.filler is not None
@@ -245,7 +267,7 @@ class Scale:
             t0 = time.perf_counter()
             self.filler.fill_to(mark, self.deadline)
             seconds += time.perf_counter() - t0
-            time.sleep(IDLE_WAIT)
+            self.daemon.settle()
             self.run.filling.append((mark, self.daemon.rss_mb()))
             print(
                 f"{mark:>10,} reports: RSS {self.run.filling[-1][1]:7.1f} MB (fill "
