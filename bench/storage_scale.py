@@ -311,7 +311,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def report(run: Run) -> int:
-    """Print the summary and the verdicts; exit status 0 when every target is met."""
+    """Print the summary and the verdicts; exit status 1 only if a report was miscounted.
+
+    Targets print PASS/FAIL but do not set the status: a slow machine is not an error.
+    """
     fit = slope([p for p in run.filling if p[0] >= 1_000_000])
     (n0, fresh0), (n1, fresh1) = run.fresh[0], run.fresh[-1]
     fresh = (fresh1 - fresh0) / ((n1 - n0) / 1e6)
@@ -344,7 +347,7 @@ def report(run: Run) -> int:
     for name, ok in verdicts:
         print(f"target: {name}: {'PASS' if ok else 'FAIL'}")
     print(f"load average now {os.getloadavg()[0]:.2f}")
-    return 0 if all(ok for _, ok in verdicts) else 1
+    return 0 if counted else 1
 
 
 if __name__ == "__main__":
