@@ -51,9 +51,9 @@ def test_categorical_participants_is_the_smallest_n_meeting_the_margin(
 
 
 @pytest.mark.parametrize(("k", "epsilon"), [(5, 1.0), (30, 1.0), (4, 2.0), (200, 3.0)])
-def test_small_share_variance_matches_the_design_table(k: int, epsilon: float) -> None:
-    # DESIGN §4.2, n·Var at small f: GRR (k−2+e^ε)/(e^ε−1)², OUE 4e^ε/(e^ε−1)²; at p = 0 the
-    # population and respondents variances agree.
+def test_small_share_variance_matches_the_published_formulas(k: int, epsilon: float) -> None:
+    # n·Var at small f (Wang et al., USENIX Security 2017): GRR (k−2+e^ε)/(e^ε−1)²,
+    # OUE 4e^ε/(e^ε−1)²; at p = 0 the population and respondents variances agree.
     e = math.exp(epsilon)
     plan = plan_categorical(k, epsilon=epsilon, participants=1000, p=0.0)
     rows = {row.mechanism: row for row in plan.mechanisms}

@@ -12,7 +12,7 @@ from deniable.shared import RandomizedResponse
 
 
 def formula_n(margin: float, alpha: float, confidence: float, p: float) -> float:
-    """DESIGN §4.1: n = z²·[(1−α²)/(4α²) + p(1−p)]/m²."""
+    """Warner (1965) variance, normal approximation: n = z²·[(1−α²)/(4α²) + p(1−p)]/m²."""
     z = stats.norm.ppf(0.5 + confidence / 2)
     return (
         float(z) * float(z) * ((1 - alpha * alpha) / (4 * alpha * alpha) + p * (1 - p)) / margin**2

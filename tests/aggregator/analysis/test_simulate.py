@@ -59,7 +59,8 @@ def test_invalid_simulation_input_is_rejected(kwargs: dict[str, object], message
 def test_estimate_variance_and_coverage_match_theory(seed: int | None) -> None:
     # R repeats of n = 1000: p_hat is close to normal, so the sample variance s² satisfies
     # Var(s²/σ²) ≈ 2/(R−1); the mean has SE σ/√R; coverage has SE √(c(1−c)/R).
-    # Each check allows 4 standard errors (DESIGN §7). seed=None exercises the CSPRNG path.
+    # Each check allows 4 standard errors (a false alarm about once in 16,000 checks).
+    # seed=None exercises the CSPRNG path.
     n, p, repeats = 1000, 0.3, 4000
     spec = RandomizedResponse(0.5)
     result = simulate_binary(n, p, spec, repeats=repeats, seed=seed)

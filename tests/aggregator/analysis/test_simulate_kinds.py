@@ -28,7 +28,7 @@ from deniable.shared.questions import categorical_mechanism, numeric_mechanism
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.conftest import RunCli
 
-SIGMAS = 4.0  # every statistical check allows 4 standard errors (DESIGN §7)
+SIGMAS = 4.0  # every statistical check allows 4 standard errors (two-sided, P ≈ 6e-5)
 
 
 # --- inputs -------------------------------------------------------------------------------
