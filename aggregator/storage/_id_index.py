@@ -208,10 +208,10 @@ class IdIndex:
     def committed(self, claim: Claim, seqs: dict[str, int]) -> None:
         """Note a batch's new ids (``seqs``: each survey's log row), to be entered.
 
-        Entering costs a few tens of microseconds per batch, so the storage has it done
-        by its background thread while ``COMMIT`` waits for the disk (:meth:`mark`
-        and :meth:`rewind` undo it if the commit fails); whoever reads the index next
-        calls :meth:`catch_up` first, so nothing is missed.
+        They are entered by :meth:`catch_up` once the transaction has committed (the
+        storage does it right after ``COMMIT``; :meth:`mark` and :meth:`rewind` forget
+        them if it fails); whoever reads the index calls :meth:`catch_up` first, so
+        nothing is missed.
         """
         self.unentered.append((claim, seqs))
 

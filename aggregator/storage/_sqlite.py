@@ -256,7 +256,7 @@ class SqliteStorage(Storage):
             self._db.execute("ROLLBACK")
             self._index.unentered.clear()
             raise
-        marks = self._maintenance.during_commit()  # the new ids are entered meanwhile
+        marks = self._maintenance.during_commit()
         try:
             self._db.execute("COMMIT")
         except BaseException:
