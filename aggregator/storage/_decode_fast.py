@@ -245,7 +245,7 @@ def _templates(rows: NDArray[np.intp], frames: NDArray[np.uint8], room: int) -> 
         if found is None:
             return None
         layout, template = found
-        if not parts and _all_match(frames, layout):
+        if not parts and _matches(frames[-1], layout) and _all_match(frames, layout):
             return [_Part(layout, template, rows, frames)]
         match = _matching(frames, layout)
         parts.append(_Part(layout, template, rows[match], frames[match]))
@@ -253,11 +253,14 @@ def _templates(rows: NDArray[np.intp], frames: NDArray[np.uint8], room: int) -> 
     return parts
 
 
+def _matches(frame: NDArray[np.uint8], layout: Layout) -> bool:
+    """Whether one frame matches the layout (a mixed class of frames fails at once)."""
+    return bytes(np.bitwise_and(frame, layout.mask).data) == bytes(layout.stem.data)
+
+
 def _matching(frames: NDArray[np.uint8], layout: Layout) -> NDArray[np.bool_]:
-    """Which frames match the layout: each masked frame compared as one opaque value."""
-    opaque = np.dtype(("V", frames.shape[1]))
-    masked = np.bitwise_and(frames, layout.mask)
-    found: NDArray[np.bool_] = masked.view(opaque).reshape(-1) == layout.stem.view(opaque)[0]
+    """Which frames match the layout: each masked frame compared with the stem."""
+    found: NDArray[np.bool_] = (np.bitwise_and(frames, layout.mask) == layout.stem).all(axis=1)
     return found
 
 
