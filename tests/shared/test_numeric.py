@@ -312,6 +312,18 @@ def test_tallies_are_exact_integers_and_order_free() -> None:
     assert whole.sample_variance == sum((y - mean) ** 2 for y in exact) / 2999
 
 
+@pytest.mark.parametrize("kind", ["laplace", "duchi", "piecewise", "hybrid"])
+@pytest.mark.parametrize("n", [10, 64, 65, 3000])
+def test_mechanism_tally_is_the_exact_sums_of_z_and_z_squared(kind: str, n: int) -> None:
+    # Duchi's reports take two values (the tally sums each distinct value once), the
+    # others many (one integer per report); both must give the same exact integers.
+    spec = numeric_mechanism(kind, 0.0, 1.0, 1.0)
+    reports = spec.perturb_many(np.random.default_rng(n).random(n), np.random.default_rng(7))
+    z = [Fraction(y) * 2**spec.unit_bits for y in reports.tolist()]
+    assert all(v.denominator == 1 for v in z)
+    assert spec.tally(reports) == [int(sum(z)), int(sum(v * v for v in z))]
+
+
 def test_tally_rejects_bad_reports_and_foreign_units() -> None:
     spec = DuchiMechanism(0.0, 1.0, 3.0)
     with pytest.raises(ValueError, match=r"report 1 \(nan\) is not a possible duchi report"):

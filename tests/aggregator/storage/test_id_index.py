@@ -256,7 +256,7 @@ class FailingCommit:
 
 @pytest.mark.parametrize("background", [True, False], ids=["thread", "inline"])
 def test_ids_entered_while_a_commit_fails_are_forgotten(tmp_path: Path, background: bool) -> None:
-    """The thread enters a batch's ids during COMMIT; a failed COMMIT takes them back."""
+    """A batch's ids are entered only once its COMMIT succeeded; a failed COMMIT leaves none."""
     storage = SqliteStorage(str(tmp_path / "x.db"), segment_ids=100, background=background)
     try:
         storage.create_survey(survey())
@@ -273,3 +273,38 @@ def test_ids_entered_while_a_commit_fails_are_forgotten(tmp_path: Path, backgrou
         assert storage.tally("s1", "q1") == recount(storage, "s1", "q1") == Tally(90, (45,))
     finally:
         storage.close()
+
+
+@pytest.mark.parametrize("background", [True, False], ids=["thread", "inline"])
+def test_a_failure_to_enter_committed_ids_acknowledges_then_refuses(
+    tmp_path: Path, background: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A committed batch is acknowledged even if its ids cannot be entered; then refusal.
+
+    Later batches are refused until a restart rebuilds the index from the database,
+    which then knows every id.
+    """
+    path = tmp_path / "x.db"
+    storage = SqliteStorage(str(path), segment_ids=100, background=background)
+    try:
+        storage.create_survey(survey())
+        submit(storage, batch(0, 20))
+
+        def fail(*args: object, **kwargs: object) -> None:
+            raise MemoryError("no room for the ids")
+
+        monkeypatch.setattr(_survey_ids.SurveyIds, "enter", fail)
+        assert submit(storage, batch(20, 30)).stored == 30  # committed: acknowledged
+        monkeypatch.undo()
+        with pytest.raises(StorageError, match="restart the daemon"):
+            submit(storage, batch(50, 10))
+        assert storage.tally("s1", "q1") == Tally(50, (25,))
+    finally:
+        storage.close()
+    reopened = open_small(path)
+    try:
+        again = submit(reopened, batch(0, 60))
+        assert (again.stored, again.already_stored) == (10, 50)
+        assert reopened.tally("s1", "q1") == recount(reopened, "s1", "q1") == Tally(60, (30,))
+    finally:
+        reopened.close()
