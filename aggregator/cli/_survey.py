@@ -133,7 +133,8 @@ def create(
 
     \b
     Question types and their keys:
-      binary       alpha or epsilon (randomized response)
+      binary       alpha or epsilon; mechanism auto (default) or
+                   randomized_response
       categorical  options (2..1024 names), epsilon, or alpha for GRR;
                    mechanism auto (default), grr, oue or olh
       numeric      min, max, epsilon; mechanism auto (default: hybrid),
