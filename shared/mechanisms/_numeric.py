@@ -21,8 +21,6 @@ from deniable.shared.sampling import ByteSource, source_for
 from deniable.shared.stats import Estimand, check_estimand
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
-_DISTINCT_FIRST = 64  # above this many reports, tally each distinct value once if few
-
 __all__ = [
     "MAX_EPSILON",
     "MIN_EPSILON",
@@ -213,17 +211,7 @@ class NumericMechanism(Mechanism):
 
     def tally(self, reports: Any) -> list[int]:
         """[Σz, Σz²] with z = y·2^unit_bits: exact integers, any number of reports."""
-        scaled = np.ldexp(np.asarray(reports, dtype=np.float64).reshape(-1), self.unit_bits)
-        if len(scaled) > _DISTINCT_FIRST:  # a grid of few values (Duchi: two): each once
-            values, counts = np.unique(scaled, return_counts=True)
-            if 2 * len(values) <= len(scaled):
-                chosen = [int(v) for v in values.tolist()]
-                weights = counts.tolist()
-                return [
-                    sum(map(mul, chosen, weights)),
-                    sum(v * v * c for v, c in zip(chosen, weights, strict=True)),
-                ]
-        chosen = [int(v) for v in scaled.tolist()]
+        chosen = [int(v) for v in np.ldexp(np.asarray(reports), self.unit_bits).tolist()]
         return [sum(chosen), sum(map(mul, chosen, chosen))]
 
     def estimate(self, tally: Tally, confidence: float = 0.95, method: str = "t") -> MeanEstimate:

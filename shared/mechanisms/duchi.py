@@ -125,6 +125,16 @@ class DuchiMechanism(NumericMechanism):
         """Whether y is +B or −B exactly."""
         return np.asarray((y == self.bound) | (y == -self.bound))
 
+    def tally(self, reports: Any) -> list[int]:
+        """[Σz, Σz²] from two counts, every report being ±B (z = ±B·2^unit_bits)."""
+        y = np.asarray(reports, dtype=np.float64)
+        up = int(np.count_nonzero(y == self.bound))
+        down = int(np.count_nonzero(y == -self.bound))
+        if up + down < y.size:  # reports not checked yet: sum them one by one
+            return super().tally(reports)
+        z = int(Fraction(self.bound) * (1 << self.unit_bits))
+        return [(up - down) * z, (up + down) * z * z]
+
     def explain(self) -> str:
         """One plain-language sentence for participants about what their report reveals."""
         share = float(self.p_max_exact)

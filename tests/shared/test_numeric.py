@@ -315,8 +315,8 @@ def test_tallies_are_exact_integers_and_order_free() -> None:
 @pytest.mark.parametrize("kind", ["laplace", "duchi", "piecewise", "hybrid"])
 @pytest.mark.parametrize("n", [10, 64, 65, 3000])
 def test_mechanism_tally_is_the_exact_sums_of_z_and_z_squared(kind: str, n: int) -> None:
-    # Duchi's reports take two values (the tally sums each distinct value once), the
-    # others many (one integer per report); both must give the same exact integers.
+    # Duchi's reports take two values (its tally counts them), the others many (one
+    # integer per report); both must give the exact integers.
     spec = numeric_mechanism(kind, 0.0, 1.0, 1.0)
     reports = spec.perturb_many(np.random.default_rng(n).random(n), np.random.default_rng(7))
     z = [Fraction(y) * 2**spec.unit_bits for y in reports.tolist()]
