@@ -12,8 +12,9 @@ import numpy as np
 from google.protobuf.unknown_fields import UnknownFieldSet
 
 from deniable.client._errors import InvalidAnswerError, RefusedError
+from deniable.shared.errors import shown
 from deniable.shared.mechanisms import Mechanism, describe_mechanism, mechanism_of
-from deniable.shared.questions import Answer, question_type
+from deniable.shared.questions import QUESTION_ID, SURVEY_ID, Answer, question_type
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = [
@@ -31,7 +32,27 @@ __all__ = [
 
 
 def check_open(survey: pb.Survey) -> None:
-    """Refuse a survey that does not accept reports, before anything is perturbed."""
+    """Refuse a survey that does not accept reports, before anything is perturbed.
+
+    Also refused: ids the aggregator never assigns (a survey id of ``[a-z0-9]{1,64}``,
+    question ids of ``[A-Za-z0-9_.-]{1,64}``, unique). The ids are shown to the participant
+    and written to the ledger and memo, so they are checked rather than trusted.
+    """
+    if not SURVEY_ID.fullmatch(survey.id):
+        raise RefusedError(
+            f"the aggregator sent an invalid survey id {shown(survey.id)}; refusing to answer, "
+            "nothing was sent"
+        )
+    seen: set[str] = set()
+    for index, question in enumerate(survey.questions):
+        if not QUESTION_ID.fullmatch(question.id) or question.id in seen:
+            problem = "a repeated" if question.id in seen else "an invalid"
+            raise RefusedError(
+                f"survey {survey.id}: the aggregator sent {problem} question id "
+                f"{shown(question.id)} (question {index + 1}); refusing to answer, nothing "
+                "was sent"
+            )
+        seen.add(question.id)
     if survey.state != pb.SURVEY_STATE_OPEN:
         raise RefusedError(f"survey {survey.id!r} is closed")
     if not survey.questions:

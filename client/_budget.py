@@ -16,6 +16,7 @@ from deniable.client._options import (
     policy_options,
 )
 from deniable.client._policy import Policy, round_down, round_up
+from deniable.shared.text import visible
 
 __all__ = ["budget_command", "budget_document"]
 
@@ -83,16 +84,18 @@ def budget_command(
     if not aggregators:
         click.echo("No privacy spent yet.")
         return
-    width = max(len("AGGREGATOR"), *(len(row["aggregator"]) for row in document["aggregators"]))
+    # Survey ids came from aggregators (those of earlier releases were not checked).
+    names = {row["aggregator"]: visible(row["aggregator"]) for row in document["aggregators"]}
+    width = max(len("AGGREGATOR"), *(len(name) for name in names.values()))
     click.echo(f"\n{'AGGREGATOR':<{width}}  {'SURVEY':<16}  ANSWERS    SPENT     LEFT")
     for row in document["aggregators"]:
         answers = sum(survey["answers"] for survey in row["surveys"])
         click.echo(
-            f"{row['aggregator']:<{width}}  {'(all)':<16}  {answers:>7}  "
+            f"{names[row['aggregator']]:<{width}}  {'(all)':<16}  {answers:>7}  "
             f"{round_up(row['spent']):>7}  {round_down(row['remaining']):>7}"
         )
         for survey in row["surveys"]:
             click.echo(
-                f"{'':<{width}}  {survey['survey_id']:<16}  {survey['answers']:>7}  "
+                f"{'':<{width}}  {visible(survey['survey_id']):<16}  {survey['answers']:>7}  "
                 f"{round_up(survey['spent']):>7}"
             )

@@ -9,6 +9,7 @@ from deniable.client._guard import Plan
 from deniable.client._policy import Policy, round_down, round_up
 from deniable.shared.mechanisms import Mechanism
 from deniable.shared.questions import question_type
+from deniable.shared.text import visible
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["Say", "answer_document", "show_question", "show_reports"]
@@ -20,9 +21,9 @@ def show_question(
     say: Say, index: int, total: int, question: pb.Question, mechanism: Mechanism
 ) -> None:
     """Text, plain-language privacy and exact ε, computed here from the mechanism."""
-    say(f"\n[{index}/{total}] {question.id}: {question.text}")
+    say(f"\n[{index}/{total}] {question.id}: {visible(question.text)}")
     for line in question_type(mechanism.question_type).prompt_lines(question):
-        say(f"  {line}")
+        say(f"  {visible(line)}")  # option labels come from the server
     say(f"  Privacy: {mechanism.explain()}")
     alpha = mechanism.parameters().get("alpha")
     source = f"alpha = {alpha!r}" if alpha is not None else f"the {mechanism.name} parameters"

@@ -31,6 +31,7 @@ from deniable.client._options import (
 from deniable.client._remote import AggregatorClient, RemoteError
 from deniable.client._token import check_enrollment, refused_with_token
 from deniable.shared.questions import question_type
+from deniable.shared.text import visible
 from deniable.shared.transport import TlsConfig
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
@@ -66,16 +67,17 @@ def surveys_command(server: str, tls: TlsConfig | None, as_json: bool) -> None:
         {"id": s.id, "title": s.title, "questions": len(s.questions), "reports": s.reports}
         for s in surveys
     ]
-    if as_json:
+    if as_json:  # JSON escapes every control character itself
         click.echo(json.dumps({"server": server, "surveys": rows}, indent=2))
     elif not rows:
-        click.echo(f"No open surveys at {server}.")
+        click.echo(f"No open surveys at {visible(server)}.")
     else:
-        width = max(len("ID"), *(len(survey.id) for survey in surveys))
+        width = max(len("ID"), *(len(visible(survey.id)) for survey in surveys))
         click.echo(f"{'ID':<{width}}  QUESTIONS  REPORTS  TITLE")
-        for row in rows:
+        for survey in surveys:
             click.echo(
-                f"{row['id']:<{width}}  {row['questions']:>9}  {row['reports']:>7}  {row['title']}"
+                f"{visible(survey.id):<{width}}  {len(survey.questions):>9}  "
+                f"{survey.reports:>7}  {visible(survey.title)}"
             )
 
 
@@ -151,7 +153,7 @@ def answer_command(
         specs = {q.id: policy.check(q) for q in survey.questions}  # refuse before asking
         answers = parse_answers(answer_options, survey.questions)
         _require_answers(survey, answers, interactive)
-        say(f"Survey {survey.id}: {survey.title}")
+        say(f"Survey {survey.id}: {visible(survey.title)}")
         for index, question in enumerate(survey.questions, 1):
             show_question(say, index, len(survey.questions), question, specs[question.id])
             if question.id in answers:

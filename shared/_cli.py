@@ -8,13 +8,17 @@ from typing import Any
 import click
 
 from deniable.shared.errors import DeniableError
+from deniable.shared.text import visible
 
 __all__ = ["ErrorMappingGroup", "LazyGroup", "fail"]
 
 
 def fail(message: str, exit_code: int) -> click.exceptions.Exit:
-    """Print ``Error: message`` (one line) on stderr; the exit to raise with ``exit_code``."""
-    click.echo(f"Error: {' '.join(message.split())}", err=True)
+    """Print ``Error: message`` (one line) on stderr; the exit to raise with ``exit_code``.
+
+    Messages may quote what a server sent: control characters are shown as escapes.
+    """
+    click.echo(f"Error: {visible(' '.join(message.split()))}", err=True)
     return click.exceptions.Exit(exit_code)
 
 

@@ -44,7 +44,11 @@ def run_cli() -> RunCli:
     """Run an installed console script (``deniable`` or ``deniable-aggregator``)."""
 
     def run(
-        script: str, *args: str, env: dict[str, str] | None = None, timeout: float = 120
+        script: str,
+        *args: str,
+        env: dict[str, str] | None = None,
+        timeout: float = 120,
+        input: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
         executable = BIN / script
         assert executable.exists(), f"console script {script} is not installed in {BIN}"
@@ -52,6 +56,7 @@ def run_cli() -> RunCli:
         environment.update(env or {})
         return subprocess.run(
             [str(executable), *args],
+            input=input,
             capture_output=True,
             text=True,
             env=environment,

@@ -15,6 +15,7 @@ from deniable.aggregator.cli._common import (
 )
 from deniable.client import AggregatorClient
 from deniable.shared.stats import MAX_CONFIDENCE, METHODS
+from deniable.shared.text import visible
 from deniable.shared.transport import RemoteError, TlsConfig
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
@@ -95,25 +96,25 @@ def estimate_command(
     if as_json:
         emit_json({"survey_id": survey.id, "title": survey.title, "estimates": results})
         return
-    click.echo(f"{survey.title} ({survey.id}): {survey.reports:,} reports")
+    click.echo(f"{visible(survey.title)} ({visible(survey.id)}): {survey.reports:,} reports")
     header = f"{'question':<16}{'n':>9}  {'estimate':>8}  {'raw':>8}  {'CI':<19}{'std err':>8}  ε"
     click.echo(header)
     for row in results:
         if row["n"] == 0:
-            click.echo(f"{row['question_id']!s:<16}{0:>9}  (no reports yet)")
+            click.echo(f"{visible(row['question_id']):<16}{0:>9}  (no reports yet)")
             continue
         if "options" in row:
             click.echo(
-                f"{row['question_id']!s:<16}{row['n']:>9,}  ({row['mechanism']}, "
+                f"{visible(row['question_id']):<16}{row['n']:>9,}  ({visible(row['mechanism'])}, "
                 f"ε {row['epsilon']:.4f}; estimate = projected onto the simplex)"
             )
             for option in row["options"]:
-                click.echo(_line(f"  {option['option']}", option, row["epsilon"], ""))
+                click.echo(_line(f"  {visible(option['option'])}", option, row["epsilon"], ""))
             continue
-        click.echo(_line(str(row["question_id"]), row, row["epsilon"], f"{row['n']:>9,}"))
+        click.echo(_line(visible(row["question_id"]), row, row["epsilon"], f"{row['n']:>9,}"))
         if "std_error_worst" in row:
             click.echo(
-                f"{'':<16}{'':>9}  mean of a number ({row['mechanism']}); worst-case "
+                f"{'':<16}{'':>9}  mean of a number ({visible(row['mechanism'])}); worst-case "
                 f"std err {row['std_error_worst']:.4f}; t-interval"
             )
     click.echo(

@@ -21,6 +21,7 @@ from deniable.aggregator.cli._common import (
 from deniable.aggregator.cli._survey_tokens import tokens_command
 from deniable.client import AggregatorClient
 from deniable.shared.questions import MIN_SURVEY_EPSILON, question_from_spec, question_type
+from deniable.shared.text import visible
 from deniable.shared.transport import TlsConfig
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
@@ -86,7 +87,7 @@ def _question(item: object, where: str) -> pb.Question:
 def print_survey(survey: pb.Survey) -> None:
     """A readable summary with each question's exact ε."""
     click.echo(
-        f"{survey.id}  {survey.title}  ({STATES.get(survey.state, '?')}, "
+        f"{visible(survey.id)}  {visible(survey.title)}  ({STATES.get(survey.state, '?')}, "
         f"{survey.reports:,} reports)"
     )
     enrollment = (
@@ -97,7 +98,8 @@ def print_survey(survey: pb.Survey) -> None:
     gate = f"{survey.min_reports:,} reports per question" if survey.min_reports else "none"
     click.echo(f"  enrollment: {enrollment}; release gate: {gate}")
     for question in survey.questions:
-        click.echo(f"  {question.id}: {question.text}\n    {describe_question(question)}")
+        click.echo(f"  {visible(question.id)}: {visible(question.text)}")
+        click.echo(f"    {visible(describe_question(question))}")
 
 
 def describe_question(question: pb.Question) -> str:
@@ -144,7 +146,9 @@ def create(
     "text": "Hours studied?", "type": "numeric", "min": 0, "max": 40,
     "epsilon": 1.0}. The mechanism's parameters are fixed here; the daemon and
     every participant recompute ε from them. Every mechanism's exact ε must be
-    at least 0.001, and a numeric min and max within ±1e15.
+    at least 0.001, and a numeric min and max within ±1e15. Texts (the title,
+    question texts, option labels) may not hold control characters, line
+    breaks or bidirectional controls: participants see them in a terminal.
     """
     try:
         spec = json.load(spec_file)
@@ -161,7 +165,7 @@ def create(
         emit_json(survey_to_dict(survey))
     else:
         click.echo(survey.id)
-        click.echo(f"created survey {survey.id!r}: {survey.title}", err=True)
+        click.echo(f"created survey {survey.id!r}: {visible(survey.title)}", err=True)
 
 
 @survey_group.command("list")
@@ -180,8 +184,9 @@ def list_surveys(server: str, tls: TlsConfig | None, include_closed: bool, as_js
         click.echo("no surveys", err=True)
     for survey in surveys:
         click.echo(
-            f"{survey.id}  {STATES.get(survey.state, '?'):6}  {survey.reports:>9,} reports  "
-            f"{len(survey.questions)} question(s)  {survey.title}"
+            f"{visible(survey.id)}  {STATES.get(survey.state, '?'):6}  "
+            f"{survey.reports:>9,} reports  {len(survey.questions)} question(s)  "
+            f"{visible(survey.title)}"
         )
 
 

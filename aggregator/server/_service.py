@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import secrets
 import threading
 import time
@@ -16,6 +15,7 @@ from deniable.aggregator.server._enrollment import (
     new_tokens,
     token_hash,
 )
+from deniable.aggregator.server._texts import check_texts
 from deniable.aggregator.storage import ReportGroup, Storage, Submission
 from deniable.aggregator.storage._decode import Group, decode_batch
 from deniable.shared.errors import (
@@ -32,7 +32,7 @@ from deniable.shared.mechanisms import (
     describe_mechanism,
     mechanism_of,
 )
-from deniable.shared.questions import check_question
+from deniable.shared.questions import QUESTION_ID, SURVEY_ID, check_question
 from deniable.shared.stats import MAX_CONFIDENCE, METHODS
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
@@ -42,8 +42,6 @@ MAX_BATCH = 10_000
 MAX_QUESTIONS = 100
 MAX_TITLE = 200
 MAX_TEXT = 2000
-_QUESTION_ID = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
-_SURVEY_ID = re.compile(r"[a-z0-9]{1,64}")
 
 
 def _find_question(survey: pb.Survey, question_id: str, where: str) -> pb.Question:
@@ -69,6 +67,7 @@ class AggregatorService:
 
     def create_survey(self, request: pb.CreateSurveyRequest) -> pb.Survey:
         """Validate a survey spec, fill in each question's privacy figures, store it."""
+        check_texts(request)
         title = request.title.strip()
         if not title or len(title) > MAX_TITLE:
             raise InvalidArgument(f"title: must be 1..{MAX_TITLE} characters, got {len(title)}")
@@ -88,7 +87,7 @@ class AggregatorService:
         seen: set[str] = set()
         for index, question in enumerate(request.questions):
             where = f"questions[{index}]"
-            if not _QUESTION_ID.fullmatch(question.id):
+            if not QUESTION_ID.fullmatch(question.id):
                 raise InvalidArgument(
                     f"{where}.id: {shown(question.id)} must match [A-Za-z0-9_.-]{{1,64}}"
                 )
@@ -115,7 +114,7 @@ class AggregatorService:
 
     def get_survey(self, survey_id: str) -> pb.Survey:
         """The survey, or NotFound."""
-        survey = self.storage.get_survey(survey_id) if _SURVEY_ID.fullmatch(survey_id) else None
+        survey = self.storage.get_survey(survey_id) if SURVEY_ID.fullmatch(survey_id) else None
         if survey is None:
             raise NotFound(f"survey_id: unknown survey {shown(survey_id)}")
         return survey

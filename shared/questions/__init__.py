@@ -13,7 +13,12 @@ from deniable.shared.questions._base import (
     question_types,
     register_question_type,
 )
-from deniable.shared.questions._survey import check_question, question_from_spec
+from deniable.shared.questions._survey import (
+    QUESTION_ID,
+    SURVEY_ID,
+    check_question,
+    question_from_spec,
+)
 from deniable.shared.questions.binary import BINARY
 from deniable.shared.questions.categorical import CATEGORICAL, MAX_OPTION_TEXT, choose_categorical
 from deniable.shared.questions.numeric import MAX_NUMERIC_BOUND, NUMERIC, choose_numeric
@@ -25,6 +30,8 @@ __all__ = [
     "MAX_OPTION_TEXT",
     "MIN_SURVEY_EPSILON",
     "NUMERIC",
+    "QUESTION_ID",
+    "SURVEY_ID",
     "Answer",
     "QuestionType",
     "categorical_mechanism",

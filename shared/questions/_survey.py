@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -9,9 +10,13 @@ from deniable.shared.mechanisms import Mechanism, mechanism_of
 from deniable.shared.questions._base import QuestionType, question_type, question_types
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
-__all__ = ["check_question", "question_from_spec"]
+__all__ = ["QUESTION_ID", "SURVEY_ID", "check_question", "question_from_spec"]
 
 COMMON_KEYS = frozenset({"id", "text", "type"})
+SURVEY_ID = re.compile(r"[a-z0-9]{1,64}")
+"""A survey id, as the aggregator assigns them (``fullmatch``)."""
+QUESTION_ID = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+"""A question id, unique within its survey (``fullmatch``)."""
 
 
 def check_question(question: pb.Question, where: str) -> Mechanism:

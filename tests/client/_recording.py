@@ -30,11 +30,13 @@ class Call:
 class RecordingAggregator:
     """Serves ``surveys`` as they are (even ones a real aggregator would reject) and records.
 
-    ``fail_submits`` makes that many SubmitReports calls fail with UNAVAILABLE first.
+    ``fail_submits`` makes that many SubmitReports calls fail with UNAVAILABLE first;
+    ``submit_error`` makes every SubmitReports fail with that status and message.
     """
 
     surveys: dict[str, pb.Survey]
     fail_submits: int = 0
+    submit_error: tuple[grpc.StatusCode, str] | None = None
     calls: list[Call] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -60,7 +62,15 @@ class RecordingAggregator:
             self.fail_submits -= failing
         if failing:
             context.abort(grpc.StatusCode.UNAVAILABLE, "recording aggregator: try again")
+        if self.submit_error is not None:
+            context.abort(*self.submit_error)
         return pb.SubmitReportsResponse(stored=len(request.reports))
+
+    def ListSurveys(  # noqa: N802 - the RPC's name
+        self, request: pb.ListSurveysRequest, context: grpc.ServicerContext
+    ) -> pb.ListSurveysResponse:
+        self._record("ListSurveys", request, context)
+        return pb.ListSurveysResponse(surveys=list(self.surveys.values()))
 
     def __getattr__(self, method: str) -> Any:
         """Every other RPC of the service: UNIMPLEMENTED."""
