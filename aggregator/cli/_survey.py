@@ -19,7 +19,8 @@ from deniable.aggregator.cli._common import (
     token_option,
 )
 from deniable.aggregator.cli._survey_tokens import tokens_command
-from deniable.client import AggregatorClient
+from deniable.client import DEFAULT_MAX_EPSILON, AggregatorClient
+from deniable.shared.mechanisms import mechanism_of
 from deniable.shared.questions import MIN_SURVEY_EPSILON, question_from_spec, question_type
 from deniable.shared.text import visible
 from deniable.shared.transport import TlsConfig
@@ -50,6 +51,18 @@ def questions_from_spec(spec: object) -> tuple[str, list[pb.Question]]:
     if not isinstance(items, list) or not items:
         raise click.UsageError("spec.questions: a non-empty list is required")
     return title, [_question(item, f"spec.questions[{i}]") for i, item in enumerate(items)]
+
+
+def epsilon_warnings(questions: list[pb.Question]) -> list[str]:
+    """One warning per question whose exact ε is above the participants' default limit."""
+    return [
+        f"spec.questions[{index}] ({question.id!r}) has epsilon {epsilon:.6g}, above the "
+        f"participants' default limit of {DEFAULT_MAX_EPSILON!r}: every participant who keeps "
+        "that default (deniable answer --max-epsilon) refuses this survey; use epsilon <= "
+        f"{DEFAULT_MAX_EPSILON!r}, or ask participants to raise their limit"
+        for index, question in enumerate(questions)
+        if (epsilon := mechanism_of(question).epsilon) > DEFAULT_MAX_EPSILON
+    ]
 
 
 def survey_options_from_spec(spec: dict[str, Any]) -> tuple[int, bool]:
@@ -146,7 +159,10 @@ def create(
     "text": "Hours studied?", "type": "numeric", "min": 0, "max": 40,
     "epsilon": 1.0}. The mechanism's parameters are fixed here; the daemon and
     every participant recompute ε from them. Every mechanism's exact ε must be
-    at least 0.001, and a numeric min and max within ±1e15. Texts (the title,
+    from 0.001 to 20 (an epsilon outside is refused, never rounded to fit), and
+    a numeric min and max within ±1e15. A question above 2.0, the participants'
+    default --max-epsilon, is created with a warning: participants who keep the
+    default refuse the survey. Texts (the title,
     question texts, option labels) may not hold control characters, line
     breaks or bidirectional controls: participants see them in a terminal.
     """
@@ -161,8 +177,11 @@ def create(
         survey = client.create_survey(
             title, questions, min_reports=min_reports, enrollment_required=enrollment_required
         )
+    warnings = epsilon_warnings(questions)
+    for warning in warnings:
+        click.echo(f"Warning: {warning}", err=True)
     if as_json:
-        emit_json(survey_to_dict(survey))
+        emit_json({**survey_to_dict(survey), "warnings": warnings})
     else:
         click.echo(survey.id)
         click.echo(f"created survey {survey.id!r}: {visible(survey.title)}", err=True)

@@ -16,6 +16,14 @@ def _strings(message: Message, path: str) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for field, value in message.ListFields():
         where = f"{path}.{field.name}" if path else field.name
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            for key, item in value.items():  # a map: its keys and its string values
+                found.append((f"{where} key", str(key)))
+                if isinstance(item, Message):
+                    found.extend(_strings(item, f"{where}[{key!r}]"))
+                elif isinstance(item, str):
+                    found.append((f"{where}[{key!r}]", item))
+            continue
         for index, item in enumerate(value) if field.is_repeated else [(-1, value)]:
             at = where if index < 0 else f"{where}[{index}]"
             if field.type == FieldDescriptor.TYPE_STRING:

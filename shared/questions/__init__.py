@@ -6,6 +6,7 @@ from typing import cast
 
 from deniable.shared.mechanisms import FrequencyOracle, NumericMechanism
 from deniable.shared.questions._base import (
+    MAX_SURVEY_EPSILON,
     MIN_SURVEY_EPSILON,
     Answer,
     QuestionType,
@@ -28,6 +29,7 @@ __all__ = [
     "CATEGORICAL",
     "MAX_NUMERIC_BOUND",
     "MAX_OPTION_TEXT",
+    "MAX_SURVEY_EPSILON",
     "MIN_SURVEY_EPSILON",
     "NUMERIC",
     "QUESTION_ID",

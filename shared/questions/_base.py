@@ -12,6 +12,7 @@ from deniable.shared.mechanisms import Mechanism, mechanism_class, mechanisms_fo
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = [
+    "MAX_SURVEY_EPSILON",
     "MIN_SURVEY_EPSILON",
     "Answer",
     "QuestionType",
@@ -32,6 +33,17 @@ in floating point breaks down: at ε >= 0.001 the gap p* − q* that every categ
 yes/no estimate divides by is at least about ε/g >= 2e-13 (OLH's hash range g < 2^32), and
 a Duchi report ±B is at most about 2/ε = 2000. The numeric mechanisms themselves go down to
 ε = 2^-20; this floor is the surveys'.
+"""
+
+MAX_SURVEY_EPSILON = 20.0
+"""Largest exact ε a survey question's mechanism may have, for every kind of mechanism.
+
+At ε = 20 a yes/no report equals the true answer with probability e^20/(1 + e^20), about
+1 − 2.1·10⁻⁹: there is no meaningful deniability left above it. It is also where the
+floating-point parameters stop holding the ε asked: randomized response stores α, and the
+largest α below 1 gives ε ≈ 37.43, so a spec asking for 100 would otherwise be stored as
+37.43. Up to this cap every mechanism stores the ε of a spec to within 10⁻⁶ of its value
+(a test checks every registered mechanism on a grid).
 """
 
 
@@ -137,7 +149,10 @@ class QuestionType(ABC):
 
     @staticmethod
     def check_epsilon(mechanism: Mechanism, where: str, message: pb.Mechanism) -> None:
-        """Refuse a mechanism without privacy or below :data:`MIN_SURVEY_EPSILON`."""
+        """Refuse a mechanism without privacy, or with ε outside the surveys' limits.
+
+        The limits are :data:`MIN_SURVEY_EPSILON` and :data:`MAX_SURVEY_EPSILON`.
+        """
         from deniable.shared.mechanisms import describe_mechanism
 
         if not math.isfinite(mechanism.epsilon):
@@ -149,6 +164,13 @@ class QuestionType(ABC):
                 f"{where}.mechanism: epsilon {mechanism.epsilon!r} of "
                 f"{describe_mechanism(message)} is below the minimum {MIN_SURVEY_EPSILON!r} "
                 "(an estimate's variance grows as 1/epsilon^2)"
+            )
+        if mechanism.epsilon > MAX_SURVEY_EPSILON:
+            raise ValueError(
+                f"{where}.mechanism: epsilon {mechanism.epsilon!r} of "
+                f"{describe_mechanism(message)} is above the maximum {MAX_SURVEY_EPSILON!r} "
+                "(above it a yes/no report is the true answer with probability over "
+                "1 - 2.1e-9: no meaningful privacy)"
             )
 
     @abstractmethod

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from deniable.shared.mechanisms import Mechanism, mechanism_of
-from deniable.shared.questions._base import QuestionType, question_type, question_types
+from deniable.shared.questions._base import (
+    MAX_SURVEY_EPSILON,
+    QuestionType,
+    question_type,
+    question_types,
+)
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["QUESTION_ID", "SURVEY_ID", "check_question", "question_from_spec"]
@@ -73,6 +79,24 @@ def question_from_spec(item: object, where: str) -> tuple[pb.Question, Mechanism
     return question, mechanism
 
 
+def _check_asked_epsilon(epsilon: object) -> None:
+    """Refuse an ε above the surveys' maximum as asked, before it could be rounded to fit.
+
+    Randomized response, GRR and OLH would store the largest α below 1 for any ε from
+    about 37.4 up; the cap refuses such requests instead, naming the largest allowed value.
+    """
+    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
+        return  # the mechanism's own checks name the wrong type
+    if math.isfinite(epsilon) and epsilon > MAX_SURVEY_EPSILON:
+        # NaN, 0, negatives and infinity are named by the mechanism's own checks too.
+        raise ValueError(
+            f"'epsilon' is {epsilon!r}, above the largest allowed, {MAX_SURVEY_EPSILON!r}: "
+            "above it a yes/no report is the true answer with probability over "
+            "1 - 2.1e-9 (no meaningful privacy), and a mechanism's parameters can no "
+            "longer hold the epsilon asked"
+        )
+
+
 def _mechanism(qtype: QuestionType, question: pb.Question, item: Mapping[str, Any]) -> Mechanism:
     if qtype.alpha_mechanism is not None:
         if ("alpha" in item) == ("epsilon" in item):
@@ -83,5 +107,6 @@ def _mechanism(qtype: QuestionType, question: pb.Question, item: Mapping[str, An
     name = item.get("mechanism", "auto")
     if not isinstance(name, str):
         raise ValueError(f"'mechanism' must be a name, got {name!r}")
+    _check_asked_epsilon(item.get("epsilon"))
     args = qtype.domain_args(question)
     return qtype.build(name, *args, epsilon=item.get("epsilon"), alpha=item.get("alpha"))

@@ -6,12 +6,13 @@ behaviour.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 
 import pytest
 from google.protobuf.message import Message
 
+from deniable.shared import RandomizedResponse
+from deniable.shared.questions import MAX_SURVEY_EPSILON
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.aggregator.server import _fuzz_strategies as fs
 from tests.aggregator.server._fuzz_env import REQUEST, Code, Env, start_env, stop_env
@@ -54,17 +55,22 @@ def test_a_100_kb_value_is_refused_with_its_own_status(env: Env, method: str) ->
     assert outcome.code == code, outcome
 
 
-def test_alpha_just_below_one_is_accepted_with_a_finite_explanation(env: Env) -> None:
-    # Fixed (shared/_rr.py): the explanation's ratio comes from the exact (1+α)/(1−α).
+def test_alpha_just_below_one_has_a_finite_explanation_and_is_refused_for_surveys(
+    env: Env,
+) -> None:
+    # Fixed: the explanation's ratio comes from the exact (1+α)/(1−α). Surveys now cap ε
+    # at MAX_SURVEY_EPSILON, so such a question is refused, naming the cap.
+    explanation = RandomizedResponse(1 - 2**-53).explain()
+    assert "over 99.5%" in explanation
+    assert "at most 1.8e+16 times" in explanation
+    assert "epsilon = 37.43" in explanation
     mechanism = pb.Mechanism(randomized_response=pb.RandomizedResponse(alpha=1 - 2**-53))
     question = pb.Question(id="q", text="t", binary=pb.BinaryQuestion(), mechanism=mechanism)
-    outcome = env.checked("CreateSurvey", pb.CreateSurveyRequest(title="t", questions=[question]))
-    assert outcome.code == Code.OK, outcome
-    privacy = pb.Survey.FromString(outcome.response).questions[0].privacy
-    assert privacy.epsilon == pytest.approx(math.log(2**54 - 1))
-    assert "over 99.5%" in privacy.explanation
-    assert "at most 1.8e+16 times" in privacy.explanation
-    assert "epsilon = 37.43" in privacy.explanation
+    outcome = env.checked(
+        "CreateSurvey", pb.CreateSurveyRequest(title="t", questions=[question]), expect=False
+    )
+    assert outcome.code == Code.INVALID_ARGUMENT, outcome
+    assert f"is above the maximum {MAX_SURVEY_EPSILON!r}" in outcome.details
 
 
 @pytest.mark.parametrize("index", range(4), ids=["laplace", "duchi", "piecewise", "hybrid"])

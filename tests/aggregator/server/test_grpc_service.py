@@ -18,7 +18,7 @@ from deniable.aggregator.storage import open_storage
 from deniable.client._remote import AggregatorClient, RemoteError
 from deniable.shared import RandomizedResponse
 from deniable.shared.errors import InvalidArgument, shown
-from deniable.shared.questions import MIN_SURVEY_EPSILON
+from deniable.shared.questions import MAX_SURVEY_EPSILON, MIN_SURVEY_EPSILON
 from deniable.shared.stats._intervals import MAX_CONFIDENCE, METHODS
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from deniable.shared.wire.v1 import aggregator_pb2_grpc
@@ -377,10 +377,12 @@ def test_confidence_up_to_the_bound_is_accepted_and_above_it_refused(
         (RandomizedResponse.from_epsilon(MIN_SURVEY_EPSILON).alpha, True),
         (math.nextafter(RandomizedResponse.from_epsilon(MIN_SURVEY_EPSILON).alpha, 0), False),
         (5e-324, False),
-        (1 - 2**-53, True),  # the largest alpha below 1: epsilon = ln(2^54 - 1), about 37.4
+        (RandomizedResponse.from_epsilon(MAX_SURVEY_EPSILON).alpha, True),
+        (math.nextafter(RandomizedResponse.from_epsilon(MAX_SURVEY_EPSILON).alpha, 1), False),
+        (1 - 2**-53, False),  # the largest alpha below 1: epsilon = ln(2^54 - 1), about 37.4
     ],
 )
-def test_yes_no_alpha_from_the_minimum_epsilon_to_just_below_one(
+def test_yes_no_alpha_from_the_minimum_to_the_maximum_epsilon(
     admin: AggregatorClient, alpha: float, accepted: bool
 ) -> None:
     spec = RandomizedResponse(alpha)
@@ -388,14 +390,15 @@ def test_yes_no_alpha_from_the_minimum_epsilon_to_just_below_one(
         with pytest.raises(RemoteError) as caught:
             admin.create_survey("T", [binary_question(alpha=alpha)])
         assert caught.value.status == Code.INVALID_ARGUMENT
+        limit = "below the minimum 0.001" if alpha < 0.5 else "above the maximum 20.0"
         assert caught.value.details.startswith(
             f"questions[0].mechanism: epsilon {spec.epsilon!r} of randomized_response "
-            f"(alpha {alpha!r}) is below the minimum 0.001"
+            f"(alpha {alpha!r}) is {limit}"
         )
         assert admin.list_surveys(include_closed=True) == []
         return
     privacy = admin.create_survey("T", [binary_question(alpha=alpha)]).questions[0].privacy
-    assert privacy.epsilon == spec.epsilon >= MIN_SURVEY_EPSILON
+    assert MIN_SURVEY_EPSILON <= privacy.epsilon == spec.epsilon <= MAX_SURVEY_EPSILON
     assert privacy.explanation == spec.explain()
 
 

@@ -57,3 +57,16 @@ def test_other_scripts_and_emoji_are_kept(admin: AggregatorClient) -> None:
     created = admin.create_survey(title, [categorical("c", ["ja", "nein", "🤷"])])
     assert created.title == title
     assert list(created.questions[0].categorical.options) == ["ja", "nein", "🤷"]
+
+
+def test_a_map_key_of_a_registered_mechanism_is_checked_too(admin: AggregatorClient) -> None:
+    question = binary_question("q")
+    question.mechanism.registered.name = "custom"
+    question.mechanism.registered.parameters["eps\x1b[2Jilon"] = 1.0
+    with pytest.raises(RemoteError) as caught:
+        admin.create_survey("Exam", [question])
+    assert caught.value.status == grpc.StatusCode.INVALID_ARGUMENT
+    assert caught.value.details.startswith(
+        "questions[0].mechanism.registered.parameters key: contains U+001B (ESC) at position 3"
+    )
+    assert admin.list_surveys(include_closed=True) == []
