@@ -162,18 +162,23 @@ def parse_answers(options: Iterable[str], questions: Sequence[pb.Question]) -> d
 class PreparedReport:
     """One randomized report, ready to send, with the mechanism it was perturbed by.
 
-    ``reused`` marks a memoized report: sent before for the same answer, so resending it
-    costs no privacy.
+    ``reused`` marks a report kept from an earlier run: each question's report is drawn
+    once and then always sent as it is, whatever the answer given later. ``charged``: its
+    ε is already in the ledger, so sending it costs nothing. ``drawn_at`` and ``sent_at``
+    (UTC, ISO 8601) say when it was drawn and when the aggregator acknowledged it.
     """
 
     report: pb.Report
     mechanism: Mechanism
     reused: bool = False
+    charged: bool = False
+    drawn_at: str | None = None
+    sent_at: str | None = None
 
     @property
     def cost(self) -> float:
-        """The ε this report adds to the ledger: its mechanism's, or 0 when reused."""
-        return 0.0 if self.reused else self.mechanism.epsilon
+        """The ε this report adds to the ledger: its mechanism's, or 0 when charged before."""
+        return 0.0 if self.charged else self.mechanism.epsilon
 
     def summary(self) -> dict[str, Any]:
         """What is sent, as JSON fields: never the true answer."""
@@ -185,6 +190,7 @@ class PreparedReport:
             "epsilon": self.mechanism.epsilon,
             "reused": self.reused,
             "charged": self.cost,
+            "drawn_at": self.drawn_at,
         }
         alpha = self.mechanism.parameters().get("alpha")
         return summary if alpha is None else {**summary, "alpha": alpha}

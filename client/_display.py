@@ -35,20 +35,22 @@ def show_reports(say: Say, target: str, plan: Plan, policy: Policy) -> None:
     say(f"\nWill be sent to {target} (your true answers never leave this device):")
     say(f"  {'REPORT_ID':<32}  {'QUESTION':<12}  {'REPORTED':<24}  {'MECHANISM':<19}  EPSILON")
     for item in plan.prepared:
-        cost = "0 (resent as before)" if item.reused else round_up(item.mechanism.epsilon)
+        cost = "0 (charged before)" if item.charged else round_up(item.mechanism.epsilon)
         say(
             f"  {item.report.report_id:<32}  {item.report.question_id:<12}  "
             f"{item.shown():<24}  {item.mechanism.name:<19}  {cost}"
         )
-    reused = sum(item.reused for item in plan.prepared)
-    if reused == len(plan.prepared):
-        say("  Privacy cost now: none; every report was sent before for the same answer and is")
-        say("  resent as it was.")
+    reused = [item for item in plan.prepared if item.reused]
+    if reused:
+        were = "report was" if len(reused) == 1 else "reports were"
+        first = min(str(item.drawn_at) for item in reused)
+        say(f"  {len(reused)} {were} drawn before (from {first}) and kept: a question's report is")
+        say("  drawn once and sent as it is, whatever the answer, so it cannot be re-rolled.")
+    if plan.cost == 0:
+        say("  Privacy cost now: none; every report was charged before.")
     else:
-        note = ""
-        if reused:
-            were = "report was" if reused == 1 else "reports were"
-            note = f"; {reused} {were} sent before for the same answer and cost nothing again"
+        charged = sum(item.charged for item in plan.prepared)
+        note = f"; {charged} charged before cost nothing again" if charged else ""
         say(f"  Privacy cost now: epsilon <= {round_up(plan.cost)} (epsilons add up{note}).")
     say(
         f"  Your budget at {plan.aggregator}: {round_up(plan.spent_before)} spent before, "

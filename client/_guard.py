@@ -1,7 +1,8 @@
-"""Guardrails around sending: memoized reports, the budget check, and charging before sending."""
+"""Guardrails around sending: reports drawn once and kept, the budget, charging before sending."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -12,8 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from deniable.client._answer import Answer, PreparedReport, build_report
-from deniable.client._errors import RefusedError
-from deniable.client._files import LOCK_NAME, data_dir, exclusive_lock, unreadable
+from deniable.client._errors import InvalidAnswerError, RefusedError
+from deniable.client._files import LOCK_NAME, data_dir, exclusive_lock
 from deniable.client._ledger import (
     LEDGER_NAME,
     Charge,
@@ -22,15 +23,7 @@ from deniable.client._ledger import (
     load_ledger,
     save_ledger,
 )
-from deniable.client._memo import (
-    KEY_NAME,
-    MEMO_NAME,
-    Memo,
-    load_memo,
-    load_secret,
-    memo_key,
-    save_memo,
-)
+from deniable.client._memo import MEMO_NAME, Kept, Memo, definition_of, load_memo, save_memo
 from deniable.client._policy import Policy, round_down, round_up
 from deniable.shared.mechanisms import Mechanism
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
@@ -40,22 +33,25 @@ __all__ = ["LocalState", "Plan", "Session"]
 
 @dataclass(frozen=True)
 class Plan:
-    """The reports one answer sends: memoized ones resent for free, fresh ones charged.
+    """The reports one answer sends: kept ones as they were drawn, fresh ones drawn now.
 
-    ``keys`` are the reports' memo keys (None in a dry run before any secret exists);
     ``spent`` lists the ε already charged at the aggregator.
     """
 
     aggregator: str
     survey_id: str
     prepared: tuple[PreparedReport, ...]
-    keys: tuple[str | None, ...]
     spent: tuple[float, ...]
 
     @property
     def cost(self) -> float:
-        """The ε this answer adds to the ledger (reused reports cost nothing)."""
+        """The ε this answer adds to the ledger (reports charged before cost nothing)."""
         return math.fsum(item.cost for item in self.prepared)
+
+    @property
+    def sent(self) -> bool:
+        """Whether the aggregator acknowledged every report of the survey before."""
+        return all(item.sent_at is not None for item in self.prepared)
 
     @property
     def spent_before(self) -> float:
@@ -86,17 +82,44 @@ class Plan:
         )
 
 
-class Session:
-    """The ledger, memo and secret as read at the start; ``commit`` needs the lock."""
+def now_utc(now: datetime | None = None) -> str:
+    """UTC time as ISO 8601 to the second, ``...Z``."""
+    return (now or datetime.now(UTC)).isoformat(timespec="seconds").replace("+00:00", "Z")
 
-    def __init__(
-        self, state: LocalState, ledger: Ledger, memo: Memo, secret: bytes | None, locked: bool
-    ) -> None:
+
+class Session:
+    """The ledger and memo as read at the start; writing them needs the lock."""
+
+    def __init__(self, state: LocalState, ledger: Ledger, memo: Memo, locked: bool) -> None:
         self.state = state
         self.ledger = ledger
         self.memo = memo
-        self.secret = secret
         self.locked = locked
+
+    def kept(self, target: str, survey: pb.Survey) -> dict[str, Kept]:
+        """The reports kept for the survey's questions at ``target``, by question id.
+
+        Raises:
+            RefusedError: a question is no longer the one its kept report was drawn for
+                (its kind, options or mechanism changed): answering it again would put a
+                second report about the same answer in the aggregator's hands.
+        """
+        aggregator = aggregator_name(target)
+        found = {}
+        for question in survey.questions:
+            kept = self.memo.get(aggregator, survey.id, question.id)
+            if kept is None:
+                continue
+            if not kept.fits(question):
+                raise RefusedError(
+                    f"question {question.id!r} of survey {survey.id} at {aggregator} is not the "
+                    f"question your report for it was drawn for on {kept.drawn_at} (its options "
+                    "or mechanism changed). A second report about the same answer would tell "
+                    "the aggregator more than its epsilon says; refusing to answer, nothing "
+                    "was sent. Ask the survey's organizer why the question changed"
+                )
+            found[question.id] = kept
+        return found
 
     def plan(
         self,
@@ -105,47 +128,64 @@ class Session:
         specs: Mapping[str, Mechanism],
         answers: Mapping[str, Answer],
         rng: np.random.Generator | None = None,
+        now: datetime | None = None,
     ) -> Plan:
-        """Reuse the memoized report of each answer given before; perturb the others afresh."""
-        aggregator = aggregator_name(target)
-        prepared, keys = [], []
-        for question in survey.questions:
-            spec, answer = specs[question.id], answers[question.id]
-            key = None
-            if self.secret is not None:
-                key = memo_key(self.secret, aggregator, survey.id, question, answer)
-            report = self.memo.get(key) if key else None
-            if report is None:
-                prepared.append(build_report(survey.id, question, spec, answer, rng))
-            else:
-                self._check_memoized(report, survey.id, question)
-                prepared.append(PreparedReport(report, spec, reused=True))
-            keys.append(key)
-        spent = tuple(charge.epsilon for charge in self.ledger.of(aggregator))
-        return Plan(aggregator, survey.id, tuple(prepared), tuple(keys), spent)
+        """Each question's kept report, or a fresh one drawn from its answer.
 
-    def _check_memoized(self, report: pb.Report, survey_id: str, question: pb.Question) -> None:
-        if (report.survey_id, report.question_id) != (survey_id, question.id) or (
-            report.mechanism != question.mechanism
-        ):
-            raise unreadable(self.state.memo_path, "holds a report that does not fit its key")
+        A question with a kept report sends that report whatever ``answers`` holds for it:
+        fresh draws about the same answer could be averaged to reveal it.
+
+        Raises:
+            RefusedError: see :meth:`kept`.
+            InvalidAnswerError: a question without a kept report has no answer.
+        """
+        aggregator = aggregator_name(target)
+        kept = self.kept(target, survey)
+        charged = {charge.report_id for charge in self.ledger.of(aggregator, survey.id)}
+        drawn_at = now_utc(now)
+        prepared = []
+        for question in survey.questions:
+            spec, before = specs[question.id], kept.get(question.id)
+            if before is not None:
+                report = before.report
+                prepared.append(
+                    PreparedReport(
+                        report,
+                        spec,
+                        reused=True,
+                        charged=report.report_id in charged,
+                        drawn_at=before.drawn_at,
+                        sent_at=before.sent_at,
+                    )
+                )
+                continue
+            if question.id not in answers:
+                raise InvalidAnswerError(f"no answer for question {question.id!r}")
+            fresh = build_report(survey.id, question, spec, answers[question.id], rng)
+            prepared.append(dataclasses.replace(fresh, drawn_at=drawn_at))
+        spent = tuple(charge.epsilon for charge in self.ledger.of(aggregator))
+        return Plan(aggregator, survey.id, tuple(prepared), spent)
+
+    def keep(self, plan: Plan, survey: pb.Survey) -> None:
+        """Keep the plan's fresh reports durably, before they are shown or sent."""
+        self._require_lock()
+        definitions = {question.id: definition_of(question) for question in survey.questions}
+        fresh = [
+            Kept(plan.aggregator, item.report, definitions[item.report.question_id], at)
+            for item in plan.prepared
+            if not item.reused and (at := item.drawn_at) is not None
+        ]
+        if fresh:
+            self.memo = self.memo.add(fresh)
+            save_memo(self.state.memo_path, self.memo)
 
     def commit(self, plan: Plan, now: datetime | None = None) -> None:
-        """Charge the ledger, then memoize the fresh reports; both durable before any send.
+        """Charge the ledger for every report not charged before; durable before any send.
 
-        Charging first means a crash can only over-count: a charge without its memo entry
-        makes a retry draw (and charge) a fresh report; a memo entry never exists uncharged.
+        Charging before sending means a crash can only over-count, never under-count.
         """
-        if not self.locked or self.secret is None:
-            raise RuntimeError("commit needs a session opened with write=True")
-        at = (now or datetime.now(UTC)).isoformat(timespec="seconds").replace("+00:00", "Z")
-        fresh = [
-            (item, key)
-            for item, key in zip(plan.prepared, plan.keys, strict=True)
-            if not item.reused
-        ]
-        if not fresh:
-            return
+        self._require_lock()
+        at = now_utc(now)
         charges = [
             Charge(
                 plan.aggregator,
@@ -156,22 +196,34 @@ class Session:
                 item.report.report_id,
                 at,
             )
-            for item, _ in fresh
+            for item in plan.prepared
+            if not item.charged
         ]
-        self.ledger = self.ledger.add(charges)
-        save_ledger(self.state.ledger_path, self.ledger)
-        self.memo = self.memo.add({key: item.report for item, key in fresh if key is not None})
-        save_memo(self.state.memo_path, self.memo)
+        if charges:
+            self.ledger = self.ledger.add(charges)
+            save_ledger(self.state.ledger_path, self.ledger)
+
+    def mark_sent(self, plan: Plan, now: datetime | None = None) -> None:
+        """Record that the aggregator acknowledged the plan's reports."""
+        self._require_lock()
+        keys = [(plan.aggregator, r.report.survey_id, r.report.question_id) for r in plan.prepared]
+        memo = self.memo.mark_sent(keys, now_utc(now))
+        if memo != self.memo:
+            self.memo = memo
+            save_memo(self.state.memo_path, self.memo)
+
+    def _require_lock(self) -> None:
+        if not self.locked:
+            raise RuntimeError("writing needs a session opened with write=True")
 
 
 class LocalState:
-    """The participant's files in the data directory: ledger, memo, memo secret, lock."""
+    """The participant's files in the data directory: ledger, memo and lock."""
 
     def __init__(self, directory: Path | None = None) -> None:
         self.directory = directory or data_dir()
         self.ledger_path = self.directory / LEDGER_NAME
         self.memo_path = self.directory / MEMO_NAME
-        self.key_path = self.directory / KEY_NAME
         self.lock_path = self.directory / LOCK_NAME
 
     def read_ledger(self) -> Ledger:
@@ -182,30 +234,19 @@ class LocalState:
     def session(
         self, *, write: bool, on_wait: Callable[[str], None] | None = None
     ) -> Iterator[Session]:
-        """Read the ledger and memo; with ``write``, under the lock and with a secret.
+        """Read the ledger and memo; with ``write``, under the lock, to change them.
 
-        A read-only session (a dry run) takes no lock and creates no file.
+        A read-only session takes no lock and creates no file.
 
         Raises:
-            LocalStateError: a file is unreadable, or the secret is missing while the memo
-                holds reports (fail closed: nothing is reset).
+            LocalStateError: a file is unreadable (fail closed: nothing is reset).
         """
         if not write:
-            yield self._open(write=False)
+            yield self._open(locked=False)
             return
         with exclusive_lock(self.lock_path, on_wait):
-            yield self._open(write=True)
+            yield self._open(locked=True)
 
-    def _open(self, *, write: bool) -> Session:
+    def _open(self, *, locked: bool) -> Session:
         ledger = load_ledger(self.ledger_path)
-        memo = load_memo(self.memo_path)
-        secret = load_secret(self.key_path, create=False)
-        if secret is None and memo.reports:
-            raise unreadable(
-                self.key_path,
-                f"is missing, but {self.memo_path.name} holds {len(memo.reports)} memoized "
-                "reports that only it can match",
-            )
-        if secret is None and write:
-            secret = load_secret(self.key_path, create=True)
-        return Session(self, ledger, memo, secret, locked=write)
+        return Session(self, ledger, load_memo(self.memo_path, ledger), locked)

@@ -1,173 +1,212 @@
-"""Memoized reports: the same answer to the same question always resends the same report."""
+"""The memo: each question's randomized report, drawn once and kept, so it is never re-rolled."""
 
 from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import hmac
-import json
-import re
-import secrets
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from deniable.client._answer import Answer
-from deniable.client._files import atomic_write, load_document, unreadable, write_document
+from deniable.client._files import load_document, write_document
+from deniable.client._ledger import Ledger
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
-__all__ = [
-    "KEY_NAME",
-    "MEMO_NAME",
-    "SECRET_BYTES",
-    "Memo",
-    "load_memo",
-    "load_secret",
-    "memo_key",
-    "save_memo",
-]
+__all__ = ["MEMO_NAME", "Kept", "Memo", "definition_of", "load_memo", "save_memo"]
 
 MEMO_NAME = "memo.json"
-KEY_NAME = "memo.key"
-SECRET_BYTES = 32
 _FORMAT = "deniable-memo"
-_VERSION = 1
-_HEX_KEY = re.compile(r"[0-9a-f]{64}")
+_VERSION = 2
+_FIELDS = ("aggregator", "report", "definition", "drawn_at", "sent_at")
+
+Key = tuple[str, str, str]
+"""(aggregator, survey id, question id): one kept report each."""
 
 
-def _answer_form(answer: Answer) -> dict[str, Any]:
-    """The true answer, typed and exact (a float by its hex form), for the HMAC input only."""
-    if isinstance(answer, bool):
-        return {"bit": answer}
-    if isinstance(answer, int):
-        return {"option": answer}
-    return {"number": float(answer).hex()}
+def definition_of(question: pb.Question) -> str:
+    """What makes a question the same question: its id, kind (options, range) and mechanism.
 
-
-def memo_key(
-    secret: bytes, aggregator: str, survey_id: str, question: pb.Question, answer: Answer
-) -> str:
-    """HMAC-SHA256, under the device's secret, of where the answer goes and the answer itself.
-
-    The question counts by its id, its kind (options, range) and its mechanism: a question
-    that changes any of them is a new question. Its text and the server's privacy figures
-    do not count. Without the secret the key reveals nothing about the answer.
-
-    Example:
-        >>> q = pb.Question(id="q", binary=pb.BinaryQuestion())
-        >>> memo_key(b"k" * 32, "h:1", "s", q, True) == memo_key(b"k" * 32, "h:1", "s", q, False)
-        False
+    Base64 of the deterministic bytes of those fields; the text and the server's privacy
+    figures do not count.
     """
-    if len(secret) != SECRET_BYTES:
-        raise ValueError(f"secret must be {SECRET_BYTES} bytes, got {len(secret)}")
     definition = pb.Question(id=question.id, mechanism=question.mechanism)
     kind = question.WhichOneof("kind")
     if kind is not None:
         getattr(definition, kind).CopyFrom(getattr(question, kind))
-    message = json.dumps(
-        [
-            _FORMAT,
-            aggregator,
-            survey_id,
-            base64.b64encode(definition.SerializeToString(deterministic=True)).decode("ascii"),
-            _answer_form(answer),
-        ],
-        separators=(",", ":"),
-    )
-    return hmac.new(secret, message.encode("utf-8"), hashlib.sha256).hexdigest()
+    return base64.b64encode(definition.SerializeToString(deterministic=True)).decode("ascii")
+
+
+def _encode(report: pb.Report) -> str:
+    return base64.b64encode(report.SerializeToString(deterministic=True)).decode("ascii")
+
+
+def _decode(encoded: object, where: str) -> pb.Report:
+    try:
+        if not isinstance(encoded, str):
+            raise TypeError
+        return pb.Report.FromString(base64.b64decode(encoded, validate=True))
+    except (TypeError, binascii.Error, DecodeError):
+        raise ValueError(f"{where} is not a base64-encoded report") from None
+
+
+@dataclass(frozen=True)
+class Kept:
+    """The one report drawn for a question at an aggregator, when, and whether it was stored.
+
+    ``definition`` is :func:`definition_of` the question when the report was drawn (None
+    for reports kept by version 1 of the memo, which did not record it). ``sent_at`` is
+    when the aggregator acknowledged the report (None: not yet, or not known).
+    """
+
+    aggregator: str
+    report: pb.Report
+    definition: str | None
+    drawn_at: str
+    sent_at: str | None = None
+
+    def __post_init__(self) -> None:
+        report = self.report
+        if not (report.report_id and report.survey_id and report.question_id):
+            raise ValueError("report: missing report_id, survey or question")
+        for name in ("aggregator", "drawn_at"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise ValueError(f"{name} must be a non-empty string")
+        for name in ("definition", "sent_at"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ValueError(f"{name} must be null or a non-empty string, got {value!r}")
+
+    @property
+    def key(self) -> Key:
+        """(aggregator, survey id, question id)."""
+        return (self.aggregator, self.report.survey_id, self.report.question_id)
+
+    def fits(self, question: pb.Question) -> bool:
+        """Whether ``question`` is still the question this report was drawn for."""
+        if self.report.mechanism != question.mechanism:
+            return False
+        return self.definition is None or self.definition == definition_of(question)
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry as stored: the report as base64 of its protobuf bytes (no true answer)."""
+        return {
+            "aggregator": self.aggregator,
+            "report": _encode(self.report),
+            "definition": self.definition,
+            "drawn_at": self.drawn_at,
+            "sent_at": self.sent_at,
+        }
 
 
 @dataclass(frozen=True)
 class Memo:
-    """Reports already charged to the ledger, by memo key: each is resent as it is, for free."""
+    """The kept reports, at most one per (aggregator, survey, question); never replaced."""
 
-    reports: Mapping[str, pb.Report] = field(default_factory=dict)
+    entries: Mapping[Key, Kept] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for key, report in self.reports.items():
-            if not _HEX_KEY.fullmatch(key):
-                raise ValueError(f"memo key must be 64 lowercase hex digits, got {key!r}")
-            if not (report.report_id and report.survey_id and report.question_id):
-                raise ValueError(f"report {key[:12]}...: missing report_id, survey or question")
-        object.__setattr__(self, "reports", dict(self.reports))
+        for key, kept in self.entries.items():
+            if key != kept.key:
+                raise ValueError(f"entry {key!r} holds the report of {kept.key!r}")
+        object.__setattr__(self, "entries", dict(self.entries))
 
-    def get(self, key: str) -> pb.Report | None:
-        """A copy of the memoized report for ``key``, if any."""
-        report = self.reports.get(key)
-        return None if report is None else pb.Report.FromString(report.SerializeToString())
+    def get(self, aggregator: str, survey_id: str, question_id: str) -> Kept | None:
+        """The kept report of a question, with a copy of its report, if any."""
+        kept = self.entries.get((aggregator, survey_id, question_id))
+        if kept is None:
+            return None
+        return replace(kept, report=pb.Report.FromString(kept.report.SerializeToString()))
 
-    def add(self, entries: Mapping[str, pb.Report]) -> Memo:
-        """A memo with ``entries`` added; an existing key is never replaced."""
-        return Memo({**entries, **self.reports})
+    def add(self, entries: Iterable[Kept]) -> Memo:
+        """A memo with ``entries`` added; a question that has a kept report keeps it."""
+        return Memo({**{kept.key: kept for kept in entries}, **self.entries})
+
+    def mark_sent(self, keys: Iterable[Key], at: str) -> Memo:
+        """A memo where the reports of ``keys`` are acknowledged at ``at`` (if not before)."""
+        entries = dict(self.entries)
+        for key in keys:
+            kept = entries.get(key)
+            if kept is not None and kept.sent_at is None:
+                entries[key] = replace(kept, sent_at=at)
+        return Memo(entries)
 
     def to_json(self) -> dict[str, Any]:
-        """The file's document: each report as base64 of its protobuf bytes (no true answer)."""
-        entries = {
-            key: base64.b64encode(report.SerializeToString(deterministic=True)).decode("ascii")
-            for key, report in self.reports.items()
+        """The file's document."""
+        return {
+            "format": _FORMAT,
+            "version": _VERSION,
+            "reports": [kept.to_json() for kept in self.entries.values()],
         }
-        return {"format": _FORMAT, "version": _VERSION, "reports": entries}
 
     @classmethod
-    def from_json(cls, document: Any) -> Memo:
-        """Parse and validate a memo document.
+    def from_json(cls, document: Any, ledger: Ledger | None = None) -> Memo:
+        """Parse and validate a memo document; a version 1 memo is converted with ``ledger``.
 
         Raises:
             ValueError: naming the first bad entry.
         """
         if not isinstance(document, dict) or document.get("format") != _FORMAT:
             raise ValueError(f"format must be {_FORMAT!r}")
-        if document.get("version") != _VERSION:
-            raise ValueError(f"version must be {_VERSION}, got {document.get('version')!r}")
+        version = document.get("version")
+        if version == 1:
+            return cls._from_version_1(document, ledger or Ledger())
+        if version != _VERSION:
+            raise ValueError(f"version must be {_VERSION} (or 1), got {version!r}")
+        entries = document.get("reports")
+        if not isinstance(entries, list):
+            raise ValueError(f"reports must be a list, got {entries!r}")
+        kept: dict[Key, Kept] = {}
+        for index, entry in enumerate(entries):
+            where = f"reports[{index}]"
+            if not isinstance(entry, dict) or set(entry) != set(_FIELDS):
+                raise ValueError(f"{where} must have the keys {list(_FIELDS)}")
+            try:
+                item = Kept(**{**entry, "report": _decode(entry["report"], "report")})
+            except ValueError as error:
+                raise ValueError(f"{where}: {error}") from None
+            if item.key in kept:
+                raise ValueError(f"{where}: a second report for question {item.key!r}")
+            kept[item.key] = item
+        return cls(kept)
+
+    @classmethod
+    def _from_version_1(cls, document: dict[str, Any], ledger: Ledger) -> Memo:
+        """Version 1 kept a report per *answer*; keep each question's most recently charged.
+
+        Version 1 recorded no aggregator with a report: the ledger's charge of the same
+        report id gives it (every report was charged before it was kept). Whether it was
+        stored is not known: the next answer resends it, which is free and counted once.
+        """
         entries = document.get("reports")
         if not isinstance(entries, dict):
             raise ValueError(f"reports must be an object, got {entries!r}")
-        reports = {}
-        for key, encoded in entries.items():
-            try:
-                reports[key] = pb.Report.FromString(base64.b64decode(encoded, validate=True))
-            except (TypeError, binascii.Error, DecodeError):
-                raise ValueError(f"reports[{key!r}] is not a base64-encoded report") from None
-        return cls(reports)
+        charges = {charge.report_id: charge for charge in ledger.charges}
+        order = {charge.report_id: index for index, charge in enumerate(ledger.charges)}
+        reports = [_decode(encoded, f"reports[{key!r}]") for key, encoded in entries.items()]
+        latest: dict[Key, Kept] = {}
+        for report in sorted(reports, key=lambda r: order.get(r.report_id, -1)):
+            charge = charges.get(report.report_id)
+            if charge is None:
+                raise ValueError(f"report {report.report_id!r} has no charge in the ledger")
+            kept = Kept(charge.aggregator, report, None, charge.at)
+            latest[kept.key] = kept
+        return cls(latest)
 
 
-def load_memo(path: Path) -> Memo:
+def load_memo(path: Path, ledger: Ledger | None = None) -> Memo:
     """The memo in ``path``; an empty one when the file does not exist yet.
+
+    A version 1 memo is read with the help of ``ledger`` (see :meth:`Memo.from_json`).
 
     Raises:
         LocalStateError: the file is unreadable or not a valid memo (fail closed).
     """
-    return load_document(path, Memo.from_json, Memo(), "memo")
+    return load_document(path, lambda doc: Memo.from_json(doc, ledger), Memo(), "memo")
 
 
 def save_memo(path: Path, memo: Memo) -> None:
     """Write the memo atomically (temporary file, fsync, rename, fsync the directory)."""
     write_document(path, memo.to_json())
-
-
-def load_secret(path: Path, *, create: bool) -> bytes | None:
-    """The device's memo secret: 32 random bytes in a file of mode 0600.
-
-    When the file does not exist, it is created from :mod:`secrets` if ``create`` is true
-    (the caller holds the lock), else None is returned.
-
-    Raises:
-        LocalStateError: the file exists but is unreadable or has the wrong length.
-    """
-    try:
-        secret = path.read_bytes()
-    except FileNotFoundError:
-        if not create:
-            return None
-        secret = secrets.token_bytes(SECRET_BYTES)
-        atomic_write(path, secret)  # mode 0600; never a partly written secret
-        return secret
-    except OSError as error:
-        raise unreadable(path, f"cannot be read ({error.strerror})") from None
-    if len(secret) != SECRET_BYTES:
-        raise unreadable(path, f"holds {len(secret)} bytes, not a {SECRET_BYTES}-byte secret")
-    return secret

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
 
@@ -18,8 +18,10 @@ from deniable.client._answer import (
     parse_answers,
 )
 from deniable.client._display import Say, answer_document, show_question, show_reports
-from deniable.client._errors import InvalidAnswerError, from_remote
+from deniable.client._errors import InvalidAnswerError, RefusedError, from_remote
 from deniable.client._guard import LocalState, Plan
+from deniable.client._ledger import aggregator_name
+from deniable.client._memo import Kept
 from deniable.client._options import (
     json_option,
     policy_from_context,
@@ -94,7 +96,9 @@ def surveys_command(server: str, tls: TlsConfig | None, as_json: bool) -> None:
     "or number (from 1), or a number in the question's range.",
 )
 @click.option(
-    "--dry-run", is_flag=True, help="Show the randomized reports; send and record nothing."
+    "--dry-run",
+    is_flag=True,
+    help="Show the randomized reports; send and charge nothing (the reports are kept).",
 )
 @click.option("--yes", "assume_yes", is_flag=True, help="Send without asking for confirmation.")
 @click.option(
@@ -128,15 +132,17 @@ def answer_command(
     randomized with the OS's cryptographic random source, you see exactly what
     will be sent (never your true answers), and all answers go in one batch.
 
-    The same answer to the same question is always resent as the same report,
-    at no new privacy cost; a changed answer costs its epsilon again. The cost
-    is recorded in your ledger before anything is sent.
+    Each question's report is drawn once and kept (in your memo, before you
+    see it): later runs, dry runs included, show and send that same report
+    whatever you answer then, at no new privacy cost, so that fresh reports
+    can never be averaged to reveal your answer. Once the aggregator has
+    stored a survey's reports, answering it again is refused (exit code 5).
+    The cost is recorded in your ledger before anything is sent.
 
     A survey that requires enrollment needs the token its organizer gave you
-    (--token, --token-file or DENIABLE_TOKEN): each token stores one answer per
-    question, so resending the same answers is acknowledged while a different
-    answer is refused (exit code 5). The token is sent with the reports and
-    never written to your ledger or memo.
+    (--token, --token-file or DENIABLE_TOKEN): each token stores one report per
+    question. The token is sent with the reports and never written to your
+    ledger or memo.
 
     Answers come from --answer or, when interactive, from prompts; you then
     confirm before anything is sent (--yes skips that). Declining sends nothing
@@ -146,38 +152,68 @@ def answer_command(
     if interactive is None:
         interactive = stdin_is_tty()
     say: Say = partial(click.echo, err=as_json)
+    state = LocalState()
     with _connect(server, tls) as client:
         survey = client.get_survey(survey_id)
         check_open(survey)
         check_enrollment(survey, enrollment_token)  # before anything is asked or charged
         specs = {q.id: policy.check(q) for q in survey.questions}  # refuse before asking
+        with state.session(write=False) as peek:  # no lock while the participant types
+            kept = peek.kept(server, survey)
+        _refuse_answered(survey, kept, server)
         answers = parse_answers(answer_options, survey.questions)
-        _require_answers(survey, answers, interactive)
+        _require_answers(survey, answers, interactive, kept)
         say(f"Survey {survey.id}: {visible(survey.title)}")
         for index, question in enumerate(survey.questions, 1):
             show_question(say, index, len(survey.questions), question, specs[question.id])
-            if question.id in answers:
+            if question.id in kept:
+                say(
+                    f"  Answered before: the report drawn on {kept[question.id].drawn_at} is "
+                    "kept and sent as it is; an answer given now is not used."
+                )
+            elif question.id in answers:
                 say("  Answered with --answer.")
             else:
                 answers[question.id] = _prompt(question, as_json)
         on_wait = partial(click.echo, err=True)
-        with LocalState().session(write=not dry_run, on_wait=on_wait) as session:
+        with state.session(write=True, on_wait=on_wait) as session:
             plan = session.plan(server, survey, specs, answers)
             del answers  # the true answers are not needed past this point
+            if plan.sent:  # another run stored them since we looked
+                _refuse_answered(survey, session.kept(server, survey), server)
+            session.keep(plan, survey)  # kept before it is shown: never drawn again
             plan.check_budget(policy)  # refuse before anything is sent
             show_reports(say, server, plan, policy)
             confirm = interactive and not assume_yes
             go = _decide(say, client.target, plan, dry_run, confirm, as_json)
             if go:
-                session.commit(plan)  # charged and memoized before sending: never under-counted
+                session.commit(plan)  # charged before sending: never under-counted
         response = _send(client, say, plan, enrollment_token) if go else None
+    if response is not None:
+        with state.session(write=True, on_wait=on_wait) as session:
+            session.mark_sent(plan)
     if as_json:
         click.echo(json.dumps(answer_document(plan, policy, go, response), indent=2))
 
 
-def _require_answers(survey: pb.Survey, answers: dict[str, Answer], interactive: bool) -> None:
-    """Without prompts, every question needs an --answer; name the first one missing."""
-    missing = [q for q in survey.questions if q.id not in answers]
+def _refuse_answered(survey: pb.Survey, kept: Mapping[str, Kept], server: str) -> None:
+    """Refuse a survey whose every report the aggregator has acknowledged before."""
+    if len(kept) < len(survey.questions) or any(k.sent_at is None for k in kept.values()):
+        return
+    last = max(str(k.sent_at) for k in kept.values())
+    reports = "its report was" if len(kept) == 1 else f"its {len(kept)} reports were"
+    raise RefusedError(
+        f"you already answered survey {survey.id} at {aggregator_name(server)}: {reports} "
+        f"stored on {last}. Each question gets one report, drawn once, so that reports "
+        "cannot be averaged to reveal your answers; nothing was sent"
+    )
+
+
+def _require_answers(
+    survey: pb.Survey, answers: dict[str, Answer], interactive: bool, kept: Mapping[str, Kept]
+) -> None:
+    """Without prompts, every question needs a kept report or an --answer; name one missing."""
+    missing = [q for q in survey.questions if q.id not in answers and q.id not in kept]
     if missing and not interactive:
         first = missing[0]
         kind = question_type(first.WhichOneof("kind") or "binary")
@@ -205,7 +241,10 @@ def _prompt(question: pb.Question, as_json: bool) -> Answer:
 def _decide(say: Say, target: str, plan: Plan, dry_run: bool, confirm: bool, as_json: bool) -> bool:
     """Whether to charge and send: not in a dry run, nor when the participant declines."""
     if dry_run:
-        say("Dry run: nothing was sent. Nothing was recorded in your ledger or memo.")
+        say(
+            "Dry run: nothing was sent or charged. The reports shown are kept: answering this "
+            "survey later sends these same reports."
+        )
         return False
     count = len(plan.prepared)
     if confirm and not click.confirm(

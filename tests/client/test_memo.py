@@ -1,25 +1,23 @@
-"""Memoized reports: HMAC keys under a local secret, no true answer stored, failing closed."""
+"""The memo: one report per question, drawn once and kept; no true answer stored; fails closed."""
 
 from __future__ import annotations
 
 import base64
 import json
-import stat
 import struct
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from deniable.client._answer import Answer
+from deniable.client._errors import RefusedError
 from deniable.client._files import LocalStateError
-from deniable.client._guard import LocalState
-from deniable.client._memo import SECRET_BYTES, Memo, load_memo, load_secret, memo_key
+from deniable.client._guard import LocalState, Plan
+from deniable.client._ledger import Charge, Ledger, save_ledger
+from deniable.client._memo import Kept, Memo, definition_of, load_memo
 from deniable.client._policy import Policy
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.conftest import binary_question
-
-SECRET = bytes(range(32))
 
 
 def _categorical(options: list[str], qid: str = "os") -> pb.Question:
@@ -40,143 +38,146 @@ def _numeric(lo: float = 0.0, hi: float = 100.0) -> pb.Question:
     )
 
 
-def test_memo_key_depends_on_the_secret_and_everything_that_makes_an_answer() -> None:
-    question = binary_question("q", 0.5)
-    key = memo_key(SECRET, "h:1", "s", question, True)
-    assert len(key) == 64
-    assert int(key, 16) >= 0
-    assert memo_key(SECRET, "h:1", "s", question, True) == key  # deterministic
-    other_secret = bytes(reversed(SECRET))
-    assert memo_key(other_secret, "h:1", "s", question, True) != key
-    different = [
-        memo_key(SECRET, "h:1", "s", question, False),
-        memo_key(SECRET, "h:2", "s", question, True),
-        memo_key(SECRET, "h:1", "t", question, True),
-        memo_key(SECRET, "h:1", "s", binary_question("r", 0.5), True),
-        memo_key(SECRET, "h:1", "s", binary_question("q", 0.25), True),  # another mechanism
-        memo_key(SECRET, "h:1", "s", question, 1),  # option 1 is not "yes"
-    ]
-    assert len({key, *different}) == 1 + len(different)
-    # Text and the server's privacy figures do not make a new question.
-    reworded = binary_question("q", 0.5)
-    reworded.text, reworded.privacy.epsilon = "Reworded?", 0.01
-    assert memo_key(SECRET, "h:1", "s", reworded, True) == key
-    # Options and ranges do: the same index under other options is another answer.
-    assert memo_key(SECRET, "h:1", "s", _categorical(["a", "b"]), 0) != memo_key(
-        SECRET, "h:1", "s", _categorical(["b", "a"]), 0
-    )
-    assert memo_key(SECRET, "h:1", "s", _numeric(0, 100), 12.5) != memo_key(
-        SECRET, "h:1", "s", _numeric(0, 101), 12.5
-    )
-    # Numbers count exactly.
-    assert memo_key(SECRET, "h:1", "s", _numeric(), 12.5) != memo_key(
-        SECRET, "h:1", "s", _numeric(), float(np.nextafter(12.5, 13))
-    )
-    with pytest.raises(ValueError, match="secret must be 32 bytes, got 31"):
-        memo_key(SECRET[:31], "h:1", "s", question, True)
+def _survey(*questions: pb.Question) -> pb.Survey:
+    return pb.Survey(id="s", state=pb.SURVEY_STATE_OPEN, questions=questions)
 
 
-def test_secret_is_created_once_private_and_checked(tmp_path: Path) -> None:
-    path = tmp_path / "data" / "memo.key"
-    assert load_secret(path, create=False) is None
-    assert not path.exists()
-    secret = load_secret(path, create=True)
-    assert secret is not None
-    assert len(secret) == SECRET_BYTES
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert load_secret(path, create=True) == secret == load_secret(path, create=False)
-    other = tmp_path / "other.key"
-    assert load_secret(other, create=True) != secret  # from the CSPRNG, not derived
-    path.write_bytes(secret[:16])
-    with pytest.raises(LocalStateError, match="holds 16 bytes, not a 32-byte secret"):
-        load_secret(path, create=True)
-    assert path.read_bytes() == secret[:16]  # not replaced
-
-
-def _plan_and_commit(state: LocalState, survey: pb.Survey, answers: dict[str, Answer]) -> None:
+def _answer(
+    state: LocalState, survey: pb.Survey, answers: dict[str, Answer], *, send: bool = True
+) -> Plan:
+    """What ``deniable answer`` does: plan, keep; if sent: charge and mark as stored."""
     specs = {q.id: Policy().check(q) for q in survey.questions}
     with state.session(write=True) as session:
-        session.commit(session.plan("h:1", survey, specs, answers))
+        plan = session.plan("h:1", survey, specs, answers)
+        session.keep(plan, survey)
+        if send:
+            session.commit(plan)
+            session.mark_sent(plan)
+    return plan
+
+
+def test_the_definition_counts_kind_options_range_and_mechanism_not_text() -> None:
+    question = binary_question("q", 0.5)
+    reworded = binary_question("q", 0.5)
+    reworded.text, reworded.privacy.epsilon = "Reworded?", 0.01
+    assert definition_of(reworded) == definition_of(question)
+    others = [
+        binary_question("r", 0.5),
+        binary_question("q", 0.25),
+        _categorical(["a", "b"], "q"),
+    ]
+    assert len({definition_of(q) for q in [question, *others]}) == 4
+    assert definition_of(_categorical(["a", "b"])) != definition_of(_categorical(["b", "a"]))
+    assert definition_of(_numeric(0, 100)) != definition_of(_numeric(0, 101))
+
+
+def test_a_question_is_drawn_once_whatever_the_later_answers(tmp_path: Path) -> None:
+    state = LocalState(tmp_path)
+    survey = _survey(binary_question("q"))
+    declined = _answer(state, survey, {"q": True}, send=False)  # shown, then declined
+    assert state.read_ledger().charges == ()  # kept but not charged
+    plans = [declined] + [_answer(state, survey, {"q": a}) for a in (False, True, False)]
+    reports = [plan.prepared[0] for plan in plans]
+    assert len({item.report.SerializeToString() for item in reports}) == 1  # never re-rolled
+    assert [item.reused for item in reports] == [False, True, True, True]
+    epsilon = reports[0].mechanism.epsilon
+    assert [item.cost for item in reports] == [epsilon, epsilon, 0.0, 0.0]  # charged when sent
+    ledger = state.read_ledger()
+    assert [c.report_id for c in ledger.charges] == [reports[0].report.report_id]  # once
+    assert not plans[1].sent  # acknowledged only after the second run's send
+    assert plans[2].sent
+
+
+def test_a_dry_run_keeps_what_it_shows(tmp_path: Path) -> None:
+    state = LocalState(tmp_path / "data")
+    survey = _survey(binary_question("q"))
+    specs = {"q": Policy().check(survey.questions[0])}
+    with state.session(write=False) as session:
+        session.plan("h:1", survey, specs, {"q": True})
+        with pytest.raises(RuntimeError, match="needs a session opened with write=True"):
+            session.keep(session.plan("h:1", survey, specs, {"q": True}), survey)
+    assert not state.directory.exists()  # a read-only session creates nothing
+    shown = _answer(state, survey, {"q": True}, send=False).prepared[0].report
+    assert _answer(state, survey, {"q": False}).prepared[0].report == shown
+
+
+def test_a_changed_question_is_refused_not_drawn_again(tmp_path: Path) -> None:
+    state = LocalState(tmp_path)
+    _answer(state, _survey(_categorical(["a", "b"])), {"os": 0})
+    changed = _survey(_categorical(["a", "b", "c"]))
+    before = state.memo_path.read_bytes()
+    with pytest.raises(RefusedError, match="is not the question your report for it was drawn"):
+        _answer(state, changed, {"os": 0})
+    assert state.memo_path.read_bytes() == before
+    reworded = _survey(_categorical(["a", "b"]))
+    reworded.questions[0].text = "Which one, really?"
+    assert _answer(state, reworded, {"os": 1}).prepared[0].reused  # the text does not count
 
 
 def test_files_hold_no_true_answer(tmp_path: Path) -> None:
     state = LocalState(tmp_path)
-    options = ["Atlantis", "Zanzibar", "Avalon"]
-    survey = pb.Survey(
-        id="s", state=pb.SURVEY_STATE_OPEN, questions=[_categorical(options), _numeric()]
-    )
+    survey = _survey(_categorical(["Atlantis", "Zanzibar", "Avalon"]), _numeric())
     truth = 37.123456789
-    _plan_and_commit(state, survey, {"os": 1, "hours": truth})
-    _plan_and_commit(state, survey, {"os": 2, "hours": truth})
+    _answer(state, survey, {"os": 1, "hours": truth})
     memo = json.loads(state.memo_path.read_text())
-    assert len(memo["reports"]) == 3  # what someone with the file learns: 2 answers to "os"
+    assert len(memo["reports"]) == 2
     forbidden = [b"Zanzibar", b"Avalon", b"37.12", truth.hex().encode(), struct.pack("<d", truth)]
     contents = [path.read_bytes() for path in state.directory.iterdir()]
-    contents += [base64.b64decode(value) for value in memo["reports"].values()]  # the reports
+    contents += [base64.b64decode(entry["report"]) for entry in memo["reports"]]
     for content in contents:
         for needle in forbidden:
             assert needle not in content, needle
 
 
-def test_same_answer_reuses_the_report_and_changed_answer_charges_again(tmp_path: Path) -> None:
+def _v1(*reports: pb.Report) -> dict[str, object]:
+    encoded = [base64.b64encode(r.SerializeToString()).decode() for r in reports]
+    return {
+        "format": "deniable-memo",
+        "version": 1,
+        "reports": {f"{i:064x}": e for i, e in enumerate(encoded)},
+    }
+
+
+def test_a_version_1_memo_keeps_each_questions_last_charged_report(tmp_path: Path) -> None:
+    question = binary_question("q")
+    first, second, other = (
+        pb.Report(report_id=r, survey_id="s", question_id=q, mechanism=question.mechanism, bit=b)
+        for r, q, b in (("r1", "q", True), ("r2", "q", False), ("r3", "p", True))
+    )
+    charges = [Charge("h:1", "s", c.question_id, "randomized_response", 1.0986, c.report_id, t)
+               for c, t in ((first, "t1"), (other, "t2"), (second, "t3"))]  # fmt: skip
     state = LocalState(tmp_path)
-    survey = pb.Survey(id="s", state=pb.SURVEY_STATE_OPEN, questions=[binary_question("q")])
-    specs = {"q": Policy().check(survey.questions[0])}
-    reports = []
-    for answer in (True, True, False, True):
-        with state.session(write=True) as session:
-            plan = session.plan("h:1", survey, specs, {"q": answer})
-            session.commit(plan)
-            reports.append(plan.prepared[0])
-    assert [item.reused for item in reports] == [False, True, False, True]
-    assert reports[1].report == reports[0].report == reports[3].report  # same id, same value
-    assert reports[2].report.report_id != reports[0].report.report_id
-    ledger = state.read_ledger()
-    assert [c.report_id for c in ledger.charges] == [
-        reports[0].report.report_id,
-        reports[2].report.report_id,
-    ]
-
-
-def test_dry_run_session_writes_nothing(tmp_path: Path) -> None:
-    state = LocalState(tmp_path / "data")
-    survey = pb.Survey(id="s", state=pb.SURVEY_STATE_OPEN, questions=[binary_question("q")])
-    specs = {"q": Policy().check(survey.questions[0])}
-    with state.session(write=False) as session:
-        plan = session.plan("h:1", survey, specs, {"q": True})
-        with pytest.raises(RuntimeError, match="needs a session opened with write=True"):
-            session.commit(plan)
-    assert not state.directory.exists()  # no ledger, memo, secret or lock file
-
-
-def test_memo_without_its_secret_fails_closed(tmp_path: Path) -> None:
-    state = LocalState(tmp_path)
-    survey = pb.Survey(id="s", state=pb.SURVEY_STATE_OPEN, questions=[binary_question("q")])
-    _plan_and_commit(state, survey, {"q": True})
-    state.key_path.unlink()
-    before = state.memo_path.read_bytes()
-    for write in (False, True):
-        with pytest.raises(LocalStateError) as raised, state.session(write=write):
-            pass
-        assert f"{state.key_path}: is missing, but memo.json holds 1 memoized" in (
-            raised.value.message
-        )
-    assert not state.key_path.exists()  # no new secret that would silently orphan the memo
-    assert state.memo_path.read_bytes() == before
+    save_ledger(state.ledger_path, Ledger(tuple(charges)))
+    state.memo_path.write_text(json.dumps(_v1(second, first, other)))
+    memo = load_memo(state.memo_path, state.read_ledger())
+    assert set(memo.entries) == {("h:1", "s", "q"), ("h:1", "s", "p")}
+    kept = memo.get("h:1", "s", "q")
+    assert kept is not None
+    assert (kept.report, kept.drawn_at, kept.sent_at, kept.definition) == (second, "t3", None, None)
+    # The next answer resends it, for free, and the memo is then written as version 2.
+    plan = _answer(state, _survey(binary_question("p"), question), {"p": False, "q": True})
+    assert [item.report for item in plan.prepared] == [other, second]
+    assert plan.cost == 0
+    assert json.loads(state.memo_path.read_text())["version"] == 2
 
 
 @pytest.mark.parametrize(
     ("document", "problem"),
     [
         ({"format": "other"}, "format must be 'deniable-memo'"),
-        ({"format": "deniable-memo", "version": 1, "reports": []}, "reports must be an object"),
-        ({"format": "deniable-memo", "version": 1, "reports": {"k": "@@"}}, "not a base64"),
+        ({"format": "deniable-memo", "version": 3, "reports": []}, "version must be 2 (or 1)"),
+        ({"format": "deniable-memo", "version": 2, "reports": {}}, "reports must be a list"),
+        ({"format": "deniable-memo", "version": 2, "reports": [{"report": "@@"}]}, "the keys"),
         (
-            {"format": "deniable-memo", "version": 1, "reports": {"ab": "CgFh"}},
-            "memo key must be 64 lowercase hex digits, got 'ab'",
+            {"format": "deniable-memo", "version": 2, "reports": [
+                {"aggregator": "h:1", "report": "@@", "definition": None, "drawn_at": "t",
+                 "sent_at": None}]},
+            "reports[0]: report is not a base64-encoded report",
         ),
+        ({"format": "deniable-memo", "version": 1, "reports": []}, "reports must be an object"),
+        (_v1(pb.Report(report_id="r9", survey_id="s", question_id="q")), "no charge in the ledger"),
     ],
-)
+)  # fmt: skip
 def test_a_damaged_memo_fails_closed(tmp_path: Path, document: object, problem: str) -> None:
     path = tmp_path / "memo.json"
     path.write_text(json.dumps(document))
@@ -187,8 +188,14 @@ def test_a_damaged_memo_fails_closed(tmp_path: Path, document: object, problem: 
     assert json.loads(path.read_text()) == document
 
 
-def test_memo_never_replaces_a_report() -> None:
+def test_a_second_report_for_a_question_is_refused_when_read_and_never_added() -> None:
     first = pb.Report(report_id="a", survey_id="s", question_id="q", bit=True)
     second = pb.Report(report_id="b", survey_id="s", question_id="q", bit=False)
-    memo = Memo({"0" * 64: first}).add({"0" * 64: second})
-    assert memo.get("0" * 64) == first
+    memo = Memo().add([Kept("h:1", first, None, "t1")]).add([Kept("h:1", second, None, "t2")])
+    kept = memo.get("h:1", "s", "q")
+    assert kept is not None
+    assert kept.report == first
+    document = memo.to_json()
+    document["reports"].append(Kept("h:1", second, None, "t2").to_json())
+    with pytest.raises(ValueError, match=r"reports\[1\]: a second report for question"):
+        Memo.from_json(document)

@@ -101,7 +101,7 @@ def test_dry_run_shows_the_reports_and_stores_nothing(daemon: Daemon, run_cli: R
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "Will be sent to" in done.stdout
-    assert "Dry run: nothing was sent." in done.stdout
+    assert "Dry run: nothing was sent or charged. The reports shown are kept" in done.stdout
     assert _reports(daemon.address, survey.id) == 0
     as_json = run_cli(
         "deniable", "answer", survey.id, "--answer", "q1=y", "--answer", "q2=n", "--dry-run",
@@ -109,6 +109,8 @@ def test_dry_run_shows_the_reports_and_stores_nothing(daemon: Daemon, run_cli: R
     )  # fmt: skip
     data = json.loads(as_json.stdout)
     assert (data["sent"], data["stored"], len(data["reports"])) == (False, 0, 2)
+    assert [report["reused"] for report in data["reports"]] == [True, True]  # kept, shown again
+    assert all(report["report_id"] in done.stdout for report in data["reports"])
     assert _reports(daemon.address, survey.id) == 0
 
 
@@ -180,11 +182,14 @@ def test_interactive_prompts_for_answers_and_confirmation(server: RunningServer)
     args = ["answer", "--server", server.address, survey.id, "--interactive"]
     declined = runner.invoke(cli, args, input="y\nn\nn\n", auto_envvar_prefix="DENIABLE")
     assert declined.exit_code == 0, declined.output
+    assert declined.output.count("Your answer (yes, no, y, n):") == 2
     assert "Nothing was sent." in declined.output
     assert _reports(server.address, survey.id) == 0
-    sent = runner.invoke(cli, args, input="y\nno\ny\n", auto_envvar_prefix="DENIABLE")
+    # The reports drawn then are kept: not asked again, only confirmed.
+    sent = runner.invoke(cli, args, input="y\n", auto_envvar_prefix="DENIABLE")
     assert sent.exit_code == 0, sent.output
-    assert sent.output.count("Your answer (yes, no, y, n):") == 2
+    assert "Your answer" not in sent.output
+    assert sent.output.count("Answered before: the report drawn on ") == 2
     assert "Send these 2 randomized answers to" in sent.output
     assert "Sent 2 randomized answers; the server stored 2." in sent.output
     assert _reports(server.address, survey.id) == 2
@@ -339,5 +344,6 @@ def test_help_documents_the_guardrails_and_their_sources() -> None:
         assert "env var: DENIABLE_MAX_EPSILON" in shown
         assert "env var: DENIABLE_BUDGET" in shown
     answer = " ".join(runner.invoke(cli, ["answer", "--help"]).output.split())
-    assert "send and record nothing" in answer
+    assert "send and charge nothing (the reports are kept)" in answer
+    assert "drawn once and kept" in answer
     assert "recorded in your ledger before anything is sent" in answer

@@ -67,68 +67,65 @@ def _files() -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in directory.iterdir()} if directory.exists() else {}
 
 
-def test_same_answer_resends_the_same_report_for_free(daemon: Daemon, run_cli: RunCli) -> None:
-    survey_id = _create(daemon.address)
-    answers = ("--answer", "q1=yes", "--answer", "q2=no")
-    first = _answer(run_cli, daemon.address, survey_id, *answers)
-    second = _answer(run_cli, daemon.address, survey_id, *answers)
-    for before, after in zip(first["reports"], second["reports"], strict=True):
-        assert (after["report_id"], after["bit"]) == (before["report_id"], before["bit"])
-        assert (before["reused"], after["reused"]) == (False, True)
-    assert first["privacy"]["cost"] == math.fsum([EPS_HALF, EPS_QUARTER])
-    assert (
-        second["privacy"] | {"cost": 0.0, "spent": first["privacy"]["spent"]} == (second["privacy"])
-    )
-    assert (second["stored"], second["already_stored"]) == (0, 2)  # the aggregator counts once
-    assert _count(daemon.address, survey_id) == 2
-    with AggregatorClient(daemon.address) as client:
-        assert client.get_estimate(survey_id, "q1").n == 1
-    assert len(load_ledger(data_dir() / "ledger.json").charges) == 2  # charged once
-    third = run_cli("deniable", "answer", "--server", daemon.address, survey_id, "--yes", *answers)
-    assert "Privacy cost now: none; every report was sent before for the same answer" in (
-        third.stdout
-    )
-    assert "the server stored 0. (2 were already stored)" in third.stdout
-
-    changed = run_cli(
-        "deniable", "answer", "--server", daemon.address, survey_id, "--yes",
-        "--answer", "q1=no", "--answer", "q2=no",
-    )  # fmt: skip
-    assert changed.returncode == 0, changed.stderr
-    assert "0 (resent as before)" in changed.stdout
-    assert (
-        "Privacy cost now: epsilon <= 1.0987 (epsilons add up; 1 report was sent before for the "
-        "same answer and cost nothing again)."
-    ) in changed.stdout
-    assert "the server stored 1. (1 were already stored)" in changed.stdout
-    assert first["reports"][0]["report_id"] not in changed.stdout  # q1: a new report
-    assert first["reports"][1]["report_id"] in changed.stdout  # q2: the same one again
-    ledger = load_ledger(data_dir() / "ledger.json")
-    assert [c.question_id for c in ledger.charges] == ["q1", "q2", "q1"]  # charged again
-    assert ledger.spent(daemon.address) == math.fsum([EPS_HALF, EPS_QUARTER, EPS_HALF])
-    assert _count(daemon.address, survey_id) == 3
-
-
-def test_dry_run_shows_the_memoized_report_and_records_nothing(
+def test_a_report_is_drawn_once_and_reaches_the_tally_once(
     daemon: Daemon, run_cli: RunCli
 ) -> None:
     survey_id = _create(daemon.address)
-    answers = ("--answer", "q1=yes", "--answer", "q2=no")
-    dry = _answer(run_cli, daemon.address, survey_id, *answers, "--dry-run")
+    dry = _answer(run_cli, daemon.address, survey_id, "--answer", "q1=yes", "--answer", "q2=no",
+                  "--dry-run")  # fmt: skip
     assert (dry["sent"], dry["privacy"]["charged"]) == (False, False)
-    assert _files() == {}  # not even the lock file, the secret or the directory
-    sent = _answer(run_cli, daemon.address, survey_id, *answers)
-    files = _files()
-    assert set(files) == {"ledger.json", "memo.json", "memo.key", "participant.lock"}
-    again = _answer(run_cli, daemon.address, survey_id, *answers, "--dry-run")
-    assert [r["report_id"] for r in again["reports"]] == [r["report_id"] for r in sent["reports"]]
-    assert again["privacy"]["cost"] == 0.0
-    changed = _answer(run_cli, daemon.address, survey_id, "--answer", "q1=no", "--answer",
-                      "q2=no", "--dry-run")  # fmt: skip
-    assert changed["privacy"]["cost"] == EPS_HALF
-    assert changed["reports"][0]["report_id"] not in {r["report_id"] for r in sent["reports"]}
-    assert _files() == files  # dry runs changed no byte
+    assert [r["reused"] for r in dry["reports"]] == [False, False]
+    assert set(_files()) == {"memo.json", "participant.lock"}  # kept before shown, not charged
+    shown = [(r["report_id"], r["bit"]) for r in dry["reports"]]
+    # Other answers, a second dry run, then a declined confirmation: the same reports.
+    again = _answer(run_cli, daemon.address, survey_id, "--answer", "q1=no", "--answer", "q2=yes",
+                    "--dry-run")  # fmt: skip
+    assert [(r["report_id"], r["bit"]) for r in again["reports"]] == shown
+    assert again["privacy"]["cost"] == math.fsum([EPS_HALF, EPS_QUARTER])  # still uncharged
+    declined = run_cli("deniable", "answer", "--server", daemon.address, survey_id,
+                       "--interactive", input="n\n")  # fmt: skip
+    assert declined.returncode == 0, declined.stderr
+    assert declined.stdout.count("Answered before: the report drawn on ") == 2  # not asked
+    assert "Nothing was sent." in declined.stdout
+    assert all(report_id in declined.stdout for report_id, _ in shown)
+    assert _count(daemon.address, survey_id) == 0
+    # Sent with yet other answers: still the reports drawn first, charged once.
+    sent = _answer(run_cli, daemon.address, survey_id, "--answer", "q1=no", "--answer", "q2=no")
+    assert [(r["report_id"], r["bit"]) for r in sent["reports"]] == shown
+    assert [r["reused"] for r in sent["reports"]] == [True, True]
+    assert (sent["stored"], sent["privacy"]["cost"]) == (2, math.fsum([EPS_HALF, EPS_QUARTER]))
+    ledger = (data_dir() / "ledger.json").read_bytes()
+    # Once stored, answering again is refused: nothing is sent, charged or drawn.
+    memo = (data_dir() / "memo.json").read_bytes()
+    for answers in (("--answer", "q1=no", "--answer", "q2=no"), ("--answer", "q1=yes")):
+        again_done = run_cli("deniable", "answer", "--server", daemon.address, survey_id,
+                             "--yes", *answers)  # fmt: skip
+        _refused(again_done, f"you already answered survey {survey_id} at {daemon.address}: its "
+                 "2 reports were stored on ", "nothing was sent")  # fmt: skip
+    assert (data_dir() / "ledger.json").read_bytes() == ledger
+    assert (data_dir() / "memo.json").read_bytes() == memo
     assert _count(daemon.address, survey_id) == 2
+    with AggregatorClient(daemon.address) as client:
+        assert client.get_estimate(survey_id, "q1").n == 1  # one report per question
+
+
+def test_a_failed_acknowledgement_resends_the_kept_reports_for_free(
+    daemon: Daemon, run_cli: RunCli
+) -> None:
+    survey_id = _create(daemon.address)
+    sent = _answer(run_cli, daemon.address, survey_id, "--answer", "q1=yes", "--answer", "q2=no")
+    # As if the acknowledgement had been lost: the memo does not know the reports were stored.
+    memo_path = data_dir() / "memo.json"
+    memo = json.loads(memo_path.read_text())
+    for entry in memo["reports"]:
+        entry["sent_at"] = None
+    memo_path.write_text(json.dumps(memo))
+    resent = _answer(run_cli, daemon.address, survey_id, "--answer", "q1=no", "--answer", "q2=no")
+    kept = [(r["report_id"], r["bit"]) for r in sent["reports"]]
+    assert [(r["report_id"], r["bit"]) for r in resent["reports"]] == kept
+    assert (resent["stored"], resent["already_stored"], resent["privacy"]["cost"]) == (0, 2, 0.0)
+    assert _count(daemon.address, survey_id) == 2
+    assert len(load_ledger(data_dir() / "ledger.json").charges) == 2  # charged once
 
 
 def test_epsilon_above_the_limit_is_refused_before_anything_is_sent(
@@ -156,34 +153,31 @@ def test_epsilon_above_the_limit_is_refused_before_anything_is_sent(
 def test_an_answer_over_budget_is_refused_and_a_free_resend_is_not(
     daemon: Daemon, run_cli: RunCli
 ) -> None:
-    survey_id = _create(daemon.address)
-    _answer(
-        run_cli,
-        daemon.address,
-        survey_id,
-        "--answer",
-        "q1=yes",
-        "--answer",
-        "q2=no",
-        "--budget",
-        "2",
-    )  # fmt: skip  (costs 1.6094 of 2)
+    first, second = _create(daemon.address), _create(daemon.address)
+    _answer(run_cli, daemon.address, first, "--answer", "q1=yes", "--answer", "q2=no",
+            "--budget", "2")  # fmt: skip  (costs 1.6094 of 2)
     ledger = (data_dir() / "ledger.json").read_bytes()
     over = run_cli(
-        "deniable", "answer", "--server", daemon.address, survey_id, "--yes",
+        "deniable", "answer", "--server", daemon.address, second, "--yes",
         "--answer", "q1=no", "--answer", "q2=no", env={"DENIABLE_BUDGET": "2"},
     )  # fmt: skip
     _refused(
         over,
-        f"answering would spend epsilon 1.0987 at {daemon.address}, but only 0.3905 of your "
-        "budget of 2.0 (from the environment) is left there (1.6095 spent): 0.7081 over budget; "
+        f"answering would spend epsilon 1.6095 at {daemon.address}, but only 0.3905 of your "
+        "budget of 2.0 (from the environment) is left there (1.6095 spent): 1.2189 over budget; "
         "refusing to answer, nothing was sent. See 'deniable budget'; to accept more privacy "
         "loss, raise the budget with --budget, DENIABLE_BUDGET or budget in",
     )
     assert (data_dir() / "ledger.json").read_bytes() == ledger  # nothing charged
-    assert _count(daemon.address, survey_id) == 2
-    # Resending the same answers costs nothing, so even a lower budget lets it through.
-    free = _answer(run_cli, daemon.address, survey_id, "--answer", "q1=yes", "--answer", "q2=no",
+    assert _count(daemon.address, second) == 0
+    # Resending reports charged before costs nothing, so even a lower budget lets it through
+    # (here: as if the first survey's acknowledgement had been lost).
+    memo_path = data_dir() / "memo.json"
+    memo = json.loads(memo_path.read_text())
+    for entry in memo["reports"]:
+        entry["sent_at"] = None if entry["report"] else entry["sent_at"]
+    memo_path.write_text(json.dumps(memo))
+    free = _answer(run_cli, daemon.address, first, "--answer", "q1=no", "--answer", "q2=no",
                    "--budget", "1")  # fmt: skip
     assert (free["privacy"]["cost"], free["already_stored"]) == (0.0, 2)
     assert (data_dir() / "ledger.json").read_bytes() == ledger
@@ -340,15 +334,19 @@ def test_simultaneous_invocations_charge_once_and_send_the_same_reports(
         for _ in range(3)
     ]
     outputs = [process.communicate() for process in processes]
-    assert [process.returncode for process in processes] == [0, 0, 0], outputs
-    documents = [json.loads(stdout) for stdout, _ in outputs]
-    ids = {tuple(r["report_id"] for r in document["reports"]) for document in documents}
-    assert len(ids) == 1  # whoever came first drew the reports; the others resent them
-    assert sorted(document["privacy"]["cost"] for document in documents) == [
-        0.0,
-        0.0,
-        math.fsum([EPS_HALF, EPS_QUARTER]),
+    codes = [process.returncode for process in processes]
+    # Whoever came first drew, charged and sent the reports. The others resent them for
+    # free, or, if the first had already recorded the acknowledgement, were refused.
+    assert sorted(set(codes)) in ([0], [0, ExitCode.REFUSED]), outputs
+    documents = [
+        json.loads(stdout) for (stdout, _), code in zip(outputs, codes, strict=True) if code == 0
     ]
+    ids = {tuple(r["report_id"] for r in document["reports"]) for document in documents}
+    assert len(ids) == 1
+    costs = sorted(document["privacy"]["cost"] for document in documents)
+    assert costs == [0.0] * (len(costs) - 1) + [math.fsum([EPS_HALF, EPS_QUARTER])]
+    for (_, stderr), code in zip(outputs, codes, strict=True):
+        assert code == 0 or "you already answered survey" in stderr
     ledger = json.loads((data_dir() / "ledger.json").read_text())  # valid JSON
     assert len(ledger["aggregators"][daemon.address][survey_id]) == 2
     assert _count(daemon.address, survey_id) == 2
@@ -428,5 +426,6 @@ def test_an_unwritable_data_directory_refuses_before_sending(
             "deniable", "answer", "--server", address, "s", "--yes", "--answer", "q=yes",
             env={"XDG_DATA_HOME": str(blocker)},
         )  # fmt: skip
-    _refused(done, f"{blocker}/deniable/participant.lock: cannot be written", "nothing was sent")
+    _refused(done, f"{blocker}/deniable/ledger.json: cannot be read (Not a directory)",
+             "nothing was sent")  # fmt: skip
     assert [call.method for call in recorder.calls] == ["GetSurvey"]
