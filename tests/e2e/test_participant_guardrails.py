@@ -154,8 +154,9 @@ def test_an_answer_over_budget_is_refused_and_a_free_resend_is_not(
     daemon: Daemon, run_cli: RunCli
 ) -> None:
     first, second = _create(daemon.address), _create(daemon.address)
+    # This costs 1.6094 of the budget of 2.
     _answer(run_cli, daemon.address, first, "--answer", "q1=yes", "--answer", "q2=no",
-            "--budget", "2")  # fmt: skip  (costs 1.6094 of 2)
+            "--budget", "2")  # fmt: skip
     ledger = (data_dir() / "ledger.json").read_bytes()
     over = run_cli(
         "deniable", "answer", "--server", daemon.address, second, "--yes",
