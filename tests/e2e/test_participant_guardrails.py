@@ -67,9 +67,7 @@ def _files() -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in directory.iterdir()} if directory.exists() else {}
 
 
-def test_a_report_is_drawn_once_and_reaches_the_tally_once(
-    daemon: Daemon, run_cli: RunCli
-) -> None:
+def test_a_report_is_drawn_once_and_reaches_the_tally_once(daemon: Daemon, run_cli: RunCli) -> None:
     survey_id = _create(daemon.address)
     dry = _answer(run_cli, daemon.address, survey_id, "--answer", "q1=yes", "--answer", "q2=no",
                   "--dry-run")  # fmt: skip
