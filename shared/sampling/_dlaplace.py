@@ -36,7 +36,10 @@ def bernoulli_rational(
     A uniform U in [0, 1) is revealed 64 bits at a time and compared with the base-2^64
     expansion of each probability; the first differing digit decides U < p. Only a tie
     (probability 2^-64 per digit) needs another digit, so a draw costs 8 bytes, and the
-    probability is exact for any rational, dyadic or not.
+    probability is exact for any rational, dyadic or not. Every draw reads its first
+    digit, even at probability 0 or 1, so the bytes drawn (and the work) do not depend on
+    the probabilities, which numeric mechanisms derive from the true value; only a tie,
+    2^-64 per draw, reads on where p's expansion continues.
 
     Args:
         numerators: one integer numerator per draw in [0, denominator], or a single integer
@@ -62,9 +65,10 @@ def bernoulli_rational(
     if nums and (min(nums) < 0 or max(nums) > denominator):
         bad = next(n for n in nums if n < 0 or n > denominator)
         raise ValueError(f"probability must be in [0, 1], got {bad}/{denominator}")
-    result = np.array([n == denominator for n in nums], dtype=bool)
-    pending = np.flatnonzero([0 < n < denominator for n in nums])
-    remainders = [nums[i] for i in pending.tolist()]
+    certain = np.array([n == denominator for n in nums], dtype=bool)
+    result = np.zeros(len(nums), dtype=bool)
+    pending = np.arange(len(nums))
+    remainders = [0 if n == denominator else n for n in nums]  # p = 1: drawn, then set
     while pending.size:
         split = [divmod(r << _DIGIT_BITS, denominator) for r in remainders]
         digits = np.array([d for d, _ in split], dtype=np.uint64)
@@ -76,6 +80,7 @@ def bernoulli_rational(
         keep = tie & np.array([r != 0 for _, r in split], dtype=bool)
         pending = pending[keep]
         remainders = [split[i][1] for i in np.flatnonzero(keep).tolist()]
+    result |= certain
     return result
 
 

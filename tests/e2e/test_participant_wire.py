@@ -65,8 +65,10 @@ CASES: dict[str, tuple[pb.Question, list[Answer], bool]] = {
         [0, 1, 2, 3],
         True,
     ),
-    "duchi": (_numeric("q", "duchi"), [0.0, 12.3, 99.9], False),
-    "hybrid": (_numeric("q", "hybrid"), [0.0, 12.3, 99.9], False),
+    "duchi": (_numeric("q", "duchi"), [0.0, 12.3, 99.9, 100.0], True),
+    "hybrid": (_numeric("q", "hybrid"), [0.0, 12.3, 50.0, 99.9, 100.0], True),
+    "laplace": (_numeric("q", "laplace"), [0.0, 12.3, 50.0, 99.9, 100.0], True),
+    "piecewise": (_numeric("q", "piecewise"), [0.0, 12.3, 50.0, 99.9, 100.0], True),
 }
 
 
