@@ -170,9 +170,10 @@ def test_an_extension_travels_by_name_with_its_parameters(flip: type[_Flip]) -> 
         ({"name": "registered"}, "mechanism name must match"),
         ({"name": "ok", "question_type": "joint"}, "question_type must be one of"),
         ({"name": "ok", "value_field": "vector"}, "value_field must be one of"),
+        ({"name": "ok", "value_fields": ("bit", "vector")}, r"must be one of .*, got 'vector'"),
     ],
 )
-def test_registration_checks_the_class(attributes: dict[str, str], message: str) -> None:
+def test_registration_checks_the_class(attributes: dict[str, object], message: str) -> None:
     cls = type("Probe", (RandomizedResponse,), attributes)
     with pytest.raises(ValueError, match=message):
         register(cls)
