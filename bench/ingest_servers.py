@@ -216,7 +216,8 @@ def _report(rng: random.Random, survey_id: str, kind: int) -> pb.Report:
         report.mechanism.randomized_response.alpha = ALPHA
         report.bit = rng.getrandbits(1) == 1
     elif kind == 1:
-        report.question_id, report.option = CATEGORICAL_ID, rng.randrange(len(OPTIONS))
+        # option_fixed, as the client sends it: 4 bytes whatever the option
+        report.question_id, report.option_fixed = CATEGORICAL_ID, rng.randrange(len(OPTIONS))
         report.mechanism.CopyFrom(question.mechanism)
     else:  # Duchi et al.: every report is +bound or -bound
         report.question_id, report.number = NUMERIC_ID, rng.choice((DUCHI_BOUND, -DUCHI_BOUND))

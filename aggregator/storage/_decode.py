@@ -51,9 +51,9 @@ class Group:
         first: the request index of that report, for error messages.
         rows: the group's positions among the distinct reports, ascending.
         values: the reports' values, aligned with ``rows``, by value field: ``bit``, a
-            uint8 array of 0/1; ``option``, an int64 array; ``bits``, a list of bytes;
-            ``hashed``, an (m, 3) uint64 array of (a, b, value); ``number``, a float64
-            array; ``encoded``, a list of bytes.
+            uint8 array of 0/1; ``option`` and ``option_fixed``, an int64 array; ``bits``,
+            a list of bytes; ``hashed``, an (m, 3) uint64 array of (a, b, value or
+            value_fixed); ``number``, a float64 array; ``encoded``, a list of bytes.
     """
 
     template: pb.Report
@@ -200,7 +200,9 @@ def decode_exact(data: bytes, max_batch: int) -> DecodedBatch:
 
 def _value(report: pb.Report, kind: str) -> Any:
     if kind == "hashed":
-        return (report.hashed.a, report.hashed.b, report.hashed.value)
+        hashed = report.hashed
+        value = hashed.value_fixed if hashed.HasField("value_fixed") else hashed.value
+        return (hashed.a, hashed.b, value)
     return getattr(report, kind)
 
 
@@ -208,7 +210,7 @@ def _values(kind: str, values: list[Any]) -> Any:
     """A group's values in the column form :class:`Group` documents."""
     if kind == "bit":
         return np.asarray(values, dtype=np.uint8)
-    if kind == "option":
+    if kind in ("option", "option_fixed"):
         return np.asarray(values, dtype=np.int64)
     if kind == "hashed":
         return np.asarray(values, dtype=np.uint64).reshape(-1, 3)

@@ -33,8 +33,10 @@ REPORTS_TAG = 0x0A  # SubmitReportsRequest.reports and Report.report_id: field 1
 REPORT_ID_PATTERN = "[A-Za-z0-9_.-]{1,128}"
 _REPORT_ID = re.compile(REPORT_ID_PATTERN)
 _UINT32_LIMIT = 1 << 32
-_FIXED64 = {0x09: "a", 0x11: "b"}  # HashedOption.a and .b: fixed64
-_HASHED_VALUE_TAG = 0x18  # HashedOption.value: field 3, varint
+_FIXED64 = {0x09: "a", 0x11: "b"}  # HashedOption.a and .b: fixed64, explicit presence
+_HASHED_VALUE_TAG = 0x18  # HashedOption.value: field 3, varint (older clients)
+_HASHED_FIXED_TAG = 0x25  # HashedOption.value_fixed: field 4, fixed32, explicit presence
+_FIXED_WIDTH = ("bit", "option", "number", "option_fixed")  # the value's bytes end the frame
 _CACHE: OrderedDict[bytes, Layout] = OrderedDict()  # by the frame's bytes outside its id
 _CACHE_SIZE = 256
 
@@ -52,8 +54,14 @@ def check_structure(report: pb.Report, index: int) -> None:
         raise InvalidArgument(f"{where}.question_id: missing")
     if not report.HasField("mechanism"):
         raise InvalidArgument(f"{where}.mechanism: missing")
-    if report.WhichOneof("value") is None:
+    kind = report.WhichOneof("value")
+    if kind is None:
         raise InvalidArgument(f"{where}.value: missing (bit, option, bits, hashed or number)")
+    if kind == "hashed" and report.hashed.HasField("value_fixed") and report.hashed.value:
+        raise InvalidArgument(
+            f"{where}.hashed.value: {report.hashed.value} sent together with "
+            "hashed.value_fixed; a report carries one hash value"
+        )
 
 
 @dataclass(frozen=True)
@@ -78,7 +86,7 @@ class Layout:
 
     @property
     def kind(self) -> str:
-        """The value field: bit, option, bits, hashed, number or encoded."""
+        """The value field: bit, option, option_fixed, bits, hashed, number or encoded."""
         return self.key[3]
 
 
@@ -159,7 +167,7 @@ def _analyze(frame: bytes, report: pb.Report, start: int, length: int) -> Layout
 
 def _holes(kind: str, frame: bytes, at: int) -> list[tuple[int, int, str]] | None:
     """The value's variable bytes, given its field's tag at ``at`` (the frame's last field)."""
-    if kind in ("bit", "option", "number"):
+    if kind in _FIXED_WIDTH:  # a tag and the value: a varint, or fixed-width
         return [(at + 1, len(frame), kind)]
     _, data_at = _varint_at(frame, at + 1)  # bits, encoded, hashed: length-delimited
     if kind != "hashed":
@@ -170,9 +178,12 @@ def _holes(kind: str, frame: bytes, at: int) -> list[tuple[int, int, str]] | Non
             holes.append((pos + 1, pos + 9, name))
             pos += 9
     if pos < len(frame):
-        if frame[pos] != _HASHED_VALUE_TAG:
+        if frame[pos] == _HASHED_VALUE_TAG:
+            holes.append((pos + 1, len(frame), "value"))
+        elif frame[pos] == _HASHED_FIXED_TAG and pos + 5 == len(frame):
+            holes.append((pos + 1, len(frame), "value_fixed"))
+        else:
             return None
-        holes.append((pos + 1, len(frame), "value"))
     return holes
 
 
@@ -180,7 +191,7 @@ def read_values(frames: NDArray[np.uint8], layout: Layout) -> Any | None:
     """The values of frames that match ``layout``, in the decoder's column form.
 
     None if a value is not canonically encoded (a bit other than 0 or 1, an overlong or
-    out-of-range varint, an explicit zero in ``hashed``): the exact path decides those.
+    out-of-range varint, an explicit zero ``hashed.value``): the exact path decides those.
     """
     kind = layout.kind
     if kind == "bit":  # 0 or 1 already: see the mask
@@ -188,6 +199,9 @@ def read_values(frames: NDArray[np.uint8], layout: Layout) -> Any | None:
     if kind == "option":
         begin, end, _ = layout.holes[0]
         return _varints(frames[:, begin:end], nonzero=False)
+    if kind == "option_fixed":
+        begin, end, _ = layout.holes[0]
+        return np.ascontiguousarray(frames[:, begin:end]).view("<u4")[:, 0].astype(np.int64)
     if kind == "number":
         begin, end, _ = layout.holes[0]
         return np.ascontiguousarray(frames[:, begin:end]).view("<f8")[:, 0].astype(np.float64)
@@ -204,7 +218,11 @@ def read_values(frames: NDArray[np.uint8], layout: Layout) -> Any | None:
 
 
 def _hashed(frames: NDArray[np.uint8], layout: Layout) -> NDArray[np.uint64] | None:
-    """(a, b, value) columns; a field the template omits is 0, one it has must not be."""
+    """(a, b, value) columns; a field the template omits is 0.
+
+    a, b and value_fixed have explicit presence, so any value is canonical, 0 included; the
+    older varint ``value`` has none, so an explicit 0 is not.
+    """
     out = np.zeros((len(frames), 3), dtype=np.uint64)
     for begin, end, name in layout.holes:
         if name == "value":
@@ -212,10 +230,10 @@ def _hashed(frames: NDArray[np.uint8], layout: Layout) -> NDArray[np.uint64] | N
             if column is None:
                 return None
             out[:, 2] = column
+        elif name == "value_fixed":
+            out[:, 2] = np.ascontiguousarray(frames[:, begin:end]).view("<u4")[:, 0]
         else:
             words = np.ascontiguousarray(frames[:, begin:end]).view("<u8")[:, 0]
-            if not words.all():
-                return None
             out[:, 0 if name == "a" else 1] = words
     return out
 

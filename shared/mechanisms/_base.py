@@ -121,6 +121,10 @@ class Mechanism(ABC):
     """A short human name, e.g. "optimized unary encoding" (default: the name)."""
     question_type: ClassVar[str]
     value_field: ClassVar[str]
+    value_fields: ClassVar[tuple[str, ...]] = ()
+    """The ``Report.value`` fields its reports are read from, the one :meth:`encode` sends
+    first; empty: ``value_field`` only. A mechanism whose wire encoding changed lists the
+    older fields too, which older clients still send."""
 
     epsilon: float
     """Exact ε = ln(privacy_ratio), rounded up to the next float; inf without privacy.
@@ -210,14 +214,24 @@ class Mechanism(ABC):
     def encode(self, reports: Any) -> list[dict[str, Any]]:
         """Each report as ``Report`` keyword arguments: ``{value_field: value}``."""
 
+    @property
+    def accepted_fields(self) -> tuple[str, ...]:
+        """The ``Report.value`` fields its reports may carry (``value_fields``, else one)."""
+        return self.value_fields or (self.value_field,)
+
+    def value_of(self, report: pb.Report) -> Any:
+        """A report's value, from whichever of :attr:`accepted_fields` it carries."""
+        field = report.WhichOneof("value")
+        return getattr(report, field if field in self.accepted_fields else self.value_field)
+
     def show_value(self, report: pb.Report) -> str:
         """A report's randomized value in words, for the participant's review."""
-        value = getattr(report, self.value_field)
+        value = self.value_of(report)
         return value.hex() if isinstance(value, bytes) else repr(value)
 
     def summary_value(self, report: pb.Report) -> Any:
         """A report's randomized value for JSON output (bytes as hex)."""
-        value = getattr(report, self.value_field)
+        value = self.value_of(report)
         return value.hex() if isinstance(value, bytes) else value
 
     # --- the aggregator's side ------------------------------------------------------------
@@ -235,14 +249,22 @@ class Mechanism(ABC):
     def read(self, value_field: str | None, values: Any) -> Any:
         """Decode a group of received reports that carry ``value_field`` (:meth:`decode`).
 
+        ``value_field`` is one of :attr:`accepted_fields`; the decoder gives every field
+        of one mechanism the same column form, and errors name the field received.
+
         Raises:
             ReportValueError: the reports carry another value field (row 0), or a value is
                 outside the output domain.
         """
-        if value_field != self.value_field:
-            field = self.value_field
-            raise ReportValueError(0, field, f"missing ({self.name} reports carry {field})")
-        return self.decode(values)
+        if value_field not in self.accepted_fields:
+            field, carried = self.value_field, " or ".join(self.accepted_fields)
+            raise ReportValueError(0, field, f"missing ({self.name} reports carry {carried})")
+        try:
+            return self.decode(values)
+        except ReportValueError as error:
+            if value_field == self.value_field or error.field != self.value_field:
+                raise
+            raise ReportValueError(error.row, value_field, error.message) from None
 
     @abstractmethod
     def tally(self, reports: Any) -> list[int]:

@@ -55,8 +55,10 @@ def stochastic_round(
 ) -> NDArray[np.int64]:
     """k_i in {0, ..., steps} with E[k_i] = steps·numerators[i]/denominator, exactly.
 
-    k = floor(s) plus 1 with probability s − floor(s) (an exact rational Bernoulli).
+    k = floor(s) plus 1 with probability s − floor(s) (an exact rational Bernoulli). The
+    Bernoulli reads one word even where s is whole (the range's ends, grid points), so the
+    randomness read does not depend on the true values.
     """
     split = [divmod(n * steps, denominator) for n in numerators]
-    up = bernoulli_rational([r for _, r in split], denominator, source)
+    up = bernoulli_rational([r for _, r in split], denominator, source, fixed_reads=True)
     return np.array([q for q, _ in split], dtype=np.int64) + up

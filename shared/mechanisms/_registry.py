@@ -47,11 +47,12 @@ def register(cls: M) -> M:
             f"mechanism {name!r}: question_type must be one of {sorted(_QUESTION_TYPES)}, "
             f"got {cls.question_type!r}"
         )
-    if cls.value_field not in _VALUE_FIELDS:
-        raise ValueError(
-            f"mechanism {name!r}: value_field must be one of {sorted(_VALUE_FIELDS)}, "
-            f"got {cls.value_field!r}"
-        )
+    for field in (cls.value_field, *cls.value_fields):
+        if field not in _VALUE_FIELDS:
+            raise ValueError(
+                f"mechanism {name!r}: value_field must be one of {sorted(_VALUE_FIELDS)}, "
+                f"got {field!r}"
+            )
     existing = _MECHANISMS.get(name)
     if existing is not None and existing is not cls:
         raise ValueError(f"mechanism name {name!r} is already registered by {existing.__name__}")

@@ -163,5 +163,6 @@ class DuchiMechanism(NumericMechanism):
             [b * denominator + scale * (2 * n - denominator) for n in numerators],
             2 * b * denominator,
             source,
+            fixed_reads=True,  # the probabilities come from the true values
         )
         return np.where(positive, self.bound, -self.bound)

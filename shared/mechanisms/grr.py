@@ -56,6 +56,7 @@ class GeneralizedRandomizedResponse(FrequencyOracle):
     name: ClassVar[str] = "grr"
     title: ClassVar[str] = "generalized randomized response"
     value_field: ClassVar[str] = "option"
+    value_fields: ClassVar[tuple[str, ...]] = ("option_fixed", "option")
     one_option_per_report: ClassVar[bool] = True
 
     alpha: float
@@ -127,12 +128,16 @@ class GeneralizedRandomizedResponse(FrequencyOracle):
         return randomized_response(truth, self.k, self.alpha, source_for(rng))
 
     def encode(self, reports: Any) -> list[dict[str, Any]]:
-        """``{"option": index}`` per report."""
-        return [{"option": int(option)} for option in np.asarray(reports).ravel().tolist()]
+        """``{"option_fixed": index}`` per report: 4 bytes whatever the option.
+
+        Older clients sent ``option``, a varint one byte longer from option 128 on, which
+        told anyone who sees message sizes which half of the options was reported.
+        """
+        return [{"option_fixed": int(option)} for option in np.asarray(reports).ravel().tolist()]
 
     def show_value(self, report: pb.Report) -> str:
         """``option N``, counting from 1."""
-        return f"option {report.option + 1}"
+        return f"option {self.value_of(report) + 1}"
 
     def decode(self, values: Any) -> NDArray[Any]:
         """Received option indices (int64), each below k."""

@@ -193,22 +193,32 @@ class OptimizedLocalHashing(FrequencyOracle):
         return OlhReports(a.reshape(truth.shape), b.reshape(truth.shape), y.reshape(truth.shape))
 
     def encode(self, reports: Any) -> list[dict[str, Any]]:
-        """``{"hashed": HashedOption(a, b, value)}`` per report."""
+        """``{"hashed": HashedOption(a, b, value_fixed)}`` per report, 25 bytes each.
+
+        a, b and value_fixed are fixed-width and set explicitly, so present even when 0.
+        Older clients sent ``value``, a varint omitted at 0 and longer from 128 on, which
+        told anyone who sees message sizes something about the reported hash value.
+        """
         a, b, y = reports
         return [
-            {"hashed": pb.HashedOption(a=int(ai), b=int(bi), value=int(yi))}
+            {"hashed": pb.HashedOption(a=int(ai), b=int(bi), value_fixed=int(yi))}
             for ai, bi, yi in zip(
                 np.ravel(a).tolist(), np.ravel(b).tolist(), np.ravel(y).tolist(), strict=True
             )
         ]
 
+    @staticmethod
+    def _hash_value(report: pb.Report) -> int:
+        hashed = report.hashed
+        return hashed.value_fixed if hashed.HasField("value_fixed") else hashed.value
+
     def show_value(self, report: pb.Report) -> str:
         """``hash value y`` (a and b are random and say nothing)."""
-        return f"hash value {report.hashed.value}"
+        return f"hash value {self._hash_value(report)}"
 
     def summary_value(self, report: pb.Report) -> Any:
         """``{"a": ..., "b": ..., "value": ...}``."""
-        return {"a": report.hashed.a, "b": report.hashed.b, "value": report.hashed.value}
+        return {"a": report.hashed.a, "b": report.hashed.b, "value": self._hash_value(report)}
 
     def decode(self, values: Any) -> OlhReports:
         """Received (a, b, value) rows, with a, b below 2^61 − 1 and value below g."""

@@ -66,6 +66,7 @@ class RandomizedResponse(GeneralizedRandomizedResponse):
     title: ClassVar[str] = "randomized response"
     question_type: ClassVar[str] = "binary"
     value_field: ClassVar[str] = "bit"
+    value_fields: ClassVar[tuple[str, ...]] = ()
 
     k: int = field(default=2, init=False, repr=False)
 

@@ -29,14 +29,20 @@ def _uint64(source: ByteSource, size: int) -> NDArray[np.uint64]:
 
 
 def bernoulli_rational(
-    numerators: Sequence[int] | int, denominator: int, source: ByteSource, size: int | None = None
+    numerators: Sequence[int] | int,
+    denominator: int,
+    source: ByteSource,
+    size: int | None = None,
+    *,
+    fixed_reads: bool = False,
 ) -> NDArray[np.bool_]:
     """Independent Bernoulli(numerator/denominator) draws, exactly, for rational probabilities.
 
     A uniform U in [0, 1) is revealed 64 bits at a time and compared with the base-2^64
     expansion of each probability; the first differing digit decides U < p. Only a tie
     (probability 2^-64 per digit) needs another digit, so a draw costs 8 bytes, and the
-    probability is exact for any rational, dyadic or not.
+    probability is exact for any rational, dyadic or not. A certain draw (probability 0
+    or 1) reads nothing, unless ``fixed_reads``.
 
     Args:
         numerators: one integer numerator per draw in [0, denominator], or a single integer
@@ -44,6 +50,10 @@ def bernoulli_rational(
         denominator: common positive denominator.
         source: uniform random bytes.
         size: number of draws when ``numerators`` is a single integer.
+        fixed_reads: read the first digit of every draw, even at probability 0 or 1, for
+            probabilities derived from a secret (a true value): the bytes read, and the
+            work, then do not depend on it. Only a tie, 2^-64 per draw, reads on where p's
+            expansion continues.
 
     Returns:
         Boolean array, True with probability numerators[i]/denominator.
@@ -62,9 +72,14 @@ def bernoulli_rational(
     if nums and (min(nums) < 0 or max(nums) > denominator):
         bad = next(n for n in nums if n < 0 or n > denominator)
         raise ValueError(f"probability must be in [0, 1], got {bad}/{denominator}")
-    result = np.array([n == denominator for n in nums], dtype=bool)
-    pending = np.flatnonzero([0 < n < denominator for n in nums])
-    remainders = [nums[i] for i in pending.tolist()]
+    certain = np.array([n == denominator for n in nums], dtype=bool)
+    result = np.zeros(len(nums), dtype=bool)
+    if fixed_reads:  # p = 1 is read as p = 0, then set
+        pending = np.arange(len(nums))
+        remainders = [0 if n == denominator else n for n in nums]
+    else:
+        pending = np.flatnonzero([0 < n < denominator for n in nums])
+        remainders = [nums[i] for i in pending.tolist()]
     while pending.size:
         split = [divmod(r << _DIGIT_BITS, denominator) for r in remainders]
         digits = np.array([d for d, _ in split], dtype=np.uint64)
@@ -76,6 +91,7 @@ def bernoulli_rational(
         keep = tie & np.array([r != 0 for _, r in split], dtype=bool)
         pending = pending[keep]
         remainders = [split[i][1] for i in np.flatnonzero(keep).tolist()]
+    result |= certain
     return result
 
 

@@ -65,8 +65,10 @@ CASES: dict[str, tuple[pb.Question, list[Answer], bool]] = {
         [0, 1, 2, 3],
         True,
     ),
-    "duchi": (_numeric("q", "duchi"), [0.0, 12.3, 99.9], False),
-    "hybrid": (_numeric("q", "hybrid"), [0.0, 12.3, 99.9], False),
+    "duchi": (_numeric("q", "duchi"), [0.0, 12.3, 99.9, 100.0], True),
+    "hybrid": (_numeric("q", "hybrid"), [0.0, 12.3, 50.0, 99.9, 100.0], True),
+    "laplace": (_numeric("q", "laplace"), [0.0, 12.3, 50.0, 99.9, 100.0], True),
+    "piecewise": (_numeric("q", "piecewise"), [0.0, 12.3, 50.0, 99.9, 100.0], True),
 }
 
 
@@ -107,19 +109,7 @@ def test_same_randomness_different_answers_differ_only_in_the_value(case: str) -
     assert len(values) > len(SEEDS)  # the value does vary: the comparison is not vacuous
     assert len(_metadata(recorder)) == 1  # the same metadata on every call
     sizes = {len(call.request) for call in calls}
-    if case == "olh":
-        # HashedOption.value = 0 is not encoded (proto3), so the size tells whether the
-        # *reported* value is 0, which the aggregator reads anyway; never the true answer.
-        by_zero = {
-            (
-                pb.SubmitReportsRequest.FromString(c.request).reports[0].hashed.value == 0,
-                len(c.request),
-            )
-            for c in calls
-        }
-        assert len({zero for zero, _ in by_zero}) == len(by_zero) == 2
-    else:
-        assert len(sizes) == 1, sizes  # the size never depends on the answer
+    assert len(sizes) == 1, sizes  # the size never depends on the answer, nor on the value
     if consumption_fixed:  # as much randomness drawn whatever the answer: no timing signal
         assert all(len(drawn) == 1 for drawn in after.values())
 

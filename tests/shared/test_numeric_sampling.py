@@ -261,7 +261,8 @@ def test_positions_are_exact_rationals() -> None:
 def test_stochastic_rounding_asks_for_the_exact_fraction(monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[Fraction] = []
 
-    def record(nums: list[int], den: int, source: object) -> np.ndarray:
+    def record(nums: list[int], den: int, source: object, *, fixed_reads: bool) -> np.ndarray:
+        assert fixed_reads  # read whatever the fraction: the true values are secret
         asked.extend(Fraction(n, den) for n in nums)
         return np.zeros(len(nums), dtype=bool)
 

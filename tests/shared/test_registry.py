@@ -52,10 +52,11 @@ def column(field: str, reports: list[pb.Report]) -> Any:
     values = [getattr(report, field) for report in reports]
     if field == "bit":
         return np.array(values, dtype=np.uint8)
-    if field == "option":
+    if field in ("option", "option_fixed"):
         return np.array(values, dtype=np.int64)
     if field == "hashed":
-        return np.array([(v.a, v.b, v.value) for v in values], dtype=np.uint64).reshape(-1, 3)
+        rows = [(v.a, v.b, v.value_fixed if v.HasField("value_fixed") else v.value) for v in values]
+        return np.array(rows, dtype=np.uint64).reshape(-1, 3)
     if field == "number":
         return np.array(values, dtype=np.float64)
     return values  # bits, encoded: bytes
@@ -89,7 +90,7 @@ def test_a_report_goes_over_the_wire_and_tallies_the_same(mechanism: Mechanism) 
         pb.Report.FromString(pb.Report(report_id=f"r{i}", **value).SerializeToString())
         for i, value in enumerate(mechanism.encode(reports))
     ]
-    field = mechanism.value_field
+    field = mechanism.accepted_fields[0]  # the field a current client sends
     assert {report.WhichOneof("value") for report in received} == {field}
     decoded = mechanism.read(field, column(field, received))
     assert mechanism.tally(decoded) == mechanism.tally(reports)
@@ -100,7 +101,8 @@ def test_a_report_goes_over_the_wire_and_tallies_the_same(mechanism: Mechanism) 
     estimate = mechanism.estimate(merged, 0.9)
     assert estimate.n == 4
     assert set(estimate.wire_fields(question)) <= set(pb.Estimate.DESCRIPTOR.fields_by_name)
-    with pytest.raises(ValueError, match=f"missing \\({mechanism.name} reports carry {field}\\)"):
+    carried = " or ".join(mechanism.accepted_fields)
+    with pytest.raises(ValueError, match=f"missing \\({mechanism.name} reports carry {carried}\\)"):
         mechanism.read("encoded" if field != "encoded" else "bit", [])
     assert f"epsilon = {mechanism.epsilon:.2f}" in mechanism.explain()
     assert mechanism.describe()["mechanism"] == mechanism.name
@@ -168,9 +170,10 @@ def test_an_extension_travels_by_name_with_its_parameters(flip: type[_Flip]) -> 
         ({"name": "registered"}, "mechanism name must match"),
         ({"name": "ok", "question_type": "joint"}, "question_type must be one of"),
         ({"name": "ok", "value_field": "vector"}, "value_field must be one of"),
+        ({"name": "ok", "value_fields": ("bit", "vector")}, r"must be one of .*, got 'vector'"),
     ],
 )
-def test_registration_checks_the_class(attributes: dict[str, str], message: str) -> None:
+def test_registration_checks_the_class(attributes: dict[str, object], message: str) -> None:
     cls = type("Probe", (RandomizedResponse,), attributes)
     with pytest.raises(ValueError, match=message):
         register(cls)

@@ -674,7 +674,17 @@ Global___CloseSurveyRequest: _TypeAlias = CloseSurveyRequest  # noqa: Y015
 
 @_typing.final
 class Report(_message.Message):
-    """One randomized answer. Never a true answer."""
+    """One randomized answer. Never a true answer.
+
+    Constant size: anyone who sees TLS record sizes sees how long a report is, so every report
+    a current client sends for one question serializes to the same number of bytes, whatever
+    its value. The client's report_id is always 32 hex digits; the value fields it sends are
+    all fixed-width with explicit presence (a oneof member is always present, even when 0):
+    bit (1 byte), option_fixed (4), bits (ceil(k/8)), hashed with a, b and value_fixed all
+    present (8 + 8 + 4), number (8); a registered mechanism's ``encoded`` must have one length
+    per mechanism. ``option`` and ``hashed.value`` are varints, shorter for small values: the
+    daemon still accepts them from older clients, which leak that length.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -688,6 +698,7 @@ class Report(_message.Message):
     HASHED_FIELD_NUMBER: _builtins.int
     NUMBER_FIELD_NUMBER: _builtins.int
     ENCODED_FIELD_NUMBER: _builtins.int
+    OPTION_FIXED_FIELD_NUMBER: _builtins.int
     report_id: _builtins.str
     """client-generated, unique, [A-Za-z0-9_.-]{1,128}"""
     survey_id: _builtins.str
@@ -695,13 +706,15 @@ class Report(_message.Message):
     bit: _builtins.bool
     """randomized_response"""
     option: _builtins.int
-    """grr: an option index in [0, k)"""
+    """grr, older clients: an option index in [0, k), a varint"""
     bits: _builtins.bytes
     """oue: k bits, option i at bit (i mod 8) of byte i/8, padding 0"""
     number: _builtins.float
     """numeric mechanisms: y on the normalized scale, on the grid"""
     encoded: _builtins.bytes
     """a registered mechanism's report, in its own encoding"""
+    option_fixed: _builtins.int
+    """grr: an option index in [0, k), always 4 bytes"""
     @_builtins.property
     def mechanism(self) -> Global___Mechanism:
         """parameters it was perturbed with; must equal the survey's"""
@@ -723,12 +736,13 @@ class Report(_message.Message):
         hashed: Global___HashedOption | None = ...,
         number: _builtins.float = ...,
         encoded: _builtins.bytes = ...,
+        option_fixed: _builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["bit", b"bit", "bits", b"bits", "encoded", b"encoded", "hashed", b"hashed", "mechanism", b"mechanism", "number", b"number", "option", b"option", "value", b"value"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bit", b"bit", "bits", b"bits", "encoded", b"encoded", "hashed", b"hashed", "mechanism", b"mechanism", "number", b"number", "option", b"option", "option_fixed", b"option_fixed", "value", b"value"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bit", b"bit", "bits", b"bits", "encoded", b"encoded", "hashed", b"hashed", "mechanism", b"mechanism", "number", b"number", "option", b"option", "question_id", b"question_id", "report_id", b"report_id", "survey_id", b"survey_id", "value", b"value"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bit", b"bit", "bits", b"bits", "encoded", b"encoded", "hashed", b"hashed", "mechanism", b"mechanism", "number", b"number", "option", b"option", "option_fixed", b"option_fixed", "question_id", b"question_id", "report_id", b"report_id", "survey_id", b"survey_id", "value", b"value"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_value: _TypeAlias = _typing.Literal["bit", "option", "bits", "hashed", "number", "encoded"]  # noqa: Y015
+    _WhichOneofReturnType_value: _TypeAlias = _typing.Literal["bit", "option", "bits", "hashed", "number", "encoded", "option_fixed"]  # noqa: Y015
     _WhichOneofArgType_value: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_value) -> _WhichOneofReturnType_value | None: ...
 
@@ -736,31 +750,49 @@ Global___Report: _TypeAlias = Report  # noqa: Y015
 
 @_typing.final
 class HashedOption(_message.Message):
-    """An OLH report: the hash the client drew, and the randomized hash value."""
+    """An OLH report: the hash the client drew, and the randomized hash value. A current client
+    sets a, b and value_fixed, all present even when 0, so the message has one size; older
+    clients send value (a varint, omitted when 0). At most one of value and value_fixed.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
     A_FIELD_NUMBER: _builtins.int
     B_FIELD_NUMBER: _builtins.int
     VALUE_FIELD_NUMBER: _builtins.int
+    VALUE_FIXED_FIELD_NUMBER: _builtins.int
     a: _builtins.int
     """in [0, 2^61−1)"""
     b: _builtins.int
     """in [0, 2^61−1)"""
     value: _builtins.int
-    """in [0, g)"""
+    """older clients: in [0, g), a varint"""
+    value_fixed: _builtins.int
+    """in [0, g), always 4 bytes"""
     def __init__(
         self,
         *,
-        a: _builtins.int = ...,
-        b: _builtins.int = ...,
+        a: _builtins.int | None = ...,
+        b: _builtins.int | None = ...,
         value: _builtins.int = ...,
+        value_fixed: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_a", b"_a", "_b", b"_b", "_value_fixed", b"_value_fixed", "a", b"a", "b", b"b", "value_fixed", b"value_fixed"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["a", b"a", "b", b"b", "value", b"value"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_a", b"_a", "_b", b"_b", "_value_fixed", b"_value_fixed", "a", b"a", "b", b"b", "value", b"value", "value_fixed", b"value_fixed"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__a: _TypeAlias = _typing.Literal["a"]  # noqa: Y015
+    _WhichOneofArgType__a: _TypeAlias = _typing.Literal["_a", b"_a"]  # noqa: Y015
+    _WhichOneofReturnType__b: _TypeAlias = _typing.Literal["b"]  # noqa: Y015
+    _WhichOneofArgType__b: _TypeAlias = _typing.Literal["_b", b"_b"]  # noqa: Y015
+    _WhichOneofReturnType__value_fixed: _TypeAlias = _typing.Literal["value_fixed"]  # noqa: Y015
+    _WhichOneofArgType__value_fixed: _TypeAlias = _typing.Literal["_value_fixed", b"_value_fixed"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__a) -> _WhichOneofReturnType__a | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__b) -> _WhichOneofReturnType__b | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__value_fixed) -> _WhichOneofReturnType__value_fixed | None: ...
 
 Global___HashedOption: _TypeAlias = HashedOption  # noqa: Y015
 

@@ -57,7 +57,7 @@ def expected_sums(qid: str, sent: list[pb.Report]) -> list[int]:
     if qid == "yesno":
         return [sum(r.bit for r in sent)]
     if qid == "grr":
-        return [int(c) for c in np.bincount([r.option for r in sent], minlength=4)]
+        return [int(c) for c in np.bincount([r.option_fixed for r in sent], minlength=4)]
     if qid == "oue":
         bits = [np.unpackbits(np.frombuffer(r.bits, np.uint8), bitorder="little")[:4] for r in sent]
         return [int(c) for c in np.sum(bits, axis=0)]

@@ -49,7 +49,9 @@ VALUE_MEMBERS = tuple(f.name for f in pb.Report.DESCRIPTOR.oneofs_by_name["value
 MECHANISMS_FOR: dict[str, tuple[str, ...]] = {
     kind: tuple(cls.name for cls in mechanisms_for(kind)) for kind in question_types()
 }
-VALUE_FOR: dict[str, str] = {name: cls.value_field for name, cls in registered().items()}
+VALUE_FOR: dict[str, tuple[str, ...]] = {
+    name: cls.value_fields or (cls.value_field,) for name, cls in registered().items()
+}  # every member each mechanism's reports may arrive in (current and older clients')
 
 # --- scalars -------------------------------------------------------------------------------
 
@@ -263,7 +265,7 @@ def create_requests(draw: st.DrawFn, plausible: bool = False) -> pb.CreateSurvey
 def out_of_domain(draw: st.DrawFn, mechanism: str) -> dict[str, Any]:
     """A value of the right member that no report of ``mechanism`` (on 5 options) can be."""
     if mechanism == "grr":
-        return {"option": draw(st.integers(5, 2**32 - 1))}
+        return {draw(st.sampled_from(["option", "option_fixed"])): draw(st.integers(5, 2**32 - 1))}
     if mechanism == "oue":
         wrong = draw(st.binary(max_size=4).filter(lambda b: len(b) != 1))
         return {"bits": draw(st.sampled_from([wrong, b"\x20", b"\xff"]))}
@@ -278,7 +280,8 @@ def out_of_domain(draw: st.DrawFn, mechanism: str) -> dict[str, Any]:
                 ]
             )
         )
-        return {"hashed": pb.HashedOption(a=draw(a), b=draw(b), value=draw(value))}
+        field = draw(st.sampled_from(["value", "value_fixed"]))
+        return {"hashed": pb.HashedOption(a=draw(a), b=draw(b), **{field: draw(value)})}
     number = st.one_of(
         st.sampled_from([math.nan, math.inf, -math.inf, 2.0**64, -(2.0**54)]),
         st.floats(min_value=2.0**54, allow_infinity=False),
@@ -287,12 +290,13 @@ def out_of_domain(draw: st.DrawFn, mechanism: str) -> dict[str, Any]:
 
 
 @st.composite
-def wrong_members(draw: st.DrawFn, expected: str) -> dict[str, Any]:
-    """A value in another member of the ``value`` oneof than the mechanism's."""
-    member = draw(st.sampled_from([m for m in VALUE_MEMBERS if m != expected]))
+def wrong_members(draw: st.DrawFn, expected: tuple[str, ...]) -> dict[str, Any]:
+    """A value in another member of the ``value`` oneof than any the mechanism accepts."""
+    member = draw(st.sampled_from([m for m in VALUE_MEMBERS if m not in expected]))
     value: Any = {
         "bit": st.booleans(),
         "option": uint32s,
+        "option_fixed": uint32s,
         "bits": st.binary(max_size=3),
         "hashed": st.builds(pb.HashedOption, a=st.integers(0, 9), b=st.integers(0, 9)),
         "number": doubles,

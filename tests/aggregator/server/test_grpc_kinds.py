@@ -99,7 +99,7 @@ def test_categorical_estimate_equals_the_library(
     assert anonymous.submit_reports(reports_for(survey, "os", values)).stored == 600
     got = anonymous.get_estimate(survey.id, "os", confidence=0.9)
     if spec.name == "grr":
-        raw: Any = np.array([v["option"] for v in values])
+        raw: Any = np.array([v["option_fixed"] for v in values])
     elif spec.name == "oue":
         raw = np.array([np.unpackbits(np.frombuffer(v["bits"], np.uint8), bitorder="little")[:5]
                         for v in values]).astype(bool)  # fmt: skip
@@ -108,7 +108,7 @@ def test_categorical_estimate_equals_the_library(
         raw = OlhReports(
             np.array([h.a for h in hashed], np.uint64),
             np.array([h.b for h in hashed], np.uint64),
-            np.array([h.value for h in hashed], np.int64),
+            np.array([h.value_fixed for h in hashed], np.int64),
         )
     assert isinstance(spec, FrequencyOracle)
     counts = spec.support_counts(raw)
@@ -198,7 +198,8 @@ def mixed(admin: AggregatorClient) -> pb.Survey:
     ("qid", "value", "field", "message"),
     [
         ("grr", {"option": 5}, "reports[1].option", "5 is not below k=5"),
-        ("grr", {"bit": True}, "reports[0].option", "missing (grr reports carry option)"),
+        ("grr", {"bit": True}, "reports[0].option",
+         "missing (grr reports carry option_fixed or option)"),
         ("oue", {"bits": b"\x01\x00"}, "reports[1].bits", "must be 1 bytes for k=5"),
         ("oue", {"bits": b"\x21"}, "reports[1].bits", "has padding bits set"),
         ("olh", {"hashed": pb.HashedOption(a=2**61 - 1, b=0, value=0)}, "reports[1].hashed.a",
@@ -224,6 +225,82 @@ def test_bad_values_reject_the_batch_and_store_nothing(
     if "missing" in message:
         bad = bad[1:]
     error = rejected(lambda: anonymous.submit_reports(bad))
+    assert error.status == Code.INVALID_ARGUMENT
+    assert f"{field}: {message}" in error.details
+    assert anonymous.get_survey(mixed.id).reports == 0
+
+
+WIDE = [f"option {i}" for i in range(300)]  # options from 128 on take a 2-byte varint
+
+
+def _older(values: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same reports as an older client encodes them: option, hashed.value varints."""
+    older: list[dict[str, Any]] = []
+    for value in values:
+        if "option_fixed" in value:
+            older.append({"option": value["option_fixed"]})
+        else:
+            h = value["hashed"]
+            older.append({"hashed": pb.HashedOption(a=h.a, b=h.b, value=h.value_fixed)})
+    return older
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [GeneralizedRandomizedResponse(300, 0.5), OptimizedLocalHashing(300, 200, 0.9)],
+    ids=lambda s: s.name,
+)
+def test_older_and_constant_size_encodings_are_stored_and_counted_alike(
+    admin: AggregatorClient, anonymous: AggregatorClient, spec: FrequencyOracle
+) -> None:
+    question = pb.Question(id="wide", text="Which?", mechanism=spec.to_message())
+    question.categorical.options.extend(WIDE)
+    survey = admin.create_survey("Wide", [question])
+    rng = np.random.default_rng(3)
+    reports = spec.perturb_many(np.arange(900) % 300, rng)
+    values = spec.encode(reports)
+    older = _older(values)
+    sent = reports_for(survey, "wide", [*values[:300], *older[300:600], *values[600:]])
+    for i in range(600, 900, 2):  # a batch that mixes both encodings
+        sent[i].CopyFrom(reports_for(survey, "wide", older)[i])
+    sizes = [r.ByteSize() - len(r.report_id) for r in sent]  # ids: "wide-0" to "wide-899"
+    assert len(set(sizes[:300])) == 1
+    assert len(set(sizes[300:600])) > 1  # the older encoding's sizes vary with the value
+    assert anonymous.submit_reports(sent[:300]).stored == 300
+    assert anonymous.submit_reports(sent[300:600]).stored == 300
+    assert anonymous.submit_reports(sent[600:]).stored == 300
+    resent = anonymous.submit_reports(sent[:10])
+    assert (resent.stored, resent.already_stored) == (0, 10)
+    got = anonymous.get_estimate(survey.id, "wide")
+    assert got.n == 900
+    assert [o.support for o in got.options] == spec.support_counts(reports).tolist()
+
+
+@pytest.mark.parametrize(
+    ("value", "field", "message"),
+    [
+        ({"option_fixed": 5}, "reports[1].option_fixed", "5 is not below k=5"),
+        (
+            {"hashed": pb.HashedOption(a=1, b=2, value=3, value_fixed=3)},
+            "reports[1].hashed.value",
+            "3 sent together with hashed.value_fixed; a report carries one hash value",
+        ),
+        ({"hashed": pb.HashedOption(a=1, b=2, value_fixed=99)}, "reports[1].hashed.value",
+         "99 is not below g="),
+    ],
+    ids=["option-fixed-out-of-range", "two-hash-values", "value-fixed-out-of-range"],
+)  # fmt: skip
+def test_bad_constant_size_values_reject_the_batch_and_store_nothing(
+    anonymous: AggregatorClient,
+    mixed: pb.Survey,
+    value: dict[str, Any],
+    field: str,
+    message: str,
+) -> None:
+    qid = "grr" if "option_fixed" in value else "olh"
+    spec = mechanism_of(next(q for q in mixed.questions if q.id == qid))
+    good = spec.encode(spec.perturb_many([0], np.random.default_rng(1)))
+    error = rejected(lambda: anonymous.submit_reports(reports_for(mixed, qid, [*good, value])))
     assert error.status == Code.INVALID_ARGUMENT
     assert f"{field}: {message}" in error.details
     assert anonymous.get_survey(mixed.id).reports == 0

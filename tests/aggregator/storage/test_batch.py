@@ -48,6 +48,7 @@ def valued(
     mechanism = {
         "bit": pb.Mechanism(randomized_response=pb.RandomizedResponse(alpha=0.5)),
         "option": pb.Mechanism(grr=pb.GeneralizedRandomizedResponse(alpha=0.25)),
+        "option_fixed": pb.Mechanism(grr=pb.GeneralizedRandomizedResponse(alpha=0.25)),
         "bits": pb.Mechanism(oue=pb.OptimizedUnaryEncoding(q=0.25)),
         "hashed": pb.Mechanism(olh=pb.OptimizedLocalHashing(g=4, alpha=0.3)),
         "number": pb.Mechanism(duchi=pb.Duchi(bound=2.0)),
@@ -58,8 +59,9 @@ def valued(
     out = pb.Report(report_id=rid, survey_id=survey, question_id=question, mechanism=mechanism)
     if kind == "hashed":
         assert isinstance(value, tuple)
-        a, b, v = value
-        out.hashed.CopyFrom(pb.HashedOption(a=a, b=b, value=v))
+        a, b, v, *fixed = value  # (a, b, value), or (a, b, value_fixed, "fixed")
+        hashed = pb.HashedOption(a=a, b=b, **{"value_fixed" if fixed else "value": v})
+        out.hashed.CopyFrom(hashed)
     else:
         setattr(out, kind, value)
     return out
@@ -195,6 +197,45 @@ def test_what_the_fast_path_reads_from_each_kind_of_value() -> None:
     assert summary(batch) == summary(decode_exact(encoded(reports), MAX))
 
 
+def test_constant_size_values_take_the_fast_path_beside_older_ones() -> None:
+    """option_fixed and hashed with value_fixed (current clients), option and value (older)."""
+    fixed = [
+        valued("f1", "option_fixed", 0, "c"),
+        valued("f2", "option_fixed", 1023, "c"),
+        valued("f3", "option_fixed", 2**32 - 1, "c"),  # out of range: the mechanism decides
+        valued("g1", "hashed", (0, 0, 0, "fixed"), "h"),  # every field present, though 0
+        valued("g2", "hashed", (2**61 - 2, 5, 2**32 - 1, "fixed"), "h"),
+    ]
+    assert {r.ByteSize() for r in fixed[:3]} == {fixed[0].ByteSize()}
+    assert fixed[3].ByteSize() == fixed[4].ByteSize()
+    older = [valued("o1", "option", 7, "c"), valued("h1", "hashed", (3, 4, 0), "h")]
+    reports = [*fixed, *older]
+    batch = decode_vectorized(encoded(reports), MAX)
+    assert batch is not None  # option and option_fixed: two groups; hashed: one, either way
+    assert [(g.template.question_id, g.rows.tolist()) for g in batch.groups] == [
+        ("c", [0, 1, 2]), ("h", [3, 4, 6]), ("c", [5])
+    ]  # fmt: skip
+    options, hashed, old_options = (g.values for g in batch.groups)
+    assert (options.dtype, options.tolist()) == (np.int64, [0, 1023, 2**32 - 1])
+    assert (hashed.dtype, hashed.tolist()) == (
+        np.uint64, [[0, 0, 0], [2**61 - 2, 5, 2**32 - 1], [3, 4, 0]]
+    )  # fmt: skip
+    assert (old_options.dtype, old_options.tolist()) == (np.int64, [7])
+    assert summary(batch) == summary(decode_exact(encoded(reports), MAX))
+    assert decode_vectorized(encoded(fixed[3:]), MAX) is not None  # one size: one reshape
+
+
+def test_a_hash_value_sent_twice_is_refused_naming_both_fields() -> None:
+    both = valued("a", "hashed", (1, 2, 3, "fixed"), "h")
+    both.hashed.value = 4
+    message = (
+        r"^reports\[0\]\.hashed\.value: 4 sent together with hashed\.value_fixed; "
+        r"a report carries one hash value$"
+    )
+    with pytest.raises(InvalidArgument, match=message):
+        decode_batch(encoded([both]), MAX)
+
+
 @pytest.mark.parametrize(
     "reports",
     [
@@ -238,10 +279,10 @@ def _with_value_bytes(one: pb.Report, kind_tag: bytes, value: bytes) -> bytes:
         ("option", b"\x30", b"\x85\x00"),  # 5 as an overlong varint
         ("option", b"\x30", b"\x80\x80\x80\x80\x10"),  # 2^32: protobuf keeps the low 32 bits
         ("bit", b"\x28", b"\x02"),  # a bool encoded as 2
-        ("hashed", b"\x42", b"\x0b\x09" + bytes(8) + b"\x18\x01"),  # an explicit a = 0
-        ("hashed", b"\x42", b"\x02\x18\x00"),  # an explicit value = 0
+        ("hashed", b"\x42", b"\x12\x11\x01" + bytes(7) + b"\x09\x01" + bytes(7)),  # b, a
+        ("hashed", b"\x42", b"\x02\x18\x00"),  # an explicit value = 0 (no presence)
     ],
-    ids=["overlong", "truncated", "bool-2", "hashed-a-0", "hashed-value-0"],
+    ids=["overlong", "truncated", "bool-2", "hashed-b-before-a", "hashed-value-0"],
 )
 def test_non_canonical_values_take_the_exact_path(kind: str, tag: bytes, value: bytes) -> None:
     one = valued("a", kind, {"option": 5, "bit": True, "hashed": (1, 1, 1)}[kind])
