@@ -40,6 +40,7 @@ from deniable.aggregator.storage._segments import (
     write_segment,
 )
 from deniable.aggregator.storage._survey_ids import SEGMENT_CAPACITY, SurveyIds
+from deniable.aggregator.storage._transaction import StorageFull, storage_error, transaction
 
 __all__ = ["CHECKPOINT_EVERY", "DamagedLogError", "Maintenance", "load_survey"]
 
@@ -86,18 +87,13 @@ def load_survey(
             raise DamagedLogError(seq, f"report id {repeated.decode()!r} appears twice in the log")
         survey.enter(prints, seq)
         if survey.recent.count >= segment_ids:
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with transaction(db):
                 sealed = prepare_segment(
                     survey.recent.prints[: survey.recent.count],
                     survey.recent.seqs[: survey.recent.count],
                     SEGMENT_CAPACITY,
                 )
                 segment = write_segment(db, survey_id, sealed)
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
             survey.segments.add(segment, sealed.bloom)
             survey.recent.drop_through(segment.last_seq)
     return survey
@@ -199,8 +195,11 @@ class Maintenance:
             time.sleep(DEFER)  # let the batch's reply go out before taking the interpreter
             try:
                 self.run_once()
-            except Exception:  # keep serving: the work is retried at the next wake
-                _logger.exception("background storage maintenance failed")
+            except Exception as error:  # keep serving: the work is retried at the next wake
+                if isinstance(storage_error(error), StorageFull):
+                    _logger.warning("background storage maintenance postponed: disk full")
+                else:
+                    _logger.exception("background storage maintenance failed")
 
     def run_once(self) -> None:
         """Enter the committed ids, then do every other piece of work that is due."""
@@ -238,13 +237,8 @@ class Maintenance:
                 return  # closed meanwhile
             self._db.execute("PRAGMA synchronous=NORMAL")
             try:
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
+                with transaction(self._db):
                     segment = write_segment(self._db, survey_id, sealed)
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
             finally:
                 self._db.execute("PRAGMA synchronous=FULL")
             survey.segments.add(segment, sealed.bloom)

@@ -39,6 +39,7 @@ from deniable.aggregator.storage._sqlite_tokens import (
     store_bindings,
 )
 from deniable.aggregator.storage._survey_ids import SEGMENT_IDS, SurveyIds
+from deniable.aggregator.storage._transaction import rollback, storage_error, transaction
 from deniable.aggregator.storage._wal import preallocate_wal, wal_target_size
 from deniable.shared.errors import FailedPrecondition
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
@@ -145,8 +146,7 @@ class SqliteStorage(Storage):
     def create_survey(self, survey: pb.Survey) -> None:
         """Store a new open survey and a zero tally per question."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
+            with transaction(self._db):
                 (seq,) = self._db.execute(
                     "SELECT COALESCE(MAX(seq), 0) + 1 FROM surveys"
                 ).fetchone()
@@ -158,10 +158,6 @@ class SqliteStorage(Storage):
                     "INSERT INTO tallies (survey_id, question_id) VALUES (?, ?)",
                     [(survey.id, q.id) for q in survey.questions],
                 )
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
             self._index.surveys[survey.id] = SurveyIds()
 
     def get_survey(self, survey_id: str) -> pb.Survey | None:
@@ -184,31 +180,20 @@ class SqliteStorage(Storage):
     def close_survey(self, survey_id: str) -> pb.Survey | None:
         """Mark the survey closed (closing twice is a no-op) and drop its id index."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
+            with transaction(self._db):
                 self._db.execute(
                     "UPDATE surveys SET state = ? WHERE id = ?",
                     (pb.SURVEY_STATE_CLOSED, survey_id),
                 )
                 delete_segments(self._db, survey_id)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
             self._index.catch_up()
             self._index.surveys.pop(survey_id, None)
         return self.get_survey(survey_id)
 
     def issue_tokens(self, survey_id: str, hashes: Sequence[bytes]) -> None:
         """Store the hashes of an open survey's new tokens in one durable transaction."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                insert_tokens(self._db, survey_id, hashes)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        with self._lock, transaction(self._db):
+            insert_tokens(self._db, survey_id, hashes)
 
     def submit(self, submission: Submission) -> SubmitOutcome:
         """Append the new reports to the log and bump tallies in one durable transaction.
@@ -252,17 +237,17 @@ class SqliteStorage(Storage):
             for _, claim, bindings in claims:
                 self._index.committed(claim, self._append_locked(claim, tallies))
                 store_bindings(self._db, bindings)
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            self._index.unentered.clear()
-            raise
+        except BaseException as error:
+            self._index.unentered.clear()  # first: these ids must never be entered
+            rollback(self._db)
+            raise storage_error(error) from None
         marks = self._maintenance.during_commit()
         try:
             self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            self._maintenance.settle(marks, failed=True)
-            raise
+        except BaseException as error:
+            self._maintenance.settle(marks, failed=True)  # first: forget the batches' ids
+            rollback(self._db)
+            raise storage_error(error) from None
         self._maintenance.settle(marks, failed=False)
         self._tallies.update(tallies)  # only once committed
         for position, claim, _ in claims:
