@@ -77,14 +77,14 @@ def test_a_full_disk_is_unavailable_and_ingest_resumes_with_nothing_lost_or_coun
             for k in range(MAX_BATCHES):
                 try:
                     acknowledged += client.submit_reports(batch(survey, f"b{k}")).stored
-                except RemoteError as error:
-                    refused = (k, error)
+                except RemoteError as failure:
+                    refused = (k, failure)
                     break
             assert refused is not None, "the disk never filled up"
-            k, error = refused
-            assert error.code == "UNAVAILABLE", error
-            assert error.details.startswith("the aggregator's database is full (database or disk")
-            assert "nothing of this request was stored; retry later" in error.details
+            k, first = refused
+            assert first.code == "UNAVAILABLE", first
+            assert first.details.startswith("the aggregator's database is full (database or disk")
+            assert "nothing of this request was stored; retry later" in first.details
             # Still up: health, surveys and estimates are served; the refused batch is absent.
             assert serving(daemon) == health_pb2.HealthCheckResponse.SERVING
             assert client.get_survey(survey.id).reports == acknowledged
