@@ -6,7 +6,7 @@ import hmac
 import os
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,14 +42,14 @@ def check_token(token: str, source: str) -> str:
     return token
 
 
-def _deny(request: Any, context: grpc.ServicerContext) -> Any:
-    context.abort(
+async def _deny(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+    await context.abort(
         grpc.StatusCode.UNAUTHENTICATED,
         "admin call needs metadata 'authorization: Bearer <token>' with the aggregator's token",
     )
 
 
-class AdminTokenInterceptor(grpc.ServerInterceptor):
+class AdminTokenInterceptor(grpc.aio.ServerInterceptor):
     """Reject admin RPCs whose ``authorization`` metadata is not ``Bearer <token>``."""
 
     def __init__(self, token: str) -> None:
@@ -57,9 +57,11 @@ class AdminTokenInterceptor(grpc.ServerInterceptor):
         self._expected = f"Bearer {token}".encode()
         self._denied: grpc.RpcMethodHandler[Any, Any] = grpc.unary_unary_rpc_method_handler(_deny)
 
-    def intercept_service(
+    async def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler[Any, Any] | None],
+        continuation: Callable[
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]
+        ],
         details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler[Any, Any] | None:
         """Pass everything through except admin calls without exactly the right token.
@@ -76,7 +78,7 @@ class AdminTokenInterceptor(grpc.ServerInterceptor):
                 token = token.encode()
             if not hmac.compare_digest(token, self._expected):
                 return self._denied
-        return continuation(details)
+        return await continuation(details)
 
 
 def read_token_file(path: Path) -> str:

@@ -1,15 +1,20 @@
-"""Building, starting and gracefully stopping the aggregator's gRPC server."""
+"""Building, starting and gracefully stopping the aggregator's gRPC server (grpc.aio)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
+from collections.abc import Coroutine
 from concurrent import futures
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from deniable.aggregator.server._admission import Admission
 from deniable.aggregator.server._auth import AdminTokenInterceptor
 from deniable.aggregator.server._limits import ServerLimits
 from deniable.aggregator.server._service import AggregatorService
@@ -35,27 +40,67 @@ MAX_MESSAGE_BYTES = ServerLimits().max_message_bytes
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Aggregator"].full_name
 
 
+T = TypeVar("T")
+
+
+class _Loop:
+    """An asyncio event loop in a thread of its own, where the server's I/O runs."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._run, name="grpc-loop", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run ``coroutine`` on the loop and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    def close(self) -> None:
+        """Stop the loop and its thread."""
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
+        self.loop.close()
+
+
 @dataclass
 class RunningServer:
     """A started server and what it owns."""
 
-    server: grpc.Server
+    server: grpc.aio.Server
     port: int
-    health: health.HealthServicer
+    health: health.aio.HealthServicer
     service: AggregatorService
     storage: Storage
     limits: ServerLimits = field(default_factory=ServerLimits)
     tls: ServerTls | None = None
+    admission: Admission = field(
+        default_factory=lambda: Admission(ServerLimits().max_inflight_bytes)
+    )
+    _loop: _Loop | None = None
+    _executor: futures.ThreadPoolExecutor | None = None
 
     @property
     def address(self) -> str:
         """``127.0.0.1:PORT``-style address for clients on this machine."""
         return f"127.0.0.1:{self.port}"
 
+    def enter_graceful_shutdown(self) -> None:
+        """Report NOT_SERVING to health checks (and keep serving calls)."""
+        assert self._loop is not None
+        self._loop.run(self.health.enter_graceful_shutdown())
+
     def stop(self, grace: float = 10.0) -> None:
         """Report NOT_SERVING, let in-flight calls finish, then close the database."""
-        self.health.enter_graceful_shutdown()
-        self.server.stop(grace).wait()
+        assert self._loop is not None
+        assert self._executor is not None
+        self.enter_graceful_shutdown()
+        self._loop.run(self.server.stop(grace))
+        self._loop.close()
+        self._executor.shutdown(wait=True)
         self.storage.close()
         log.info("stopped", extra={"port": self.port})
 
@@ -70,35 +115,63 @@ def start_server(
 ) -> RunningServer:
     """Start serving ``storage`` on ``listen`` (port 0 picks a free port).
 
+    The server is grpc.aio: one event loop thread receives requests and sends replies, and
+    ``limits.workers`` threads run the service's work once a request has arrived, so that
+    callers that are slow to send (or never send) hold no worker.
+
     Args:
         storage: the backend; closed by :meth:`RunningServer.stop`.
         admin_token: the bearer token admin calls must carry.
         listen: ``HOST:PORT``.
-        limits: message size, batch size, concurrency, workers and keepalive
-            (default: :class:`ServerLimits`'s documented defaults).
+        limits: message size, batch size, concurrency, in-flight bytes, workers and
+            keepalive (default: :class:`ServerLimits`'s documented defaults).
         tls: serve TLS (mutual TLS when it has a client CA); default plaintext.
     """
     limits = limits or ServerLimits()
+    interceptor = AdminTokenInterceptor(admin_token)  # checks the token before anything starts
+    loop = _Loop()
+    executor = futures.ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="rpc")
+    try:
+        running = loop.run(_start(storage, interceptor, listen, limits, tls, executor))
+    except BaseException:
+        loop.close()
+        executor.shutdown(wait=False)
+        raise
+    running._loop, running._executor = loop, executor
+    return running
+
+
+async def _start(
+    storage: Storage,
+    interceptor: AdminTokenInterceptor,
+    listen: str,
+    limits: ServerLimits,
+    tls: ServerTls | None,
+    executor: futures.ThreadPoolExecutor,
+) -> RunningServer:
     service = AggregatorService(storage, max_batch=limits.max_batch)
-    server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="rpc"),
-        interceptors=[AdminTokenInterceptor(admin_token)],
+    admission = Admission(limits.max_inflight_bytes)
+    server = grpc.aio.server(
+        interceptors=[interceptor],
         options=[*limits.channel_options(), ("grpc.so_reuseport", 0)],
         maximum_concurrent_rpcs=limits.max_concurrent_rpcs,
     )
-    add_to_server(AggregatorServicer(service), server)
-    health_servicer = health.HealthServicer()
+    add_to_server(AggregatorServicer(service, executor, admission), server)
+    health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
         (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
     )
-    if tls is None:
-        port = server.add_insecure_port(listen)
-    else:
-        port = server.add_secure_port(listen, tls.credentials())
+    try:
+        if tls is None:
+            port = server.add_insecure_port(listen)
+        else:
+            port = server.add_secure_port(listen, tls.credentials())
+    except RuntimeError as error:  # grpc.aio raises where the synchronous server returns 0
+        raise OSError(f"cannot listen on {listen}: {error}") from None
     if port == 0:
         raise OSError(f"cannot listen on {listen}")
-    server.start()
+    await server.start()
     for name in ("", SERVICE_NAME):
-        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return RunningServer(server, port, health_servicer, service, storage, limits, tls)
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    return RunningServer(server, port, health_servicer, service, storage, limits, tls, admission)

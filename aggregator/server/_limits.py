@@ -33,7 +33,12 @@ class ServerLimits:
         max_batch: most reports in one SubmitReports; more: RESOURCE_EXHAUSTED.
         max_concurrent_rpcs: calls in the server at once, running or queued for a
             worker (health checks included); beyond it: RESOURCE_EXHAUSTED at once.
-        workers: threads that run calls; the rest wait in a queue.
+            A call whose request has not arrived yet counts too, but holds no worker.
+        max_inflight_bytes: request bytes held at once by the calls being handled
+            (queued for a worker included); a request that would pass it is refused
+            with RESOURCE_EXHAUSTED. At least ``max_message_bytes``.
+        workers: threads that run the calls' work once their request has arrived;
+            the rest wait in a queue.
         keepalive_time_ms: the server pings a connection quiet for this long ...
         keepalive_timeout_ms: ... and closes it if the ack does not come within this.
         min_ping_interval_ms: the shortest interval between a client's pings that the
@@ -51,6 +56,7 @@ class ServerLimits:
     max_message_bytes: int = MAX_MESSAGE_BYTES
     max_batch: int = MAX_BATCH
     max_concurrent_rpcs: int = 128
+    max_inflight_bytes: int = 64 * 1024 * 1024
     workers: int = 16
     keepalive_time_ms: int = 60_000
     keepalive_timeout_ms: int = 20_000
@@ -69,6 +75,12 @@ class ServerLimits:
         if self.max_message_bytes < 1024:
             raise LimitError(
                 "max_message_bytes", f"must be at least 1024, got {self.max_message_bytes}"
+            )
+        if self.max_inflight_bytes < self.max_message_bytes:
+            raise LimitError(
+                "max_inflight_bytes",
+                f"must be at least max_message_bytes ({self.max_message_bytes}), got "
+                f"{self.max_inflight_bytes}",
             )
         if self.min_ping_interval_ms > CLIENT_KEEPALIVE_TIME_MS:
             raise LimitError(

@@ -422,7 +422,7 @@ def test_graceful_stop_reports_not_serving(tmp_path: Path) -> None:
     running = start_server(
         open_storage(f"sqlite:///{tmp_path / 'a.db'}"), ADMIN_TOKEN, "127.0.0.1:0"
     )
-    running.health.enter_graceful_shutdown()
+    running.enter_graceful_shutdown()
     with grpc.insecure_channel(running.address) as channel:
         answer = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest())
         assert answer.status == health_pb2.HealthCheckResponse.NOT_SERVING

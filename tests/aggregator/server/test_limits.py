@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
 import grpc
 import pytest
 
+from deniable.aggregator.server._admission import Admission
 from deniable.aggregator.server._lifecycle import RunningServer, start_server
 from deniable.aggregator.server._limits import LimitError, ServerLimits
 from deniable.aggregator.server._service import AggregatorService
@@ -207,7 +210,7 @@ class ExpiredContext:
     def time_remaining(self) -> float:
         return self.remaining
 
-    def abort(self, code: grpc.StatusCode, details: str) -> NoReturn:
+    async def abort(self, code: grpc.StatusCode, details: str) -> NoReturn:
         self.code, self.details = code, details
         raise AbortedError(details)
 
@@ -216,22 +219,27 @@ class ExpiredContext:
 def test_servicer_skips_a_call_whose_deadline_has_passed(tmp_path: Path, remaining: float) -> None:
     storage = SqliteStorage(str(tmp_path / "servicer.db"))
     service = AggregatorService(storage)
-    servicer = AggregatorServicer(service)
+    executor = ThreadPoolExecutor(max_workers=1)
+    servicer = AggregatorServicer(service, executor, Admission(1 << 20))
+    submit = servicer.handler("SubmitReports", pb.SubmitReportsRequest)
+    get_survey = servicer.handler("GetSurvey", pb.GetSurveyRequest)
     survey = service.create_survey(
         pb.CreateSurveyRequest(title="Deadline", questions=[binary_question("q")])
     )
     data = batch(survey, "d").SerializeToString()
     context = ExpiredContext(remaining)
     with pytest.raises(AbortedError):
-        servicer.SubmitReports(data, cast(Any, context))
+        asyncio.run(submit(data, cast(Any, context)))
     assert context.code == Code.DEADLINE_EXCEEDED
     assert "SubmitReports" in context.details
     assert "nothing done" in context.details
     assert storage.get_survey(survey.id).reports == 0  # type: ignore[union-attr]
+    request = pb.GetSurveyRequest(survey_id=survey.id).SerializeToString()
     with pytest.raises(AbortedError):
-        servicer.GetSurvey(pb.GetSurveyRequest(survey_id=survey.id), cast(Any, context))
-    assert servicer.SubmitReports(data, cast(Any, ExpiredContext(5.0))).stored == 3
+        asyncio.run(get_survey(request, cast(Any, context)))
+    assert asyncio.run(submit(data, cast(Any, ExpiredContext(5.0)))).stored == 3
     assert storage.get_survey(survey.id).reports == 3  # type: ignore[union-attr]
+    executor.shutdown()
     storage.close()
 
 
