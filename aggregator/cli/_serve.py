@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from deniable.aggregator.cli._common import fail, user_errors
+from deniable.aggregator.server._address import ListenAddress
 from deniable.aggregator.server._auth import load_or_create_token
 from deniable.aggregator.server._lifecycle import DEFAULT_LISTEN, start_server
 from deniable.aggregator.server._limits import LimitError, ServerLimits
@@ -42,6 +43,11 @@ def _limit_option(name: str, text: str) -> Callable[[F], F]:
     )
 
 
+def _listen_address(ctx: click.Context, param: click.Parameter, value: str) -> ListenAddress:
+    """``--listen``, checked before anything is opened: one line that quotes it, exit code 2."""
+    return ListenAddress.parse(value)
+
+
 @click.command("serve")
 @click.option(
     "--db",
@@ -49,7 +55,14 @@ def _limit_option(name: str, text: str) -> Callable[[F], F]:
     help="Database URL, e.g. sqlite:///path/to.db  [default: sqlite:///$XDG_DATA_HOME/"
     "deniable/aggregator.db]",
 )
-@click.option("--listen", default=DEFAULT_LISTEN, show_default=True, help="HOST:PORT (0: any).")
+@click.option(
+    "--listen",
+    default=DEFAULT_LISTEN,
+    show_default=True,
+    callback=_listen_address,
+    help="HOST:PORT to listen on; an IPv6 address in brackets, [::1]:50051; port 1..65535, "
+    "or 0 for any free port (the bound address is printed on stdout and logged).",
+)
 @click.option(
     "--admin-token-file",
     type=click.Path(path_type=Path, dir_okay=False, exists=True),
@@ -95,7 +108,7 @@ def _limit_option(name: str, text: str) -> Callable[[F], F]:
 )
 def serve_command(
     database: str | None,
-    listen: str,
+    listen: ListenAddress,
     admin_token_file: Path | None,
     grace: float,
     tls_cert: Path | None,
@@ -140,11 +153,11 @@ def serve_command(
     except (OSError, RuntimeError) as error:
         storage.close()
         raise click.ClickException(f"cannot listen on {listen}: {error}") from None
-    host = listen.rsplit(":", 1)[0]
+    bound = listen.with_port(running.port)
     log.info(
         "listening",
         extra={
-            "address": f"{host}:{running.port}",
+            "address": str(bound),
             "port": running.port,
             "db": url,
             "admin_token_file": str(token_path),
@@ -156,7 +169,8 @@ def serve_command(
             "workers": limits.workers,
         },
     )
-    warn_if_plaintext(listen, tls, log)
+    warn_if_plaintext(str(listen), tls, log)
+    click.echo(f"listening on {bound}")
     stopping = threading.Event()
 
     def on_signal(number: int, frame: FrameType | None) -> None:

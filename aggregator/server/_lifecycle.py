@@ -10,6 +10,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from deniable.aggregator.server._address import ListenAddress
 from deniable.aggregator.server._auth import AdminTokenInterceptor
 from deniable.aggregator.server._limits import ServerLimits
 from deniable.aggregator.server._service import AggregatorService
@@ -63,7 +64,7 @@ class RunningServer:
 def start_server(
     storage: Storage,
     admin_token: str,
-    listen: str = DEFAULT_LISTEN,
+    listen: str | ListenAddress = DEFAULT_LISTEN,
     *,
     limits: ServerLimits | None = None,
     tls: ServerTls | None = None,
@@ -73,11 +74,16 @@ def start_server(
     Args:
         storage: the backend; closed by :meth:`RunningServer.stop`.
         admin_token: the bearer token admin calls must carry.
-        listen: ``HOST:PORT``.
+        listen: ``HOST:PORT``, ``[IPv6]:PORT`` (port 0: any free port) or ``unix:PATH``.
         limits: message size, batch size, concurrency, workers and keepalive
             (default: :class:`ServerLimits`'s documented defaults).
         tls: serve TLS (mutual TLS when it has a client CA); default plaintext.
+
+    Raises:
+        InvalidArgument: ``listen`` is not such an address (checked before anything starts).
+        OSError: the address cannot be bound.
     """
+    address = listen if isinstance(listen, ListenAddress) else ListenAddress.parse(listen)
     limits = limits or ServerLimits()
     service = AggregatorService(storage, max_batch=limits.max_batch)
     server = grpc.server(
@@ -93,11 +99,11 @@ def start_server(
         (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
     )
     if tls is None:
-        port = server.add_insecure_port(listen)
+        port = server.add_insecure_port(str(address))
     else:
-        port = server.add_secure_port(listen, tls.credentials())
+        port = server.add_secure_port(str(address), tls.credentials())
     if port == 0:
-        raise OSError(f"cannot listen on {listen}")
+        raise OSError(f"cannot listen on {address}")
     server.start()
     for name in ("", SERVICE_NAME):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
