@@ -15,9 +15,14 @@ import click
 import deniable.shared._grpc_env  # noqa: F401  (before grpc is imported: see the module)
 from deniable.shared._cli import fail as _fail
 from deniable.shared.mechanisms import RandomizedResponse
-from deniable.shared.transport.options import tls_options
+from deniable.shared.transport.options import check_server, client_tls_options
 
 __all__ = [
+    "ADMIN_TOKEN_FILE_VARIABLE",
+    "ADMIN_TOKEN_VARIABLE",
+    "DATABASE_VARIABLE",
+    "PREFIX",
+    "admin_token_file_option",
     "emit_json",
     "fail",
     "jsonable",
@@ -34,6 +39,18 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+PREFIX = "DENIABLE_AGGREGATOR"
+"""Every variable ``deniable-aggregator`` reads starts so (the participant's never do)."""
+ADMIN_TOKEN_VARIABLE = f"{PREFIX}_ADMIN_TOKEN"
+ADMIN_TOKEN_FILE_VARIABLE = f"{PREFIX}_ADMIN_TOKEN_FILE"
+"""``--admin-token-file`` of ``serve`` and of the admin commands: the same token."""
+DATABASE_VARIABLE = f"{PREFIX}_DB"
+"""``--db`` of ``serve`` and ``check``: the same database."""
+RETIRED_ADMIN_TOKEN_VARIABLE = "DENIABLE_ADMIN_TOKEN"  # read before 0.2
+
+tls_options = client_tls_options(PREFIX)
+"""``--tls-ca``, ``--tls-cert``, ``--tls-key``, shared by the commands that call a daemon."""
 
 
 @contextmanager
@@ -125,36 +142,50 @@ def remote_errors(server: str) -> Iterator[None]:
 
 
 def server_option(function: F) -> F:
-    """``--server HOST:PORT`` (also ``DENIABLE_SERVER``)."""
+    """``--server HOST:PORT`` (also ``DENIABLE_AGGREGATOR_SERVER``), checked."""
     return click.option(
         "--server",
-        envvar="DENIABLE_SERVER",
+        envvar=f"{PREFIX}_SERVER",
         default="127.0.0.1:50051",
         show_default=True,
-        help="Aggregator address HOST:PORT (env DENIABLE_SERVER).",
+        metavar="HOST:PORT",
+        callback=check_server,
+        help="Aggregator address HOST:PORT ([IPv6]:PORT), port 1..65535.",
     )(function)
 
 
-def token_option(function: F) -> F:
-    """``--admin-token-file F`` (the token itself may come from ``DENIABLE_ADMIN_TOKEN``)."""
+def admin_token_file_option(envvar: str | None) -> Callable[[F], F]:
+    """``--admin-token-file F``, read from ``envvar`` (None: the command's own variable)."""
     return click.option(
         "--admin-token-file",
         type=click.Path(exists=True, dir_okay=False, path_type=Path),
-        help="File with the admin token; or set DENIABLE_ADMIN_TOKEN.",
-    )(function)
+        envvar=envvar,
+        help=f"File with the admin token; or set {ADMIN_TOKEN_VARIABLE} to the token.",
+    )
+
+
+token_option = admin_token_file_option(ADMIN_TOKEN_FILE_VARIABLE)
+"""``--admin-token-file F`` of the commands that call a daemon (one variable for all)."""
 
 
 def read_token(token_file: Path | None) -> str:
-    """The admin token from the file, else ``DENIABLE_ADMIN_TOKEN``; a usage error if none."""
+    """The admin token from the file, else ``DENIABLE_AGGREGATOR_ADMIN_TOKEN``; else exit 2."""
     from deniable.aggregator.server._auth import check_token, read_token_file
 
     if token_file is not None:
         with user_errors():
             token, source = read_token_file(token_file), f"admin token file {token_file}"
     else:
-        token, source = os.environ.get("DENIABLE_ADMIN_TOKEN", "").strip(), "DENIABLE_ADMIN_TOKEN"
+        token, source = os.environ.get(ADMIN_TOKEN_VARIABLE, "").strip(), ADMIN_TOKEN_VARIABLE
         if not token:
-            raise click.UsageError("admin commands need --admin-token-file or DENIABLE_ADMIN_TOKEN")
+            retired = (
+                f" ({RETIRED_ADMIN_TOKEN_VARIABLE} is set but no longer read: rename it)"
+                if os.environ.get(RETIRED_ADMIN_TOKEN_VARIABLE)
+                else ""
+            )
+            raise click.UsageError(
+                f"admin commands need --admin-token-file or {ADMIN_TOKEN_VARIABLE}{retired}"
+            )
     with user_errors():
         return check_token(token, source)
 

@@ -12,7 +12,12 @@ from typing import Any, TypeVar
 
 import click
 
-from deniable.aggregator.cli._common import fail, user_errors
+from deniable.aggregator.cli._common import (
+    ADMIN_TOKEN_FILE_VARIABLE,
+    DATABASE_VARIABLE,
+    fail,
+    user_errors,
+)
 from deniable.aggregator.server._address import ListenAddress
 from deniable.aggregator.server._auth import load_or_create_token
 from deniable.aggregator.server._lifecycle import DEFAULT_LISTEN, start_server
@@ -21,6 +26,7 @@ from deniable.aggregator.server._logging import configure_logging
 from deniable.aggregator.server._tls import TlsError, load_server_tls, warn_if_plaintext
 from deniable.aggregator.storage import StorageError, default_database_url, open_storage
 from deniable.aggregator.storage._url import data_dir
+from deniable.shared._cli import RETIRED_WARNINGS
 
 log = logging.getLogger("deniable.aggregator")
 _DEFAULTS = ServerLimits()
@@ -29,18 +35,12 @@ _FILE = click.Path(path_type=Path)
 
 
 def _limit_option(name: str, text: str) -> Callable[[F], F]:
-    """``--NAME`` (env ``DENIABLE_NAME``) with :class:`ServerLimits`'s default."""
+    """``--NAME`` with :class:`ServerLimits`'s default."""
     field = name.replace("-", "_")
     return click.option(
-        f"--{name}",
-        field,
-        type=int,
-        default=getattr(_DEFAULTS, field),
-        show_default=True,
-        envvar=f"DENIABLE_{field.upper()}",
-        show_envvar=True,
+        f"--{name}", field, type=int, default=getattr(_DEFAULTS, field), show_default=True,
         help=text,
-    )
+    )  # fmt: skip
 
 
 def _listen_address(ctx: click.Context, param: click.Parameter, value: str) -> ListenAddress:
@@ -52,6 +52,7 @@ def _listen_address(ctx: click.Context, param: click.Parameter, value: str) -> L
 @click.option(
     "--db",
     "database",
+    envvar=DATABASE_VARIABLE,
     help="Database URL, e.g. sqlite:///path/to.db  [default: sqlite:///$XDG_DATA_HOME/"
     "deniable/aggregator.db]",
 )
@@ -66,6 +67,7 @@ def _listen_address(ctx: click.Context, param: click.Parameter, value: str) -> L
 @click.option(
     "--admin-token-file",
     type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    envvar=ADMIN_TOKEN_FILE_VARIABLE,
     help="File holding the admin token. Default: generated at first start into "
     "$XDG_DATA_HOME/deniable/admin-token (mode 0600).",
 )
@@ -73,24 +75,18 @@ def _listen_address(ctx: click.Context, param: click.Parameter, value: str) -> L
 @click.option(
     "--tls-cert",
     type=_FILE,
-    envvar="DENIABLE_TLS_CERT",
-    show_envvar=True,
     metavar="FILE",
     help="Serve TLS with this PEM certificate chain (needs --tls-key).",
 )
 @click.option(
     "--tls-key",
     type=_FILE,
-    envvar="DENIABLE_TLS_KEY",
-    show_envvar=True,
     metavar="FILE",
     help="The PEM private key (unencrypted) of --tls-cert.",
 )
 @click.option(
     "--tls-client-ca",
     type=_FILE,
-    envvar="DENIABLE_TLS_CLIENT_CA",
-    show_envvar=True,
     metavar="FILE",
     help="Mutual TLS: require client certificates signed by these PEM CA certificates.",
 )
@@ -141,6 +137,8 @@ def serve_command(
     except TlsError as error:
         fail(str(error), 2)
     configure_logging(log_level)
+    for warning in click.get_current_context().meta.pop(RETIRED_WARNINGS, ()):
+        log.warning(warning)
     url = database or default_database_url()
     with user_errors():
         try:
