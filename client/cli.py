@@ -7,7 +7,7 @@ import enum
 import click
 
 import deniable.shared._grpc_env  # noqa: F401  (before grpc is imported: see the module)
-from deniable.shared._cli import LazyGroup
+from deniable.shared._cli import LazyGroup, run
 
 __all__ = ["COMMANDS", "EXIT_CODES", "ExitCode", "cli", "main"]
 
@@ -95,4 +95,4 @@ def cli() -> None:
 
 def main() -> None:
     """Console-script entry point."""
-    cli()
+    run(cli)

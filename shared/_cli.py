@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -21,10 +22,29 @@ __all__ = [
     "option_key",
     "options_of",
     "retired_variables",
+    "run",
 ]
 
 RETIRED_WARNINGS = "deniable.retired_variables"
 """``ctx.meta`` key: the retired-variable warnings a command logs itself (the daemon)."""
+
+
+def run(group: click.Group) -> None:
+    """Run a command-line tool: an error nobody foresaw is one line too (exit code 1).
+
+    The tool's own errors already are (:class:`ErrorMappingGroup`, click's usage errors);
+    anything else is a bug, reported as ``Error: unexpected TYPE: message`` rather than a
+    traceback. (Calling the group itself, ``cli()``, shows the traceback.)
+    """
+    try:
+        group.main(standalone_mode=True)
+    except Exception as error:
+        click.echo(
+            f"Error: unexpected {type(error).__name__}: {' '.join(str(error).split())} "
+            "(a bug in deniable: please report it with the command that caused it)",
+            err=True,
+        )
+        sys.exit(1)
 
 
 def fail(message: str, exit_code: int) -> click.exceptions.Exit:

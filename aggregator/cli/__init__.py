@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 import deniable.shared._grpc_env  # noqa: F401  (before grpc is imported)
-from deniable.shared._cli import LazyGroup
+from deniable.aggregator.cli._extra import INSTALL, missing_extra
+from deniable.shared._cli import LazyGroup, run
 
 __all__ = ["COMMANDS", "PREFIX", "RENAMED", "cli", "main"]
 
@@ -75,12 +78,20 @@ def cli() -> None:
     _ADMIN_TOKEN_FILE (or the token itself in DENIABLE_AGGREGATOR_ADMIN_TOKEN)
     and _DB. Each command's --help lists its variables. This program reads no
     other variable: the participant's DENIABLE_* ones are ignored.
-    Exit codes: 0 success, 1 runtime error, 2 invalid usage or input,
-    3 aggregator unreachable, 4 survey or question not found, 5 survey closed or
-    no reports yet, 6 admin token missing or wrong.
+    Exit codes: 0 success, 1 runtime error, 2 invalid usage or input (a missing
+    admin token too), 3 aggregator unreachable, 4 survey or question not found,
+    5 survey closed or no reports yet, 6 admin token refused.
     """
 
 
 def main() -> None:
-    """Console-script entry point."""
-    cli()
+    """Console-script entry point: one line, exit code 1, if the aggregator extra is missing."""
+    missing = missing_extra()
+    if missing:
+        click.echo(
+            f"Error: deniable-aggregator needs {', '.join(missing)}, which this install lacks "
+            f"(a participant-only install); install the aggregator with: {INSTALL}",
+            err=True,
+        )
+        sys.exit(1)
+    run(cli)

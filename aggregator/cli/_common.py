@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar, cast
 
 import click
+from click.core import ParameterSource
 
 import deniable.shared._grpc_env  # noqa: F401  (before grpc is imported: see the module)
 from deniable.shared._cli import fail as _fail
@@ -27,6 +29,7 @@ __all__ = [
     "fail",
     "jsonable",
     "mechanism_options",
+    "overflow_is_invalid_input",
     "privacy_line",
     "read_token",
     "remote_errors",
@@ -60,6 +63,41 @@ def user_errors() -> Iterator[None]:
         yield
     except (ValueError, TypeError) as error:
         raise click.UsageError(str(error)) from None
+
+
+def overflow_is_invalid_input(command: F) -> F:
+    """Turn an arithmetic overflow from extreme inputs into one line naming them (exit 2).
+
+    A margin of 1e-300 or a range of 1e308 gives figures a float cannot hold; the line
+    names every option given, as the one to change is among them.
+    """
+
+    @functools.wraps(command)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except ArithmeticError as error:
+            reason = error.args[-1] if error.args else type(error).__name__
+            fail(f"cannot compute with {_given_numbers()}: {reason}; use less extreme values", 2)
+
+    return cast(F, checked)
+
+
+def _given_numbers() -> str:
+    """The numeric options given on the command line or in the environment, as typed."""
+    ctx = click.get_current_context()
+    given = []
+    for param in ctx.command.params:
+        value = ctx.params.get(str(param.name))
+        source = ctx.get_parameter_source(str(param.name))
+        if (
+            isinstance(param, click.Option)
+            and source in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+            and isinstance(value, int | float)
+            and not isinstance(value, bool)
+        ):
+            given.append(f"{max(param.opts, key=len)} {value:g}")
+    return " ".join(given) or "these values"
 
 
 def jsonable(value: Any) -> Any:

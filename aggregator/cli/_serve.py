@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import signal
 import threading
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from deniable.aggregator.server._tls import TlsError, load_server_tls, warn_if_p
 from deniable.aggregator.storage import StorageError, default_database_url, open_storage
 from deniable.aggregator.storage._url import data_dir
 from deniable.shared._cli import RETIRED_WARNINGS
+from deniable.shared.errors import InvalidArgument
 
 log = logging.getLogger("deniable.aggregator")
 _DEFAULTS = ServerLimits()
@@ -46,6 +48,13 @@ def _limit_option(name: str, text: str) -> Callable[[F], F]:
 def _listen_address(ctx: click.Context, param: click.Parameter, value: str) -> ListenAddress:
     """``--listen``, checked before anything is opened: one line that quotes it, exit code 2."""
     return ListenAddress.parse(value)
+
+
+def _grace(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    """``--grace``: a finite number of seconds >= 0 (exit code 2 otherwise)."""
+    if not math.isfinite(value) or value < 0:
+        raise InvalidArgument(f"--grace {value}: seconds, a finite number >= 0")
+    return value
 
 
 @click.command("serve")
@@ -71,7 +80,14 @@ def _listen_address(ctx: click.Context, param: click.Parameter, value: str) -> L
     help="File holding the admin token. Default: generated at first start into "
     "$XDG_DATA_HOME/deniable/admin-token (mode 0600).",
 )
-@click.option("--grace", type=float, default=10.0, show_default=True, help="Shutdown grace (s).")
+@click.option(
+    "--grace",
+    type=float,
+    default=10.0,
+    show_default=True,
+    callback=_grace,
+    help="Shutdown grace (s): how long calls in flight may finish.",
+)
 @click.option(
     "--tls-cert",
     type=_FILE,
@@ -141,11 +157,14 @@ def serve_command(
         log.warning(warning)
     url = database or default_database_url()
     with user_errors():
+        # A given token file is checked before the database is opened (or created); a
+        # generated one only once the database opened.
+        given = load_or_create_token(admin_token_file, data_dir()) if admin_token_file else None
         try:
             storage = open_storage(url)
         except StorageError as error:
             raise click.ClickException(str(error)) from None
-        token, token_path, created = load_or_create_token(admin_token_file, data_dir())
+        token, token_path, created = given or load_or_create_token(None, data_dir())
     try:
         running = start_server(storage, token, listen, limits=limits, tls=tls)
     except (OSError, RuntimeError) as error:

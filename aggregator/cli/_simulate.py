@@ -14,6 +14,7 @@ from deniable.aggregator.cli._common import (
     admin_token_file_option,
     emit_json,
     mechanism_options,
+    overflow_is_invalid_input,
     privacy_line,
     read_token,
     remote_errors,
@@ -63,6 +64,7 @@ from deniable.shared.transport.options import check_server, client_tls_options
 @admin_token_file_option(None)
 @click.option("--batch-size", type=int, default=1000, show_default=True, help="Reports per RPC.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@overflow_is_invalid_input
 def simulate_command(
     participants: int,
     share: float | None,
