@@ -20,6 +20,7 @@ import pytest
 
 from deniable.aggregator import cli as aggregator_cli
 from deniable.client import cli as participant_cli
+from deniable.shared._cli import run
 from tests.conftest import ADMIN_TOKEN, BIN, RunCli
 
 PROGRAMS = {"deniable": participant_cli.cli, "deniable-aggregator": aggregator_cli.cli}
@@ -269,3 +270,32 @@ def test_a_participant_only_install_names_the_aggregator_extra(tmp_path: Path) -
         [str(BIN / "deniable"), "explain", "--epsilon", "1"], env=env, capture_output=True
     )
     assert participant.returncode == 0, participant.stderr
+
+
+def test_an_unexpected_error_is_one_line_too(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last resort of both tools: a bug is ``Error: unexpected ...``, exit code 1."""
+
+    @click.group()
+    def tool() -> None:
+        """A tool with a bug."""
+
+    @tool.command()
+    @click.argument("count", type=int)
+    def divide(count: int) -> None:
+        click.echo(1 / count)
+
+    monkeypatch.setattr(sys, "argv", ["tool", "divide", "0"])
+    with pytest.raises(SystemExit) as exited:
+        run(tool)
+    assert exited.value.code == 1
+    assert capsys.readouterr().err == (
+        "Error: unexpected ZeroDivisionError: division by zero (a bug in deniable: please "
+        "report it with the command that caused it)\n"
+    )
+    monkeypatch.setattr(sys, "argv", ["tool", "divide", "x"])  # click's errors: their code
+    with pytest.raises(SystemExit) as exited:
+        run(tool)
+    assert exited.value.code == 2
+    assert "Traceback" not in capsys.readouterr().err
