@@ -7,15 +7,25 @@ command that imports it.
 
 from __future__ import annotations
 
-import importlib.util
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from deniable.shared._lazy import lazy_exports
 
-if importlib.util.find_spec("scipy") is None:  # pragma: no cover - only without the extra
-    raise ImportError(
-        "the aggregator needs scipy; install it with: pip install 'deniable[aggregator]'"
-    )
+
+def require_extra() -> None:
+    """Raise ImportError, one line with the install command, when the extra is missing.
+
+    Importing this package never fails (the ``deniable-aggregator`` command must start to
+    say what is missing); its names check on first use.
+    """
+    from deniable.aggregator.cli._extra import INSTALL, missing_extra
+
+    missing = missing_extra()
+    if missing:
+        raise ImportError(
+            f"the aggregator needs {', '.join(missing)} (not installed); install it with: {INSTALL}"
+        )
+
 
 if TYPE_CHECKING:
     from deniable.aggregator.analysis._check import CheckReport, check
@@ -102,4 +112,10 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+_attribute, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        require_extra()
+    return _attribute(name)

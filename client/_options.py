@@ -18,7 +18,7 @@ from deniable.client._policy import (
     resolve_policy,
 )
 from deniable.client._token import read_enrollment_token
-from deniable.shared.transport.options import check_server, tls_options
+from deniable.shared.transport.options import check_server, client_tls_options
 
 __all__ = [
     "json_option",
@@ -31,6 +31,9 @@ __all__ = [
 ]
 
 Command = TypeVar("Command", bound=Callable[..., Any])
+
+tls_options = client_tls_options("DENIABLE")
+"""``--tls-ca``, ``--tls-cert``, ``--tls-key``: ``DENIABLE_TLS_CA``, ``_CERT``, ``_KEY``."""
 
 
 def _server_option(required: bool, text: str) -> Callable[[Command], Command]:

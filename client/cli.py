@@ -7,7 +7,7 @@ import enum
 import click
 
 import deniable.shared._grpc_env  # noqa: F401  (before grpc is imported: see the module)
-from deniable.shared._cli import LazyGroup
+from deniable.shared._cli import LazyGroup, run
 
 __all__ = ["COMMANDS", "EXIT_CODES", "ExitCode", "cli", "main"]
 
@@ -63,16 +63,23 @@ COMMANDS = {
 }
 
 
-@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=LazyGroup,
+    lazy=COMMANDS,
+    env_prefix="DENIABLE",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.version_option(package_name="deniable")
 def cli() -> None:
     """Answer sensitive questions with plausible deniability.
 
     \b
     Environment: every option can also be set as DENIABLE_<COMMAND>_<OPTION>,
-    for example DENIABLE_EXPLAIN_EPSILON=1; --server also as DENIABLE_SERVER,
-    --max-epsilon as DENIABLE_MAX_EPSILON, --budget as DENIABLE_BUDGET,
-    --tls-ca, --tls-cert, --tls-key as DENIABLE_TLS_CA, _CERT, _KEY.
+    for example DENIABLE_EXPLAIN_EPSILON=1; the options several commands share
+    have one name: DENIABLE_SERVER, DENIABLE_MAX_EPSILON, DENIABLE_BUDGET,
+    DENIABLE_TOKEN, DENIABLE_TOKEN_FILE and DENIABLE_TLS_CA, _CERT, _KEY.
+    Each command's --help lists its variables; DENIABLE_AGGREGATOR_* ones
+    belong to deniable-aggregator and are ignored here.
     TLS: --tls-ca CA.pem verifies the aggregator; add --tls-cert and --tls-key
     for mutual TLS. A failed TLS handshake exits 3 (see docs/security.md).
     Config file: $XDG_CONFIG_HOME/deniable/config.toml, a [participant] table
@@ -88,4 +95,4 @@ def cli() -> None:
 
 def main() -> None:
     """Console-script entry point."""
-    cli(auto_envvar_prefix="DENIABLE")
+    run(cli)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib
+import os
+import sys
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 import click
@@ -10,7 +13,39 @@ import click
 from deniable.shared.errors import DeniableError
 from deniable.shared.text import visible
 
-__all__ = ["ErrorMappingGroup", "LazyGroup", "fail"]
+__all__ = [
+    "ErrorMappingGroup",
+    "HelpContext",
+    "LazyGroup",
+    "commands_of",
+    "fail",
+    "name_variables",
+    "option_key",
+    "options_of",
+    "retired_variables",
+    "run",
+]
+
+RETIRED_WARNINGS = "deniable.retired_variables"
+"""``ctx.meta`` key: the retired-variable warnings a command logs itself (the daemon)."""
+
+
+def run(group: click.Group) -> None:
+    """Run a command-line tool: an error nobody foresaw is one line too (exit code 1).
+
+    The tool's own errors already are (:class:`ErrorMappingGroup`, click's usage errors);
+    anything else is a bug, reported as ``Error: unexpected TYPE: message`` rather than a
+    traceback. (Calling the group itself, ``cli()``, shows the traceback.)
+    """
+    try:
+        group.main(standalone_mode=True)
+    except Exception as error:
+        click.echo(
+            f"Error: unexpected {type(error).__name__}: {' '.join(str(error).split())} "
+            "(a bug in deniable: please report it with the command that caused it)",
+            err=True,
+        )
+        sys.exit(1)
 
 
 def fail(message: str, exit_code: int) -> click.exceptions.Exit:
@@ -37,6 +72,86 @@ class ErrorMappingGroup(click.Group):
             raise fail(error.message, error.exit_code) from None
 
 
+def option_key(option: click.Option) -> str:
+    """An option's long flag as a variable name part: ``--max-batch`` is ``MAX_BATCH``."""
+    return _upper(max(option.opts, key=len).lstrip("-"))
+
+
+def _upper(name: str) -> str:
+    return name.upper().replace("-", "_")
+
+
+def commands_of(command: click.Command, path: str) -> Iterator[tuple[str, click.Command]]:
+    """``command`` and its subcommands, each with its path (``SURVEY_CREATE``)."""
+    yield path, command
+    if isinstance(command, click.Group):
+        for name, sub in command.commands.items():
+            yield from commands_of(sub, f"{path}_{_upper(name)}")
+
+
+def options_of(command: click.Command, path: str) -> Iterator[tuple[str, click.Option]]:
+    """Each option of ``command`` and its subcommands, with its command's path.
+
+    ``--help`` and ``--version`` (which take no value) are left out.
+    """
+    for command_path, each in commands_of(command, path):
+        for param in each.params:
+            if isinstance(param, click.Option) and param.expose_value:
+                yield command_path, param
+
+
+class _HelpFormatter(click.HelpFormatter):
+    """click's, with the options in a narrower column: a variable's name fits unbroken."""
+
+    def write_dl(
+        self, rows: Iterable[tuple[str, str]], col_max: int = 24, col_spacing: int = 2
+    ) -> None:
+        super().write_dl(rows, col_max, col_spacing)
+
+
+class HelpContext(click.Context):
+    """The context of every command: its help lists whole variable names."""
+
+    formatter_class = _HelpFormatter
+
+
+def name_variables(command: click.Command, path: str, prefix: str) -> None:
+    """Give every option of ``command`` its environment variable, shown in its ``--help``.
+
+    An option that names its variable keeps it (the few that several commands share, such
+    as ``DENIABLE_SERVER``); every other one reads ``PREFIX_<COMMAND>_<OPTION>`` with
+    OPTION its long flag, so ``serve --listen`` of ``deniable-aggregator`` reads
+    ``DENIABLE_AGGREGATOR_SERVE_LISTEN``.
+    """
+    for _, each in commands_of(command, path):
+        each.context_class = HelpContext
+    for command_path, option in options_of(command, path):
+        if not option.envvar:
+            option.envvar = f"{prefix}_{command_path}_{option_key(option)}"
+        option.show_envvar = True
+
+
+def retired_variables(
+    command: click.Command, path: str, renamed: Mapping[str, Collection[str]]
+) -> dict[str, str]:
+    """The variables an earlier release read for these options: each with its new name.
+
+    The earlier release read click's automatic ``DENIABLE_<COMMAND>_<PARAMETER>`` (named
+    after the parameter, e.g. ``DENIABLE_SERVE_DATABASE`` for ``--db``) and, for the
+    options whose flag ``renamed`` lists, the names given there.
+    """
+    options = list(options_of(command, path))
+    current = {str(option.envvar) for _, option in options}
+    retired: dict[str, str] = {}
+    for command_path, option in options:
+        old = [f"DENIABLE_{command_path}_{_upper(str(option.name))}"]
+        old += renamed.get(option_key(option), ())
+        for name in old:
+            if name not in current:
+                retired.setdefault(name, str(option.envvar))
+    return retired
+
+
 class LazyGroup(ErrorMappingGroup):
     """A command group whose commands are imported only when they run.
 
@@ -44,11 +159,29 @@ class LazyGroup(ErrorMappingGroup):
     short helps without importing anything, so that a command's imports (numpy, gRPC,
     scipy) are paid only by that command. A test checks that each short help is the first
     line of its command's help.
+
+    A loaded command's options get their environment variables (:func:`name_variables`
+    with ``env_prefix``); a variable that an earlier release read for them and that is set
+    (while its new name is not) is named in a warning on stderr, or, for a command in
+    ``logging_commands``, left in ``ctx.meta[RETIRED_WARNINGS]`` for it to log.
     """
 
-    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str, str]], **kwargs: Any) -> None:
+    context_class = HelpContext
+
+    def __init__(
+        self,
+        *args: Any,
+        lazy: dict[str, tuple[str, str, str]],
+        env_prefix: str,
+        renamed: Mapping[str, Collection[str]] | None = None,
+        logging_commands: Collection[str] = (),
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.lazy = lazy
+        self.env_prefix = env_prefix
+        self.renamed = renamed or {}
+        self.logging_commands = logging_commands
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(self.lazy) | set(self.commands))
@@ -59,8 +192,22 @@ class LazyGroup(ErrorMappingGroup):
             command = getattr(importlib.import_module(module), name)
             if not isinstance(command, click.Command):  # pragma: no cover - a packaging error
                 raise TypeError(f"{module}.{name} is not a click command")
+            name_variables(command, _upper(cmd_name), self.env_prefix)
             self.add_command(command, cmd_name)
+            self._warn_retired(ctx, cmd_name, command)
         return self.commands.get(cmd_name)
+
+    def _warn_retired(self, ctx: click.Context, name: str, command: click.Command) -> None:
+        warnings = [
+            f"{old} is set but ignored: {ctx.command_path} reads {new} instead"
+            for old, new in retired_variables(command, _upper(name), self.renamed).items()
+            if os.environ.get(old) and not os.environ.get(new)
+        ]
+        if name in self.logging_commands:
+            ctx.meta[RETIRED_WARNINGS] = warnings
+            return
+        for warning in warnings:
+            click.echo(f"Warning: {warning}", err=True)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """List the commands as click does, from the short helps (nothing is imported)."""

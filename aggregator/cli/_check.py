@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from deniable.aggregator.analysis._check import check
-from deniable.aggregator.cli._common import emit_json, fail
+from deniable.aggregator.cli._common import DATABASE_VARIABLE, emit_json, fail
 from deniable.aggregator.storage import StorageError, default_database_url
 from deniable.aggregator.storage._reader import SqliteReader, sqlite_path
 
@@ -14,8 +14,8 @@ from deniable.aggregator.storage._reader import SqliteReader, sqlite_path
 @click.option(
     "--db",
     "database",
-    envvar="DENIABLE_DB",
-    help="Database URL sqlite:///PATH (env DENIABLE_DB)  [default: sqlite:///$XDG_DATA_HOME/"
+    envvar=DATABASE_VARIABLE,
+    help="Database URL sqlite:///PATH  [default: sqlite:///$XDG_DATA_HOME/"
     "deniable/aggregator.db, as serve]",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")

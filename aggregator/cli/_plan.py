@@ -8,6 +8,7 @@ from deniable.aggregator.analysis._planner import plan
 from deniable.aggregator.cli._common import (
     emit_json,
     mechanism_options,
+    overflow_is_invalid_input,
     privacy_line,
     spec_from_options,
     user_errors,
@@ -35,6 +36,7 @@ from deniable.aggregator.cli._plan_kinds import plan_kind
     "share, default the worst case).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@overflow_is_invalid_input
 def plan_command(
     question_type: str,
     options: str | None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import signal
 import threading
 from collections.abc import Callable
@@ -12,7 +13,13 @@ from typing import Any, TypeVar
 
 import click
 
-from deniable.aggregator.cli._common import fail, user_errors
+from deniable.aggregator.cli._common import (
+    ADMIN_TOKEN_FILE_VARIABLE,
+    DATABASE_VARIABLE,
+    fail,
+    user_errors,
+)
+from deniable.aggregator.server._address import ListenAddress
 from deniable.aggregator.server._auth import load_or_create_token
 from deniable.aggregator.server._lifecycle import DEFAULT_LISTEN, start_server
 from deniable.aggregator.server._limits import LimitError, ServerLimits
@@ -20,6 +27,8 @@ from deniable.aggregator.server._logging import configure_logging
 from deniable.aggregator.server._tls import TlsError, load_server_tls, warn_if_plaintext
 from deniable.aggregator.storage import StorageError, default_database_url, open_storage
 from deniable.aggregator.storage._url import data_dir
+from deniable.shared._cli import RETIRED_WARNINGS
+from deniable.shared.errors import InvalidArgument
 
 log = logging.getLogger("deniable.aggregator")
 _DEFAULTS = ServerLimits()
@@ -28,56 +37,72 @@ _FILE = click.Path(path_type=Path)
 
 
 def _limit_option(name: str, text: str) -> Callable[[F], F]:
-    """``--NAME`` (env ``DENIABLE_NAME``) with :class:`ServerLimits`'s default."""
+    """``--NAME`` with :class:`ServerLimits`'s default."""
     field = name.replace("-", "_")
     return click.option(
-        f"--{name}",
-        field,
-        type=int,
-        default=getattr(_DEFAULTS, field),
-        show_default=True,
-        envvar=f"DENIABLE_{field.upper()}",
-        show_envvar=True,
+        f"--{name}", field, type=int, default=getattr(_DEFAULTS, field), show_default=True,
         help=text,
-    )
+    )  # fmt: skip
+
+
+def _listen_address(ctx: click.Context, param: click.Parameter, value: str) -> ListenAddress:
+    """``--listen``, checked before anything is opened: one line that quotes it, exit code 2."""
+    return ListenAddress.parse(value)
+
+
+def _grace(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    """``--grace``: a finite number of seconds >= 0 (exit code 2 otherwise)."""
+    if not math.isfinite(value) or value < 0:
+        raise InvalidArgument(f"--grace {value}: seconds, a finite number >= 0")
+    return value
 
 
 @click.command("serve")
 @click.option(
     "--db",
     "database",
+    envvar=DATABASE_VARIABLE,
     help="Database URL, e.g. sqlite:///path/to.db  [default: sqlite:///$XDG_DATA_HOME/"
     "deniable/aggregator.db]",
 )
-@click.option("--listen", default=DEFAULT_LISTEN, show_default=True, help="HOST:PORT (0: any).")
+@click.option(
+    "--listen",
+    default=DEFAULT_LISTEN,
+    show_default=True,
+    callback=_listen_address,
+    help="HOST:PORT to listen on; an IPv6 address in brackets, [::1]:50051; port 1..65535, "
+    "or 0 for any free port (the bound address is printed on stdout and logged).",
+)
 @click.option(
     "--admin-token-file",
     type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    envvar=ADMIN_TOKEN_FILE_VARIABLE,
     help="File holding the admin token. Default: generated at first start into "
     "$XDG_DATA_HOME/deniable/admin-token (mode 0600).",
 )
-@click.option("--grace", type=float, default=10.0, show_default=True, help="Shutdown grace (s).")
+@click.option(
+    "--grace",
+    type=float,
+    default=10.0,
+    show_default=True,
+    callback=_grace,
+    help="Shutdown grace (s): how long calls in flight may finish.",
+)
 @click.option(
     "--tls-cert",
     type=_FILE,
-    envvar="DENIABLE_TLS_CERT",
-    show_envvar=True,
     metavar="FILE",
     help="Serve TLS with this PEM certificate chain (needs --tls-key).",
 )
 @click.option(
     "--tls-key",
     type=_FILE,
-    envvar="DENIABLE_TLS_KEY",
-    show_envvar=True,
     metavar="FILE",
     help="The PEM private key (unencrypted) of --tls-cert.",
 )
 @click.option(
     "--tls-client-ca",
     type=_FILE,
-    envvar="DENIABLE_TLS_CLIENT_CA",
-    show_envvar=True,
     metavar="FILE",
     help="Mutual TLS: require client certificates signed by these PEM CA certificates.",
 )
@@ -95,7 +120,7 @@ def _limit_option(name: str, text: str) -> Callable[[F], F]:
 )
 def serve_command(
     database: str | None,
-    listen: str,
+    listen: ListenAddress,
     admin_token_file: Path | None,
     grace: float,
     tls_cert: Path | None,
@@ -128,23 +153,28 @@ def serve_command(
     except TlsError as error:
         fail(str(error), 2)
     configure_logging(log_level)
+    for warning in click.get_current_context().meta.pop(RETIRED_WARNINGS, ()):
+        log.warning(warning)
     url = database or default_database_url()
     with user_errors():
+        # A given token file is checked before the database is opened (or created); a
+        # generated one only once the database opened.
+        given = load_or_create_token(admin_token_file, data_dir()) if admin_token_file else None
         try:
             storage = open_storage(url)
         except StorageError as error:
             raise click.ClickException(str(error)) from None
-        token, token_path, created = load_or_create_token(admin_token_file, data_dir())
+        token, token_path, created = given or load_or_create_token(None, data_dir())
     try:
         running = start_server(storage, token, listen, limits=limits, tls=tls)
     except (OSError, RuntimeError) as error:
         storage.close()
         raise click.ClickException(f"cannot listen on {listen}: {error}") from None
-    host = listen.rsplit(":", 1)[0]
+    bound = listen.with_port(running.port)
     log.info(
         "listening",
         extra={
-            "address": f"{host}:{running.port}",
+            "address": str(bound),
             "port": running.port,
             "db": url,
             "admin_token_file": str(token_path),
@@ -156,7 +186,8 @@ def serve_command(
             "workers": limits.workers,
         },
     )
-    warn_if_plaintext(listen, tls, log)
+    warn_if_plaintext(str(listen), tls, log)
+    click.echo(f"listening on {bound}")
     stopping = threading.Event()
 
     def on_signal(number: int, frame: FrameType | None) -> None:

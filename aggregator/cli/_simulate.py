@@ -11,14 +11,14 @@ import click
 
 from deniable.aggregator.analysis._simulate import SimulationResult, simulate_binary
 from deniable.aggregator.cli._common import (
+    admin_token_file_option,
     emit_json,
     mechanism_options,
+    overflow_is_invalid_input,
     privacy_line,
     read_token,
     remote_errors,
     spec_from_options,
-    tls_options,
-    token_option,
     transport_line,
     user_errors,
 )
@@ -27,6 +27,7 @@ from deniable.aggregator.cli._simulate_kinds import simulate_kind
 from deniable.shared.mechanisms import RandomizedResponse
 from deniable.shared.stats import ESTIMANDS, METHODS
 from deniable.shared.transport import TlsConfig
+from deniable.shared.transport.options import check_server, client_tls_options
 
 
 @click.command("simulate")
@@ -54,13 +55,16 @@ from deniable.shared.transport import TlsConfig
 )
 @click.option(
     "--server",
+    metavar="HOST:PORT",
+    callback=check_server,
     help="With --transport grpc: an existing daemon HOST:PORT (needs the admin token). "
     "Default: an embedded daemon on 127.0.0.1 with a temporary SQLite database.",
 )
-@tls_options
-@token_option
+@client_tls_options(None)
+@admin_token_file_option(None)
 @click.option("--batch-size", type=int, default=1000, show_default=True, help="Reports per RPC.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@overflow_is_invalid_input
 def simulate_command(
     participants: int,
     share: float | None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,20 @@ def survey_to_dict(survey: pb.Survey) -> dict[str, Any]:
     return json_format.MessageToDict(
         survey, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
     )
+
+
+def spec_text(data: bytes, name: str) -> str:
+    """The spec's text: UTF-8 (a leading byte-order mark is allowed); else exit code 2."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        utf16 = data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+        hint = "; it looks like UTF-16: save it as UTF-8" if utf16 else ""
+        fail(
+            f"{name}: not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start})"
+            f"{hint}",
+            2,
+        )
 
 
 def questions_from_spec(spec: object) -> tuple[str, list[pb.Question]]:
@@ -130,12 +145,12 @@ def survey_group() -> None:
 @server_option
 @tls_options
 @token_option
-@click.argument("spec_file", type=click.File("r"))
+@click.argument("spec_file", type=click.File("rb"))
 @click.option("--json", "as_json", is_flag=True, help="Print the created survey as JSON.")
 def create(
     server: str, tls: TlsConfig | None, admin_token_file: Path | None, spec_file: Any, as_json: bool
 ) -> None:
-    """Create a survey from SPEC_FILE (JSON; '-' reads stdin) and print its id.
+    """Create a survey from SPEC_FILE (UTF-8 JSON; '-' reads stdin) and print its id.
 
     \b
     {"title": "Exam honesty",
@@ -166,10 +181,11 @@ def create(
     question texts, option labels) may not hold control characters, line
     breaks or bidirectional controls: participants see them in a terminal.
     """
+    name = "stdin" if spec_file.name == "<stdin>" else spec_file.name
     try:
-        spec = json.load(spec_file)
+        spec = json.loads(spec_text(spec_file.read(), name))
     except json.JSONDecodeError as error:
-        fail(f"{spec_file.name}: not valid JSON ({error})", 2)
+        fail(f"{name}: not valid JSON ({error})", 2)
     title, questions = questions_from_spec(spec)
     min_reports, enrollment_required = survey_options_from_spec(spec)
     token = read_token(admin_token_file)

@@ -14,6 +14,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from deniable.aggregator.server._address import ListenAddress
 from deniable.aggregator.server._admission import Admission
 from deniable.aggregator.server._auth import AdminTokenInterceptor
 from deniable.aggregator.server._limits import ServerLimits
@@ -108,7 +109,7 @@ class RunningServer:
 def start_server(
     storage: Storage,
     admin_token: str,
-    listen: str = DEFAULT_LISTEN,
+    listen: str | ListenAddress = DEFAULT_LISTEN,
     *,
     limits: ServerLimits | None = None,
     tls: ServerTls | None = None,
@@ -122,17 +123,22 @@ def start_server(
     Args:
         storage: the backend; closed by :meth:`RunningServer.stop`.
         admin_token: the bearer token admin calls must carry.
-        listen: ``HOST:PORT``.
+        listen: ``HOST:PORT``, ``[IPv6]:PORT`` (port 0: any free port) or ``unix:PATH``.
         limits: message size, batch size, concurrency, in-flight bytes, workers and
             keepalive (default: :class:`ServerLimits`'s documented defaults).
         tls: serve TLS (mutual TLS when it has a client CA); default plaintext.
+
+    Raises:
+        InvalidArgument: ``listen`` is not such an address (checked before anything starts).
+        OSError: the address cannot be bound.
     """
+    address = listen if isinstance(listen, ListenAddress) else ListenAddress.parse(listen)
     limits = limits or ServerLimits()
     interceptor = AdminTokenInterceptor(admin_token)  # checks the token before anything starts
     loop = _Loop()
     executor = futures.ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="rpc")
     try:
-        running = loop.run(_start(storage, interceptor, listen, limits, tls, executor))
+        running = loop.run(_start(storage, interceptor, address, limits, tls, executor))
     except BaseException:
         loop.close()
         executor.shutdown(wait=False)
@@ -144,7 +150,7 @@ def start_server(
 async def _start(
     storage: Storage,
     interceptor: AdminTokenInterceptor,
-    listen: str,
+    address: ListenAddress,
     limits: ServerLimits,
     tls: ServerTls | None,
     executor: futures.ThreadPoolExecutor,
@@ -164,13 +170,13 @@ async def _start(
     )
     try:
         if tls is None:
-            port = server.add_insecure_port(listen)
+            port = server.add_insecure_port(str(address))
         else:
-            port = server.add_secure_port(listen, tls.credentials())
+            port = server.add_secure_port(str(address), tls.credentials())
     except RuntimeError as error:  # grpc.aio raises where the synchronous server returns 0
-        raise OSError(f"cannot listen on {listen}: {error}") from None
+        raise OSError(f"cannot listen on {address}: {error}") from None
     if port == 0:
-        raise OSError(f"cannot listen on {listen}")
+        raise OSError(f"cannot listen on {address}")
     await server.start()
     for name in ("", SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)

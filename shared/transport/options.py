@@ -13,7 +13,7 @@ import click
 from deniable.shared.errors import InvalidArgument
 from deniable.shared.transport import load_client_tls
 
-__all__ = ["SERVER", "check_server", "tls_options"]
+__all__ = ["SERVER", "check_server", "client_tls_options"]
 
 SERVER = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):([0-9]{1,5})")
 Command = TypeVar("Command", bound=Callable[..., Any])
@@ -30,15 +30,24 @@ def check_server(ctx: click.Context, param: click.Parameter, value: str | None) 
 
 
 _TLS_OPTIONS = (
-    ("--tls-ca", "DENIABLE_TLS_CA", "CA certificate(s) (PEM) that sign the aggregator's "
+    ("--tls-ca", "TLS_CA", "CA certificate(s) (PEM) that sign the aggregator's "
      "certificate: connect over TLS and verify the aggregator."),
-    ("--tls-cert", "DENIABLE_TLS_CERT", "This client's certificate (PEM), for mutual TLS; "
+    ("--tls-cert", "TLS_CERT", "This client's certificate (PEM), for mutual TLS; "
      "needs --tls-key. Without --tls-ca the system's CAs verify the aggregator."),
-    ("--tls-key", "DENIABLE_TLS_KEY", "The private key (PEM, unencrypted) of --tls-cert."),
+    ("--tls-key", "TLS_KEY", "The private key (PEM, unencrypted) of --tls-cert."),
 )  # fmt: skip
 
 
-def tls_options(command: Command) -> Command:
+def client_tls_options(prefix: str | None) -> Callable[[Command], Command]:
+    """The TLS options of a program's commands, reading ``PREFIX_TLS_CA`` (and so on).
+
+    ``prefix`` is the program's, so that each program reads only its own variables; with
+    None the command line tool names them after the command (as its other options).
+    """
+    return functools.partial(_tls_options, prefix=prefix)
+
+
+def _tls_options(command: Command, prefix: str | None) -> Command:
     """``--tls-ca``, ``--tls-cert`` and ``--tls-key``, folded into one ``tls`` parameter.
 
     The command receives ``tls``: the checked :class:`TlsConfig`, or None (plaintext) when
@@ -53,11 +62,11 @@ def tls_options(command: Command) -> Command:
         return command(*args, tls=load_client_tls(tls_ca, tls_cert, tls_key), **kw)
 
     decorated: Callable[..., Any] = with_tls
-    for name, envvar, text in reversed(_TLS_OPTIONS):
+    for name, variable, text in reversed(_TLS_OPTIONS):
         decorated = click.option(
             name,
             type=click.Path(path_type=Path),
-            envvar=envvar,
+            envvar=f"{prefix}_{variable}" if prefix else None,
             show_envvar=True,
             metavar="FILE",
             help=text,

@@ -35,7 +35,7 @@ def test_plan_text_for_participants_gives_the_margin(run_cli: RunCli) -> None:
 
 
 def test_options_are_read_from_deniable_environment_variables(run_cli: RunCli) -> None:
-    env = {"DENIABLE_PLAN_EPSILON": "1", "DENIABLE_PLAN_MARGIN": "0.03"}
+    env = {"DENIABLE_AGGREGATOR_PLAN_EPSILON": "1", "DENIABLE_AGGREGATOR_PLAN_MARGIN": "0.03"}
     done = run_cli("deniable-aggregator", "plan", "--json", env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["participants"] == participants_needed(

@@ -103,8 +103,10 @@ def test_survey_commands_and_their_errors(run_cli: RunCli, daemon: Daemon, tmp_p
     wrong.write_text("x" * 32)
     fails(6, "unauthenticated", "survey", "create", *server, "--admin-token-file", str(wrong),
           str(spec))  # fmt: skip
-    fails(2, "need --admin-token-file or DENIABLE_ADMIN_TOKEN", "survey", "create", *server,
-          str(spec))  # fmt: skip
+    fails(2, "need --admin-token-file or DENIABLE_AGGREGATOR_ADMIN_TOKEN", "survey", "create",
+          *server, str(spec))  # fmt: skip
+    fails(2, "(DENIABLE_ADMIN_TOKEN is set but no longer read: rename it)", "survey", "create",
+          *server, str(spec), env={"DENIABLE_ADMIN_TOKEN": ADMIN_TOKEN})  # fmt: skip
     fails(2, "does not hold a valid admin token", "survey", "create", *server,
           "--admin-token-file", str(spec), str(spec))  # fmt: skip
     missing = tmp_path / "no-such-token"
@@ -135,7 +137,7 @@ def test_survey_commands_and_their_errors(run_cli: RunCli, daemon: Daemon, tmp_p
     assert len(json.loads(listing.stdout)["surveys"]) == 1  # no failed call created anything
     closed = run_cli(
         "deniable-aggregator", "survey", "close", *server, survey_id,
-        env={"DENIABLE_ADMIN_TOKEN": ADMIN_TOKEN},
+        env={"DENIABLE_AGGREGATOR_ADMIN_TOKEN": ADMIN_TOKEN},
     )  # fmt: skip
     assert closed.returncode == 0, closed.stderr
     refused = run_cli(
@@ -224,7 +226,7 @@ def test_simulate_against_a_running_daemon(run_cli: RunCli, daemon: Daemon) -> N
     done = run_cli(
         "deniable-aggregator", "simulate", "--participants", "2000", "--p", "0.2",
         "--epsilon", "1", "--server", daemon.address, "--batch-size", "500", "--json",
-        env={"DENIABLE_ADMIN_TOKEN": ADMIN_TOKEN},
+        env={"DENIABLE_AGGREGATOR_ADMIN_TOKEN": ADMIN_TOKEN},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
@@ -235,4 +237,4 @@ def test_simulate_against_a_running_daemon(run_cli: RunCli, daemon: Daemon) -> N
         "--alpha", "0.5", "--server", daemon.address,
     )  # fmt: skip
     assert no_token.returncode == 2
-    assert "DENIABLE_ADMIN_TOKEN" in no_token.stderr
+    assert "DENIABLE_AGGREGATOR_ADMIN_TOKEN" in no_token.stderr

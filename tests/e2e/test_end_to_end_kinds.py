@@ -161,7 +161,7 @@ def test_simulate_kinds_against_a_running_daemon(run_cli: RunCli, daemon: Daemon
     done = run_cli(
         "deniable-aggregator", "simulate", "--type", "numeric", *SIMULATE["numeric"],
         "--participants", "800", "--server", daemon.address, "--batch-size", "300",
-        env={"DENIABLE_ADMIN_TOKEN": ADMIN_TOKEN},
+        env={"DENIABLE_AGGREGATOR_ADMIN_TOKEN": ADMIN_TOKEN},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert f"Transport: gRPC to the daemon at {daemon.address}, 800 reports" in done.stdout
@@ -178,4 +178,4 @@ def test_simulate_kinds_against_a_running_daemon(run_cli: RunCli, daemon: Daemon
         "--participants", "10", "--server", daemon.address,
     )  # fmt: skip
     assert no_token.returncode == 2
-    assert "DENIABLE_ADMIN_TOKEN" in no_token.stderr
+    assert "DENIABLE_AGGREGATOR_ADMIN_TOKEN" in no_token.stderr

@@ -89,7 +89,7 @@ def test_clis_over_tls_and_what_is_refused(
     done = run_cli("deniable", *answer, *ca, "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["stored"] == 1
-    env = {"DENIABLE_TLS_CA": str(pki.ca.cert_file)}
+    env = {"DENIABLE_AGGREGATOR_TLS_CA": str(pki.ca.cert_file)}
     shown = run_cli("deniable-aggregator", "survey", "show", *server, survey_id, "--json", env=env)
     assert int(json.loads(shown.stdout)["reports"]) == 1, shown.stderr
     estimate = run_cli("deniable-aggregator", "estimate", *server, survey_id, "--json", env=env)
@@ -109,7 +109,8 @@ def test_clis_over_mutual_tls(
         "DENIABLE_TLS_CERT": str(pki.client.cert_file),
         "DENIABLE_TLS_KEY": str(pki.client.key_file),
     }
-    survey_id = create(run_cli, tls_daemon, tmp_path, **env)
+    analyst = {f"DENIABLE_AGGREGATOR_{name[9:]}": path for name, path in env.items()}
+    survey_id = create(run_cli, tls_daemon, tmp_path, **analyst)
     ca = ["--tls-ca", env["DENIABLE_TLS_CA"]]
     answer = ["answer", *server, survey_id, "--answer", "q=no", "--yes", *ca]
     other = ["--tls-cert", str(pki.other_client.cert_file)]
@@ -127,13 +128,14 @@ def test_clis_over_mutual_tls(
     assert reports_of(tls_daemon, survey_id, pki) == 1
     simulated = run_cli(
         "deniable-aggregator", "simulate", "--participants", "50", "--p", "0.3", "--alpha", "0.5",
-        *server, "--admin-token-file", str(tls_daemon.token_file), "--json", env=env,
+        *server, "--admin-token-file", str(tls_daemon.token_file), "--json",
+        env={f"DENIABLE_AGGREGATOR_SIMULATE_{name[9:]}": path for name, path in env.items()},
     )  # fmt: skip
     assert simulated.returncode == 0, simulated.stderr
     assert json.loads(simulated.stdout)["grpc"]["reports_sent"] == 50
     closed = run_cli(
         "deniable-aggregator", "survey", "close", *server, survey_id,
-        "--admin-token-file", str(tls_daemon.token_file), "--json", env=env,
+        "--admin-token-file", str(tls_daemon.token_file), "--json", env=analyst,
     )  # fmt: skip
     assert json.loads(closed.stdout)["state"] == "SURVEY_STATE_CLOSED", closed.stderr
     assert [r["tls"] for r in log_records(tls_daemon) if r["event"] == "listening"] == ["mutual"]
@@ -144,12 +146,16 @@ def test_serve_refuses_bad_tls_files_and_limits(run_cli: RunCli, tmp_path: Path,
     cert, key = str(pki.server.cert_file), str(pki.server.key_file)
     cases: list[tuple[list[str], dict[str, str], str]] = [
         (["--tls-cert", cert], {}, "--tls-cert needs --tls-key"),
-        ([], {"DENIABLE_TLS_CERT": cert}, "--tls-cert needs --tls-key"),
+        ([], {"DENIABLE_AGGREGATOR_SERVE_TLS_CERT": cert}, "--tls-cert needs --tls-key"),
         (["--tls-client-ca", str(pki.ca.cert_file)], {}, "--tls-client-ca needs --tls-cert"),
         (["--tls-cert", str(missing), "--tls-key", key], {}, f"--tls-cert {missing}: cannot read"),
         (["--tls-cert", cert, "--tls-key", str(pki.client.key_file)], {}, "does not match"),
         (["--max-batch", "0"], {}, "--max-batch: must be between 1 and 2147483647, got 0"),
-        ([], {"DENIABLE_MAX_CONCURRENT_RPCS": "0"}, "--max-concurrent-rpcs: must be between"),
+        (
+            [],
+            {"DENIABLE_AGGREGATOR_SERVE_MAX_CONCURRENT_RPCS": "0"},
+            "--max-concurrent-rpcs: must be between",
+        ),
         (["--max-message-bytes", "100"], {}, "--max-message-bytes: must be at least 1024, got 100"),
     ]
     database = tmp_path / "never.db"
@@ -178,7 +184,9 @@ def test_client_tls_options_are_checked_before_connecting(
           "--tls-key", str(pki.server.key_file)), "does not match"),
     ]  # fmt: skip
     for command, message in cases:
-        one_line_error(run_cli(*command, env={"DENIABLE_ADMIN_TOKEN": ADMIN_TOKEN}), 2, message)
+        one_line_error(
+            run_cli(*command, env={"DENIABLE_AGGREGATOR_ADMIN_TOKEN": ADMIN_TOKEN}), 2, message
+        )
     embedded = run_cli(
         "deniable-aggregator", "simulate", "--participants", "10", "--p", "0.3",
         "--alpha", "0.5", "--tls-ca", str(pki.ca.cert_file),

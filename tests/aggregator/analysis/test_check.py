@@ -100,7 +100,9 @@ def test_check_reads_without_writing_or_locking(filled: Filled, run_cli: RunCli)
 
 
 def test_the_database_can_come_from_the_environment(filled: Filled, run_cli: RunCli) -> None:
-    done = run_cli("deniable-aggregator", "check", env={"DENIABLE_DB": f"sqlite:///{filled.db}"})
+    done = run_cli(
+        "deniable-aggregator", "check", env={"DENIABLE_AGGREGATOR_DB": f"sqlite:///{filled.db}"}
+    )
     assert done.returncode == 0, done.stderr
     assert str(filled.db) in done.stdout
 

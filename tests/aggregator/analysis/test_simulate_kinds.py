@@ -436,7 +436,10 @@ def test_simulate_numeric_json_and_text(run_cli: RunCli) -> None:
     [
         ([*CATEGORICAL, "--server", "127.0.0.1:1"], "--server needs --transport grpc"),
         ([*NUMERIC[:-2], "--batch-size", "0"], "batch_size must be in 1..10000, got 0"),
-        ([*NUMERIC[:-2], "--server", "127.0.0.1:1"], "need --admin-token-file or DENIABLE_ADMIN"),
+        (
+            [*NUMERIC[:-2], "--server", "127.0.0.1:1"],
+            "need --admin-token-file or DENIABLE_AGGREGATOR_ADMIN",
+        ),
         ([*CATEGORICAL[:6], "0.5,0.6,-0.1", *CATEGORICAL[7:]], "share 2 must be a finite"),
         ([*CATEGORICAL[:6], "0.5,0.3", *CATEGORICAL[7:]], "one share per option (k=3), got 2"),
         ([*CATEGORICAL[:6], "0.5,0.3,0.3", *CATEGORICAL[7:]], "must sum to 1 (within 1e-9)"),
