@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
@@ -200,6 +201,41 @@ def run_check(db_url: str | None) -> dict[str, Any]:
     return {"ran": True, "ok": done.returncode == 0, "exit_code": done.returncode}
 
 
+class RssSampler:
+    """Samples a process's resident memory (VmRSS) every 0.1 s in a thread: start and peak."""
+
+    def __init__(self, pid: int) -> None:
+        self.path = Path(f"/proc/{pid}/status")
+        self.start = self.peak = self.last = self.read()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def read(self) -> float:
+        """VmRSS in MB (0 if the process is gone)."""
+        try:
+            text = self.path.read_text()
+        except OSError:
+            return 0.0
+        line = next(line for line in text.splitlines() if line.startswith("VmRSS:"))
+        return int(line.split()[1]) / 1024
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            self.last = self.read()
+            self.peak = max(self.peak, self.last)
+
+    def stop(self) -> dict[str, float]:
+        """Stop sampling; the figures in MB."""
+        self._stop.set()
+        self._thread.join()
+        return {
+            "start": round(self.start, 1),
+            "peak": round(self.peak, 1),
+            "end": round(self.last, 1),
+        }
+
+
 def percentiles(latencies: list[float]) -> dict[str, float]:
     """p50, p90, p99 and max of the call latencies, in milliseconds."""
     if not latencies:
@@ -235,8 +271,13 @@ def run_clients(args: argparse.Namespace, target: str, survey_id: str) -> list[C
     return results
 
 
-def measure(args: argparse.Namespace, target: str, token: str) -> dict[str, Any]:
-    """Create a survey, run the clients, read the estimate, close the survey; the figures."""
+def measure(
+    args: argparse.Namespace, target: str, token: str, pid: int | None = None
+) -> dict[str, Any]:
+    """Create a survey, run the clients, read the estimate, close the survey; the figures.
+
+    ``pid``: the daemon's process, whose resident memory is sampled while the clients run.
+    """
     metadata = (("authorization", f"Bearer {token}"),)
     with grpc.insecure_channel(target, options=CHANNEL_OPTIONS) as channel:
         stub = pb_grpc.AggregatorStub(channel)
@@ -248,7 +289,9 @@ def measure(args: argparse.Namespace, target: str, token: str) -> dict[str, Any]
             f"{target}, survey {survey.id}",
             file=sys.stderr,
         )
+        sampler = RssSampler(pid) if pid is not None else None
         results = run_clients(args, target, survey.id)
+        rss = sampler.stop() if sampler is not None else None
         question = pb.GetEstimateRequest(survey_id=survey.id, question_id=QUESTION.id)
         n = stub.GetEstimate(question, timeout=CALL_TIMEOUT).n
         close = pb.CloseSurveyRequest(survey_id=survey.id)
@@ -276,6 +319,7 @@ def measure(args: argparse.Namespace, target: str, token: str) -> dict[str, Any]
         "latency_ms": {name: round(value, 2) for name, value in latency.items()},
         "errors": dict(errors),
         "error_count": sum(errors.values()),
+        "daemon_rss_mb": rss,
         # Every id is fresh: each acknowledged report is newly stored and counted in n. (A
         # call that failed may still have been stored, so n may exceed stored then.)
         "lost": max(0, acked - stored) + max(0, stored - n),
@@ -298,6 +342,13 @@ def table(result: dict[str, Any]) -> str:
             "latency per call",
             f"p50 {latency['p50']:.1f} ms, p90 {latency['p90']:.1f} ms, "
             f"p99 {latency['p99']:.1f} ms, max {latency['max']:.1f} ms",
+        ),
+        (
+            "daemon memory (RSS)",
+            "not sampled (--server)"
+            if result["daemon_rss_mb"] is None
+            else "{start:.1f} MB before the clients, {peak:.1f} MB at the peak, {end:.1f} MB at "
+            "the end".format(**result["daemon_rss_mb"]),
         ),
         ("calls", f"{result['calls']:,}"),
         ("reports acked/stored", f"{result['reports_acked']:,} / {result['stored']:,}"),
@@ -353,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
             daemon = start_daemon(Path(workdir), token)
             target, db_url = daemon.address, daemon.db_url
         try:
-            result = measure(args, target, token)
+            result = measure(args, target, token, daemon.process.pid if daemon else None)
         finally:
             code = daemon.stop() if daemon else 0
         result["daemon_exit_code"] = code
