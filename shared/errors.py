@@ -42,10 +42,12 @@ EXIT_CODES: dict[str, int] = {
 }
 """The exit code both command-line tools use for an error of each status (1 otherwise).
 
-0 success, 1 unexpected runtime error, 2 invalid usage, input or answer, 3 aggregator
-unreachable, 4 survey or question not found, 5 refused (closed survey, a mechanism or
+0 success, 1 unexpected runtime error, 2 invalid usage, input or answer (a missing admin
+token too), 3 aggregator unreachable, 4 survey or question not found, 5 refused (closed
+survey, an estimate below ``min_reports``, a survey already answered, a mechanism or
 answer the participant's policy or budget does not allow, a local file that cannot be
-trusted), 6 credentials missing or refused.
+trusted), 6 credentials refused, or an enrollment token missing. README.md's table lists
+the same, and a test compares the two.
 """
 
 

@@ -1,10 +1,13 @@
 """Runs many command-line invocations fast: both tools imported once, a fork per invocation.
 
 Started as a subprocess by tests. Each line on stdin is a JSON object ``{"program",
-"args", "env"}``; for each, a forked child runs the program's console-script entry point
-with those arguments and environment, with its stdout discarded and its stderr captured,
-and one JSON line ``{"code", "stderr"}`` answers on stdout. A child is a real process with
-a real exit code, as from a shell, without the ~0.3 s of starting Python and importing.
+"args", "env"}`` (optionally ``"cwd"`` and ``"capture"``); for each, a forked child runs the
+program's console-script entry point with those arguments and environment, and one JSON
+line ``{"code", "stderr"}`` answers on stdout. ``capture`` says what ``stderr`` holds:
+``"stderr"`` (the default; stdout is discarded), ``"stdout"`` (stderr is discarded) or
+``"both"`` (both streams interleaved as on a terminal: stdout is line-buffered). A child
+is a real process with a real exit code, as from a shell, without the ~0.3 s of starting
+Python and importing.
 """
 
 from __future__ import annotations
@@ -34,11 +37,14 @@ def preload(group: click.Group, name: str) -> None:
             preload(command, command_name)
 
 
-def child(program: str, args: list[str], env: dict[str, str], stderr_fd: int) -> None:
+def child(
+    program: str, args: list[str], env: dict[str, str], captured_fd: int, capture: str
+) -> None:
     """In the forked child: run the tool as its console script would, then exit."""
-    os.dup2(stderr_fd, 2)
     devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)
+    os.dup2(captured_fd if capture in ("stderr", "both") else devnull, 2)
+    os.dup2(captured_fd if capture in ("stdout", "both") else devnull, 1)
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     os.environ.clear()
     os.environ.update(env)
     sys.argv = [program, *args]
@@ -67,7 +73,10 @@ def main() -> None:
         pid = os.fork()
         if pid == 0:
             os.close(read_end)
-            child(case["program"], case["args"], case["env"], write_end)
+            if "cwd" in case:
+                os.chdir(case["cwd"])
+            capture = case.get("capture", "stderr")
+            child(case["program"], case["args"], case["env"], write_end, capture)
         os.close(write_end)
         with os.fdopen(read_end, "rb") as pipe:
             stderr = pipe.read().decode("utf-8", "replace")
