@@ -94,13 +94,13 @@ def run(args: argparse.Namespace, workdir: Path, disk: Path) -> int:
                         batch(survey.id, f"b{k}", args.batch)
                     ).stored
                     after_full += 1
-                except RemoteError as error:
-                    refused = (k, error)
+                except RemoteError as failure:
+                    refused = (k, failure)
                     break
             if refused is None:
                 print(f"the disk never filled in {args.max_batches} batches", file=sys.stderr)
                 return 1
-            k, error = refused
+            k, error = refused[0], refused[1]
             served = client.get_estimate(survey.id, "q").n == acknowledged
             filler.unlink()
             freed = time.perf_counter()

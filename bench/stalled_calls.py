@@ -96,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
                             for _ in range((args.stalled + 15) // 16 + args.idle)]  # fmt: skip
                 stalled = []
                 for index in range(args.stalled):
+                    method: grpc.StreamUnaryMultiCallable[bytes, pb.SubmitReportsResponse]
                     method = channels[index // 16].stream_unary(
                         SUBMIT, None, pb.SubmitReportsResponse.FromString
                     )
