@@ -23,6 +23,7 @@ from deniable.aggregator import cli as aggregator_cli
 from deniable.client import cli as participant_cli
 from deniable.shared._cli import run
 from tests.conftest import ADMIN_TOKEN, BIN
+from tests.e2e._forks import Runner
 
 PROGRAMS = {"deniable": participant_cli.cli, "deniable-aggregator": aggregator_cli.cli}
 SPEC = {"title": "T", "questions": [{"id": "q", "text": "t", "type": "binary", "epsilon": 1}]}
@@ -213,36 +214,6 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 CASES = generated_cases() + LISTED
 
 
-class Runner:
-    """``tests/e2e/_cli_runner.py`` in a subprocess: each invocation a fork of one process.
-
-    The child processes run the console scripts' entry points with their own arguments,
-    environment, exit code and stderr, but do not each pay for starting Python.
-    """
-
-    def __init__(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, str(Path(__file__).with_name("_cli_runner.py"))],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
-
-    def __call__(
-        self, program: str, *args: str, env: dict[str, str]
-    ) -> subprocess.CompletedProcess[str]:
-        assert self.process.stdin is not None
-        assert self.process.stdout is not None
-        case = {"program": program, "args": list(args), "env": env}
-        self.process.stdin.write(json.dumps(case) + "\n")
-        self.process.stdin.flush()
-        answer = json.loads(self.process.stdout.readline())
-        return subprocess.CompletedProcess([program, *args], answer["code"], "", answer["stderr"])
-
-    def close(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        self.process.wait(timeout=60)
-
-
 @pytest.fixture(scope="module")
 def runner() -> Iterator[Runner]:
     started = Runner()
@@ -257,7 +228,8 @@ def test_bad_input_is_one_line_with_its_exit_code(
     files = {**files, "db": str(tmp_path / "serve.db")}
     args = [arg.format(**files) for arg in case.args]
     env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")} | ENV
-    done = runner(case.program, *args, env=env)
+    code, stderr = runner.run(case.program, args, env)
+    done = subprocess.CompletedProcess([case.program, *args], code, "", stderr)
     assert "Traceback" not in done.stderr, done.stderr
     assert done.returncode == case.code, (args, done.returncode, done.stderr)
     error = done.stderr.splitlines()[-1]

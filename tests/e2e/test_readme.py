@@ -17,7 +17,6 @@ import shlex
 import shutil
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -37,6 +36,7 @@ from deniable.shared.errors import EXIT_CODES
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.client._recording import RecordingAggregator, open_survey, recording_aggregator
 from tests.conftest import BIN, binary_question
+from tests.e2e._forks import Runner
 
 README = Path(__file__).parents[2] / "README.md"
 TEXT = README.read_text(encoding="utf-8")
@@ -169,32 +169,6 @@ def matches(expected: list[str], actual: list[str]) -> bool:
 
 
 # --- the run: daemons, runner, mapping ---------------------------------------------------
-
-
-class Runner:
-    """``tests/e2e/_cli_runner.py``: each command a fork of one process that imported both tools."""
-
-    def __init__(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, str(Path(__file__).with_name("_cli_runner.py"))],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
-
-    def run(
-        self, program: str, args: list[str], env: dict[str, str], cwd: Path, capture: str
-    ) -> tuple[int, str]:
-        case = {"program": program, "args": args, "env": env, "cwd": str(cwd), "capture": capture}
-        assert self.process.stdin is not None
-        assert self.process.stdout is not None
-        self.process.stdin.write(json.dumps(case) + "\n")
-        self.process.stdin.flush()
-        answer = json.loads(self.process.stdout.readline())
-        return int(answer["code"]), str(answer["stderr"])
-
-    def close(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        self.process.wait(timeout=30)
 
 
 @dataclass

@@ -1,0 +1,47 @@
+"""The test side of ``_cli_runner.py``: send it invocations, read back exit code and output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+
+class Runner:
+    """``tests/e2e/_cli_runner.py`` in a subprocess: each command a fork of one process.
+
+    The forked children run the console scripts' entry points with their own arguments,
+    environment, exit code and output, without each paying for starting Python.
+    """
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("_cli_runner.py"))],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+
+    def run(
+        self,
+        program: str,
+        args: list[str],
+        env: dict[str, str],
+        cwd: Path | None = None,
+        capture: str = "stderr",
+    ) -> tuple[int, str]:
+        """Exit code and the captured output (``stderr``, ``stdout`` or ``both``)."""
+        case: dict[str, object] = {"program": program, "args": args, "env": env}
+        case["capture"] = capture
+        if cwd is not None:
+            case["cwd"] = str(cwd)
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
+        self.process.stdin.write(json.dumps(case) + "\n")
+        self.process.stdin.flush()
+        answer = json.loads(self.process.stdout.readline())
+        return int(answer["code"]), str(answer["stderr"])
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
