@@ -149,10 +149,24 @@ class AggregatorClient:
         return list(response.tokens)
 
     def get_estimate(
-        self, survey_id: str, question_id: str, confidence: float = 0.95, method: str = ""
+        self,
+        survey_id: str,
+        question_id: str,
+        confidence: float = 0.95,
+        method: str = "",
+        *,
+        simultaneous: bool = False,
+        anytime: bool = False,
+        central_delta: float = 0.0,
     ) -> pb.Estimate:
-        """The estimate for one question."""
+        """The estimate for one question (see ``GetEstimateRequest`` for the options)."""
         request = pb.GetEstimateRequest(
-            survey_id=survey_id, question_id=question_id, confidence=confidence, method=method
+            survey_id=survey_id,
+            question_id=question_id,
+            confidence=confidence,
+            method=method,
+            simultaneous=simultaneous,
+            anytime=anytime,
+            central_delta=central_delta,
         )
         return self._call(self.stub.GetEstimate, request)

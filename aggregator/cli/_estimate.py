@@ -21,7 +21,11 @@ from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 FIELDS = (
     "n", "estimate", "estimate_raw", "ci_low", "ci_high", "std_error", "confidence",
-    "method", "estimand", "epsilon", "epsilon_approx", "alpha", "mechanism",
+    "method", "coverage", "simultaneous", "anytime", "estimand", "epsilon", "epsilon_approx",
+    "alpha", "mechanism", "stored", "next_release_at",
+)  # fmt: skip
+CENTRAL_FIELDS = (
+    "epsilon", "delta", "step", "local_epsilon", "method", "holds_against", "questions"
 )  # fmt: skip
 OPTION_FIELDS = ("option", "estimate", "estimate_raw", "ci_low", "ci_high", "std_error", "support")
 
@@ -39,7 +43,14 @@ def estimate_to_dict(estimate: pb.Estimate) -> dict[str, Any]:
             del data[field]  # per option instead
     if estimate.std_error_worst:
         data["std_error_worst"] = estimate.std_error_worst
+    if estimate.HasField("central"):
+        data["central"] = central_to_dict(estimate.central)
     return data
+
+
+def central_to_dict(central: pb.CentralPrivacy) -> dict[str, Any]:
+    """A ``CentralPrivacy`` message's fields by name."""
+    return {field: getattr(central, field) for field in CENTRAL_FIELDS}
 
 
 @click.command("estimate")
@@ -57,6 +68,17 @@ def estimate_to_dict(estimate: pb.Estimate) -> dict[str, Any]:
 @click.option(
     "--method", type=click.Choice(list(METHODS)), default="clopper-pearson", show_default=True
 )
+@click.option(
+    "--simultaneous",
+    is_flag=True,
+    help="Multiple choice: intervals that cover every option at once (not each separately).",
+)
+@click.option(
+    "--anytime",
+    is_flag=True,
+    help="Anytime-valid intervals (confidence sequences): valid however often you look and "
+    "whenever you stop a live survey; wider than fixed-n intervals.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def estimate_command(
     server: str,
@@ -65,6 +87,8 @@ def estimate_command(
     question_id: str | None,
     confidence: float,
     method: str,
+    simultaneous: bool,
+    anytime: bool,
     as_json: bool,
 ) -> None:
     """Estimate each question of SURVEY_ID with a confidence interval.
@@ -85,7 +109,9 @@ def estimate_command(
             fail(f"survey {survey_id!r} has no question {question_id!r} (has: {ids})", 4)
         for qid in [question_id] if question_id else ids:
             try:
-                estimate = client.get_estimate(survey_id, qid, confidence, method)
+                estimate = client.get_estimate(
+                    survey_id, qid, confidence, method, simultaneous=simultaneous, anytime=anytime
+                )
             except RemoteError as error:
                 gated = survey.min_reports > 0  # then the refusal is the release gate's
                 if question_id is None and error.code == "FAILED_PRECONDITION" and not gated:
@@ -115,12 +141,33 @@ def estimate_command(
         if "std_error_worst" in row:
             click.echo(
                 f"{'':<16}{'':>9}  mean of a number ({visible(row['mechanism'])}); worst-case "
-                f"std err {row['std_error_worst']:.4f}; t-interval"
+                f"std err {row['std_error_worst']:.4f}"
             )
+    for row in results:
+        _notes(row)
     click.echo(
-        f"{confidence:.0%} intervals, {method} (means: t); estimand: population share or mean; "
+        f"{confidence:.0%} intervals; estimand: population share or mean; "
         "ε is exact (the 2α approximation understates it)"
     )
+
+
+def _notes(row: dict[str, Any]) -> None:
+    """What a question's interval promises, and its release and central ε, if any."""
+    if row["n"] == 0:
+        return
+    qid = visible(row["question_id"])
+    interval = visible(row["method"]) + (f"; {visible(row['coverage'])}" if row["coverage"] else "")
+    click.echo(f"{qid}: interval {interval}")
+    if row["stored"] > row["n"]:
+        due = f", next release at {row['next_release_at']:,}" if row["next_release_at"] else ""
+        click.echo(f"{qid}: released from {row['n']:,} of {row['stored']:,} stored reports{due}")
+    if "central" in row:
+        central = row["central"]
+        click.echo(
+            f"{qid}: central ε {central['epsilon']:.4f} at δ {central['delta']:.1e} for readers "
+            f"of released estimates (steps of {central['step']:,} reports); against the "
+            f"operator, local ε {central['local_epsilon']:.4f}"
+        )
 
 
 def _line(label: str, row: dict[str, Any], epsilon: float, n: str) -> str:

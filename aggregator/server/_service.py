@@ -262,6 +262,12 @@ class AggregatorService:
                 f"question_id: no reports yet for question {shown(request.question_id)}"
             )
         mechanism = self._mechanism(survey.id, question)
-        estimate = mechanism.estimate(Tally(tally.n, tally.sums), confidence, method)
+        estimate = mechanism.estimate(
+            Tally(tally.n, tally.sums),
+            confidence,
+            method,
+            simultaneous=request.simultaneous,
+            anytime=request.anytime,
+        )
         fields = {"mechanism": mechanism.name, **estimate.wire_fields(question)}
         return pb.Estimate(survey_id=survey.id, question_id=request.question_id, **fields)

@@ -272,9 +272,20 @@ class Mechanism(ABC):
 
     @abstractmethod
     def estimate(
-        self, tally: Tally, confidence: float = 0.95, method: str = "clopper-pearson"
+        self,
+        tally: Tally,
+        confidence: float = 0.95,
+        method: str = "clopper-pearson",
+        *,
+        simultaneous: bool = False,
+        anytime: bool = False,
     ) -> Estimate:
-        """The estimate, with its interval, from a tally of at least one report."""
+        """The estimate, with its interval, from a tally of at least one report.
+
+        ``simultaneous``: intervals that cover every component at once (several options)
+        with the stated confidence. ``anytime``: a confidence sequence, valid at every
+        number of reports at which it is looked at. The estimate's ``coverage`` says which.
+        """
 
     # --- planning -------------------------------------------------------------------------
 

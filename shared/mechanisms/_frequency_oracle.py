@@ -138,7 +138,13 @@ class FrequencyOracle(Mechanism):
         return [int(c) for c in self.support_counts(reports).tolist()]
 
     def estimate(
-        self, tally: Tally, confidence: float = 0.95, method: str = "clopper-pearson"
+        self,
+        tally: Tally,
+        confidence: float = 0.95,
+        method: str = "clopper-pearson",
+        *,
+        simultaneous: bool = False,
+        anytime: bool = False,
     ) -> Estimate:
         """Every option's share (:meth:`estimate_frequencies`)."""
         return self.estimate_frequencies(tally, confidence, method)

@@ -214,7 +214,15 @@ class NumericMechanism(Mechanism):
         chosen = [int(v) for v in np.ldexp(np.asarray(reports), self.unit_bits).tolist()]
         return [sum(chosen), sum(map(mul, chosen, chosen))]
 
-    def estimate(self, tally: Tally, confidence: float = 0.95, method: str = "t") -> MeanEstimate:
+    def estimate(
+        self,
+        tally: Tally,
+        confidence: float = 0.95,
+        method: str = "t",
+        *,
+        simultaneous: bool = False,
+        anytime: bool = False,
+    ) -> MeanEstimate:
         """The population mean with a t-interval (``method`` does not apply: always t)."""
         total, squares = (*tally.sums, 0, 0)[:2]
         return estimate_mean(self, MeanTally(self.unit_bits, tally.n, total, squares), confidence)

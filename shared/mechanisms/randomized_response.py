@@ -214,7 +214,13 @@ class RandomizedResponse(GeneralizedRandomizedResponse):
         return [int(np.count_nonzero(reports))]
 
     def estimate(
-        self, tally: Tally, confidence: float = 0.95, method: str = "clopper-pearson"
+        self,
+        tally: Tally,
+        confidence: float = 0.95,
+        method: str = "clopper-pearson",
+        *,
+        simultaneous: bool = False,
+        anytime: bool = False,
     ) -> ProportionEstimate:
         """The yes-share, raw and clipped, with its interval (exact for Clopper–Pearson)."""
         return estimate_proportion(tally.ones, tally.n, self.alpha, confidence, method)

@@ -528,6 +528,8 @@ class Survey(_message.Message):
     MIN_REPORTS_FIELD_NUMBER: _builtins.int
     ENROLLMENT_REQUIRED_FIELD_NUMBER: _builtins.int
     TOKENS_ISSUED_FIELD_NUMBER: _builtins.int
+    RELEASE_STEP_FIELD_NUMBER: _builtins.int
+    CENTRAL_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """assigned by the server"""
     title: _builtins.str
@@ -541,8 +543,19 @@ class Survey(_message.Message):
     """Reports must come with an enrollment token; each token answers each question once."""
     tokens_issued: _builtins.int
     """enrollment tokens issued so far"""
+    release_step: _builtins.int
+    """Estimates are released in steps: after the first release (at min_reports, or 1 report
+    without a gate) a question's estimate is refreshed only once at least release_step new
+    reports have arrived. 0: not stepped, every estimate is from all stored reports.
+    """
     @_builtins.property
     def questions(self) -> _containers.RepeatedCompositeFieldContainer[Global___Question]: ...
+    @_builtins.property
+    def central(self) -> Global___CentralPrivacy:
+        """The central (ε, δ) of everything released about one participant, composed over the
+        questions (unset when releases are not stepped: then only the local ε applies).
+        """
+
     def __init__(
         self,
         *,
@@ -555,10 +568,12 @@ class Survey(_message.Message):
         min_reports: _builtins.int = ...,
         enrollment_required: _builtins.bool = ...,
         tokens_issued: _builtins.int = ...,
+        release_step: _builtins.int = ...,
+        central: Global___CentralPrivacy | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["central", b"central"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_unix_ms", b"created_unix_ms", "enrollment_required", b"enrollment_required", "id", b"id", "min_reports", b"min_reports", "questions", b"questions", "reports", b"reports", "state", b"state", "title", b"title", "tokens_issued", b"tokens_issued"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["central", b"central", "created_unix_ms", b"created_unix_ms", "enrollment_required", b"enrollment_required", "id", b"id", "min_reports", b"min_reports", "questions", b"questions", "release_step", b"release_step", "reports", b"reports", "state", b"state", "title", b"title", "tokens_issued", b"tokens_issued"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -572,11 +587,14 @@ class CreateSurveyRequest(_message.Message):
     QUESTIONS_FIELD_NUMBER: _builtins.int
     MIN_REPORTS_FIELD_NUMBER: _builtins.int
     ENROLLMENT_REQUIRED_FIELD_NUMBER: _builtins.int
+    RELEASE_STEP_FIELD_NUMBER: _builtins.int
     title: _builtins.str
     min_reports: _builtins.int
     """see Survey.min_reports"""
     enrollment_required: _builtins.bool
     """see Survey.enrollment_required"""
+    release_step: _builtins.int
+    """see Survey.release_step"""
     @_builtins.property
     def questions(self) -> _containers.RepeatedCompositeFieldContainer[Global___Question]: ...
     def __init__(
@@ -586,10 +604,11 @@ class CreateSurveyRequest(_message.Message):
         questions: _abc.Iterable[Global___Question] | None = ...,
         min_reports: _builtins.int = ...,
         enrollment_required: _builtins.bool = ...,
+        release_step: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["enrollment_required", b"enrollment_required", "min_reports", b"min_reports", "questions", b"questions", "title", b"title"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["enrollment_required", b"enrollment_required", "min_reports", b"min_reports", "questions", b"questions", "release_step", b"release_step", "title", b"title"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -854,12 +873,25 @@ class GetEstimateRequest(_message.Message):
     QUESTION_ID_FIELD_NUMBER: _builtins.int
     CONFIDENCE_FIELD_NUMBER: _builtins.int
     METHOD_FIELD_NUMBER: _builtins.int
+    SIMULTANEOUS_FIELD_NUMBER: _builtins.int
+    ANYTIME_FIELD_NUMBER: _builtins.int
+    CENTRAL_DELTA_FIELD_NUMBER: _builtins.int
     survey_id: _builtins.str
     question_id: _builtins.str
     confidence: _builtins.float
     """0 means the default, 0.95"""
     method: _builtins.str
     """"" means the default, "clopper-pearson" """
+    simultaneous: _builtins.bool
+    """Categorical: intervals that cover every option at once with the stated confidence,
+    not each option separately. A question with one interval is unaffected.
+    """
+    anytime: _builtins.bool
+    """A confidence sequence: an interval valid at every moment it is looked at, so a live
+    survey may be stopped whenever it is precise enough (wider than a fixed-n interval).
+    """
+    central_delta: _builtins.float
+    """δ of the central (ε, δ) reported; 0 means the default."""
     def __init__(
         self,
         *,
@@ -867,10 +899,13 @@ class GetEstimateRequest(_message.Message):
         question_id: _builtins.str = ...,
         confidence: _builtins.float = ...,
         method: _builtins.str = ...,
+        simultaneous: _builtins.bool = ...,
+        anytime: _builtins.bool = ...,
+        central_delta: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["confidence", b"confidence", "method", b"method", "question_id", b"question_id", "survey_id", b"survey_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["anytime", b"anytime", "central_delta", b"central_delta", "confidence", b"confidence", "method", b"method", "question_id", b"question_id", "simultaneous", b"simultaneous", "survey_id", b"survey_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -899,6 +934,12 @@ class Estimate(_message.Message):
     MECHANISM_FIELD_NUMBER: _builtins.int
     OPTIONS_FIELD_NUMBER: _builtins.int
     STD_ERROR_WORST_FIELD_NUMBER: _builtins.int
+    COVERAGE_FIELD_NUMBER: _builtins.int
+    SIMULTANEOUS_FIELD_NUMBER: _builtins.int
+    ANYTIME_FIELD_NUMBER: _builtins.int
+    STORED_FIELD_NUMBER: _builtins.int
+    NEXT_RELEASE_AT_FIELD_NUMBER: _builtins.int
+    CENTRAL_FIELD_NUMBER: _builtins.int
     survey_id: _builtins.str
     question_id: _builtins.str
     n: _builtins.int
@@ -923,11 +964,29 @@ class Estimate(_message.Message):
     """Numeric questions: the theoretical worst-case standard error at this n, beside the
     empirical std_error.
     """
+    coverage: _builtins.str
+    """What the interval promises, in words: per option or simultaneous (and how), at a fixed
+    n or anytime-valid. ``method`` names the interval's construction.
+    """
+    simultaneous: _builtins.bool
+    """the request's, where it applies (categorical)"""
+    anytime: _builtins.bool
+    """the interval is a confidence sequence"""
+    stored: _builtins.int
+    """Reports stored for this question; n (the reports this release is from) is smaller
+    between release steps.
+    """
+    next_release_at: _builtins.int
+    """stored reports at which the next release is due (0: none)"""
     @_builtins.property
     def options(self) -> _containers.RepeatedCompositeFieldContainer[Global___OptionEstimate]:
         """Categorical questions: one entry per option, in the question's order. The top-level
         estimate fields are then unset.
         """
+
+    @_builtins.property
+    def central(self) -> Global___CentralPrivacy:
+        """Against readers of released estimates only (not the operator, who sees each report)."""
 
     def __init__(
         self,
@@ -949,14 +1008,67 @@ class Estimate(_message.Message):
         mechanism: _builtins.str = ...,
         options: _abc.Iterable[Global___OptionEstimate] | None = ...,
         std_error_worst: _builtins.float = ...,
+        coverage: _builtins.str = ...,
+        simultaneous: _builtins.bool = ...,
+        anytime: _builtins.bool = ...,
+        stored: _builtins.int = ...,
+        next_release_at: _builtins.int = ...,
+        central: Global___CentralPrivacy | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["central", b"central"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["alpha", b"alpha", "ci_high", b"ci_high", "ci_low", b"ci_low", "confidence", b"confidence", "epsilon", b"epsilon", "epsilon_approx", b"epsilon_approx", "estimand", b"estimand", "estimate", b"estimate", "estimate_raw", b"estimate_raw", "mechanism", b"mechanism", "method", b"method", "n", b"n", "options", b"options", "question_id", b"question_id", "std_error", b"std_error", "std_error_worst", b"std_error_worst", "survey_id", b"survey_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["alpha", b"alpha", "anytime", b"anytime", "central", b"central", "ci_high", b"ci_high", "ci_low", b"ci_low", "confidence", b"confidence", "coverage", b"coverage", "epsilon", b"epsilon", "epsilon_approx", b"epsilon_approx", "estimand", b"estimand", "estimate", b"estimate", "estimate_raw", b"estimate_raw", "mechanism", b"mechanism", "method", b"method", "n", b"n", "next_release_at", b"next_release_at", "options", b"options", "question_id", b"question_id", "simultaneous", b"simultaneous", "std_error", b"std_error", "std_error_worst", b"std_error_worst", "stored", b"stored", "survey_id", b"survey_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Estimate: _TypeAlias = Estimate  # noqa: Y015
+
+@_typing.final
+class CentralPrivacy(_message.Message):
+    """The (ε, δ)-differential privacy that holds against anyone who sees only released
+    estimates, by amplification by shuffling. It does not hold against the aggregator's
+    operator, who sees each randomized report: there the local ε applies.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EPSILON_FIELD_NUMBER: _builtins.int
+    DELTA_FIELD_NUMBER: _builtins.int
+    STEP_FIELD_NUMBER: _builtins.int
+    LOCAL_EPSILON_FIELD_NUMBER: _builtins.int
+    METHOD_FIELD_NUMBER: _builtins.int
+    HOLDS_AGAINST_FIELD_NUMBER: _builtins.int
+    QUESTIONS_FIELD_NUMBER: _builtins.int
+    epsilon: _builtins.float
+    delta: _builtins.float
+    step: _builtins.int
+    """reports per release step the bound is computed for"""
+    local_epsilon: _builtins.float
+    """ε₀ of one report"""
+    method: _builtins.str
+    """how it was computed (paper, bound)"""
+    holds_against: _builtins.str
+    """in words"""
+    questions: _builtins.int
+    """Survey.central: the questions composed"""
+    def __init__(
+        self,
+        *,
+        epsilon: _builtins.float = ...,
+        delta: _builtins.float = ...,
+        step: _builtins.int = ...,
+        local_epsilon: _builtins.float = ...,
+        method: _builtins.str = ...,
+        holds_against: _builtins.str = ...,
+        questions: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["delta", b"delta", "epsilon", b"epsilon", "holds_against", b"holds_against", "local_epsilon", b"local_epsilon", "method", b"method", "questions", b"questions", "step", b"step"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CentralPrivacy: _TypeAlias = CentralPrivacy  # noqa: Y015
 
 @_typing.final
 class OptionEstimate(_message.Message):
@@ -977,8 +1089,9 @@ class OptionEstimate(_message.Message):
     estimate_raw: _builtins.float
     """unbiased"""
     ci_low: _builtins.float
-    """from the raw estimate, clipped to [0, 1]"""
+    """the interval for estimate, which it always contains"""
     ci_high: _builtins.float
+    """(see Estimate.coverage for what it covers)"""
     std_error: _builtins.float
     support: _builtins.int
     """reports supporting this option"""
