@@ -24,7 +24,7 @@ demo: $(VENV)/.installed-aggregator
 # Every test runs, on every core (pytest-xdist); JOBS=0 runs them in this process.
 JOBS ?= auto
 test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -n $(JOBS)
+	$(BIN)/python -m pytest -n $(JOBS) --durations=15
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
