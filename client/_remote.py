@@ -15,6 +15,7 @@ from deniable.shared.transport import (
     RemoteError,
     TlsConfig,
     open_channel,
+    worth_retrying,
 )
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from deniable.shared.wire.v1 import aggregator_pb2_grpc as pb_grpc
@@ -31,7 +32,8 @@ class AggregatorClient:
     report_id) are retried on UNAVAILABLE and DEADLINE_EXCEEDED, at most ``attempts``
     times with exponential backoff; CreateSurvey and IssueTokens are never retried. With
     ``tls`` the channel is TLS (mutual TLS when it holds a client certificate), else
-    plaintext; a failed handshake is UNAVAILABLE.
+    plaintext; a failed handshake is UNAVAILABLE, and not retried (a certificate that
+    does not verify fails the same way every time).
     """
 
     def __init__(
@@ -89,10 +91,10 @@ class AggregatorClient:
                 return method(request, timeout=self._timeout, metadata=metadata)
             except grpc.RpcError as error:
                 code: grpc.StatusCode = error.code()
-                if code in RETRYABLE and attempt < attempts:
+                details: str = error.details() or code.name
+                if attempt < attempts and worth_retrying(code, details):
                     self._sleep(self._backoff * 2 ** (attempt - 1))
                     continue
-                details: str = error.details() or code.name
                 raise RemoteError(code, details, attempt) from None
         raise AssertionError("unreachable")  # pragma: no cover
 

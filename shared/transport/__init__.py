@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from deniable.shared.transport._status import RETRYABLE, RemoteError
+from deniable.shared.transport._status import RETRYABLE, RemoteError, worth_retrying
 from deniable.shared.transport._tls import (
     CHANNEL_KEEPALIVE,
     MAX_MESSAGE_BYTES,
@@ -25,4 +25,5 @@ __all__ = [
     "load_client_tls",
     "open_channel",
     "read_certificates",
+    "worth_retrying",
 ]

@@ -116,6 +116,38 @@ def test_tls_client_cannot_talk_to_a_plaintext_server(
     assert anonymous.list_surveys() == []  # the server itself is fine
 
 
+@pytest.mark.parametrize("mutual", [False, True])
+def test_a_certificate_that_does_not_verify_is_not_retried(
+    tmp_path: Path, pki: Pki, mutual: bool
+) -> None:
+    """A failed handshake fails the same way every time: one attempt, no backoff sleeps."""
+    slept: list[float] = []
+    with (
+        tls_server(tmp_path, pki, mutual=mutual) as running,
+        AggregatorClient(
+            running.address, tls=client_tls(pki, "other-ca"), attempts=4, sleep=slept.append
+        ) as client,
+        pytest.raises(RemoteError) as caught,
+    ):
+        client.list_surveys()
+    assert caught.value.status == Code.UNAVAILABLE
+    assert "CERTIFICATE_VERIFY_FAILED" in caught.value.details
+    assert (caught.value.attempts, slept) == (1, [])
+
+
+def test_a_closed_connection_is_still_retried(tmp_path: Path, pki: Pki) -> None:
+    """Plaintext to a TLS server looks like a dropped connection: retried with backoff."""
+    slept: list[float] = []
+    with (
+        tls_server(tmp_path, pki, mutual=False) as running,
+        AggregatorClient(running.address, attempts=3, sleep=slept.append) as client,
+        pytest.raises(RemoteError) as caught,
+    ):
+        client.list_surveys()
+    assert caught.value.status == Code.UNAVAILABLE
+    assert (caught.value.attempts, slept) == (3, [0.25, 0.5])
+
+
 # --- loading the PEM files ---------------------------------------------------------------
 
 
