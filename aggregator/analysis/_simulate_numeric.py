@@ -38,6 +38,8 @@ class NumericSimulation:
         sample_mean: mean of the first repeat's true values.
         first: the first repeat's estimate.
         coverage: share of repeats whose interval contains ``true_mean`` (None for one).
+        methods: how many repeats' intervals each construction built (the estimate's
+            ``method``: ``t``, ``bernstein``, ``clopper-pearson``, ...), by name.
         coverage_se: Monte Carlo standard error sqrt(c(1−c)/R) of ``coverage``.
         mean_width: mean interval width.
         mean_estimate_raw: mean of the unbiased estimate over the repeats.
@@ -60,6 +62,7 @@ class NumericSimulation:
     sample_mean: float
     first: MeanEstimate
     coverage: float | None
+    methods: dict[str, int]
     coverage_se: float | None
     mean_width: float
     mean_estimate_raw: float
@@ -131,6 +134,7 @@ def simulate_numeric(
     raw, low, high = np.empty(runs), np.empty(runs), np.empty(runs)
     sample_mean = math.nan
     first: MeanEstimate | None = None
+    methods: dict[str, int] = {}
     started = time.perf_counter()
     for run in range(runs):
         values = dist.draw(rng, n, spec.lo, spec.hi)
@@ -144,6 +148,7 @@ def simulate_numeric(
             first = first or remote
         first = first or local
         raw[run], low[run], high[run] = local.estimate_raw, local.ci_low, local.ci_high
+        methods[local.method] = methods.get(local.method, 0) + 1
         if progress is not None:
             progress(1)
     elapsed = time.perf_counter() - started
@@ -164,6 +169,7 @@ def simulate_numeric(
         sample_mean=sample_mean,
         first=first,
         coverage=coverage,
+        methods=dict(sorted(methods.items())),
         coverage_se=(math.sqrt(coverage * (1 - coverage) / runs) if coverage is not None else None),
         mean_width=float(np.mean(high - low)),
         mean_estimate_raw=float(raw.mean()),

@@ -226,7 +226,7 @@ def _print_numeric(result: NumericSimulation, grpc_info: dict[str, Any] | None) 
     )
     click.echo(
         f"{first.confidence:.0%} CI: [{first.ci_low:.6g}, {first.ci_high:.6g}]  "
-        f"(t interval over the reports; estimand: {first.estimand})"
+        f"({first.method} interval: {first.coverage}; estimand: {first.estimand})"
     )
     if result.repeats > 1:
         _print_numeric_repeats(result, in_process=grpc_info is None)
@@ -241,9 +241,11 @@ def _print_numeric_repeats(result: NumericSimulation, in_process: bool) -> None:
     assert result.variance_empirical is not None
     assert result.std_estimate_raw is not None
     ratio = _ratio(result.variance_empirical, result.variance_theory)
+    methods = ", ".join(f"{name} {count:,}" for name, count in result.methods.items())
     rows = [
         ("CI coverage", f"{result.coverage:.4f} ± {result.coverage_se:.4f} (MC SE)",
          f"{first.confidence:g} (nominal)"),
+        ("CI method", methods, ""),
         ("mean estimate", f"{result.mean_estimate_raw:.6g}", f"{result.true_mean:.6g} (truth)"),
         ("std of estimate", f"{result.std_estimate_raw:.4g}", f"{result.std_theory:.4g}"),
         ("variance", f"{result.variance_empirical:.4g}",

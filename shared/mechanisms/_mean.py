@@ -1,4 +1,4 @@
-"""Means of numeric questions from exact running tallies, with t-intervals over the reports."""
+"""Means of numeric questions from exact running tallies, with each mechanism's interval."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from deniable.shared._validate import as_count, check_open_unit
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 if TYPE_CHECKING:
+    from deniable.shared.mechanisms._mean_intervals import MeanInterval
     from deniable.shared.mechanisms._numeric import NumericMechanism
 
 __all__ = ["MeanEstimate", "MeanTally", "estimate_mean", "estimate_mean_from_reports"]
@@ -134,9 +135,13 @@ class MeanEstimate:
             (inf when n = 1).
         std_error_worst: theoretical worst-case standard error for the population estimand,
             sqrt(spec.variance_x(n)), beside the empirical one.
-        ci_low: lower bound of the t-interval, clipped to [lo, hi].
-        ci_high: upper bound, clipped to [lo, hi].
-        method: ``t``: ȳ ± t_{n−1}·s/√n over the noisy reports, mapped to x units.
+        ci_low: lower end of the interval, clipped to [lo, hi] (never above ``estimate``).
+        ci_high: upper end, clipped to [lo, hi] (never below ``estimate``; > ci_low).
+        method: the interval's construction (the mechanism's
+            :meth:`~deniable.shared.mechanisms.NumericMechanism.mean_interval`):
+            ``clopper-pearson``, ``bernstein``, ``chernoff``, ``t``, or ``range`` (all of
+            [lo, hi]).
+        coverage: what the interval promises, in words.
         confidence: nominal confidence level.
         estimand: ``population mean`` (participants i.i.d. from a population).
         epsilon: the mechanism's exact ε.
@@ -153,6 +158,7 @@ class MeanEstimate:
     ci_low: float
     ci_high: float
     method: str
+    coverage: str
     confidence: float
     estimand: str
     epsilon: float
@@ -203,22 +209,26 @@ def estimate_mean(
     """Estimate the population mean of x on [lo, hi] from a tally of ``spec``'s reports, O(1).
 
     Each report is unbiased for its participant's t, so ȳ is unbiased for the population
-    mean of t and the t-interval over the reports targets it; both map affinely to x and
-    are clipped to [lo, hi] (the true mean lies there, so clipping keeps coverage). With one
-    report there is no spread to estimate: the interval is all of [lo, hi]. When every
-    report is equal (possible with Duchi and small n) s = 0 and the interval collapses.
+    mean of t. The interval is the mechanism's (:meth:`NumericMechanism.mean_interval`:
+    exact, conservative or t, named in ``method``); it and the estimate map affinely to x
+    and are clipped to [lo, hi] (the true mean lies there, so clipping keeps coverage). The
+    interval is then widened, if need be, to contain the clipped estimate (widening keeps
+    coverage too). A t-interval that lies beyond an end of the range (no width left after
+    clipping) gives way to the mechanism's conservative interval; should that have no
+    width either (it excludes every possible mean: probability below 1 − confidence), the
+    interval is all of [lo, hi], method ``range``.
 
     Nothing here raises on extreme but valid inputs: a figure beyond the float range comes
     out as ±inf (the surveys' limits, :mod:`deniable.shared.questions`, keep every figure
-    finite), an infinite half-width gives the interval [lo, hi], and the estimate and the interval
-    ends are always finite.
+    finite), and the estimate and the interval ends are always finite.
 
     Example:
         >>> from deniable.shared.mechanisms import DuchiMechanism
         >>> spec = DuchiMechanism(0.0, 10.0, bound=2.0)
         >>> tally = MeanTally.empty(spec).add(spec, [2.0, -2.0, 2.0, 2.0])
-        >>> estimate_mean(spec, tally).estimate_raw  # ȳ = 1: x = 10
-        10.0
+        >>> est = estimate_mean(spec, tally)
+        >>> est.estimate_raw, est.method  # ȳ = 1: x = 10
+        (10.0, 'clopper-pearson')
     """
     level = check_open_unit("confidence", confidence)
     tally._check_units(spec)
@@ -226,29 +236,28 @@ def estimate_mean(
     mean = tally.mean
     raw = _to_x(spec, mean)
     half_range = (spec.hi - spec.lo) / 2.0
-    if n >= 2:
-        from scipy import stats  # imported here: scipy.stats adds ~0.8 s to every CLI start
-
-        se_t = math.sqrt(_float(tally.sample_variance) / n)
-        # The upper tail (1 − c)/2 is exact, so the quantile is finite for every c < 1
-        # (t.ppf((1 + c)/2) is inf once (1 + c)/2 rounds to 1).
-        half = float(stats.t.isf((1.0 - level) / 2.0, n - 1)) * se_t
-        if math.isfinite(half):
-            low, high = _to_x(spec, mean - Fraction(half)), _to_x(spec, mean + Fraction(half))
-        else:
-            low, high = spec.lo, spec.hi
-        std_error = se_t * half_range
-    else:
-        low, high, std_error = spec.lo, spec.hi, math.inf
+    spread = math.sqrt(_float(tally.sample_variance) / n) if n >= 2 else math.inf
+    std_error = spread * half_range
+    estimate = _clip(raw, spec.lo, spec.hi)
+    interval = spec.mean_interval(tally, level)
+    low, high = _shown(spec, interval, estimate)
+    if not low < high and interval.method == "t":  # beyond an end of the range
+        interval = spec.conservative_interval(tally, level)
+        low, high = _shown(spec, interval, estimate)
+    method, coverage = interval.method, interval.coverage
+    if not low < high:
+        low, high, method = spec.lo, spec.hi, "range"
+        coverage = "the whole range (no narrower interval from these reports)"
     return MeanEstimate(
         n=n,
-        estimate=_clip(raw, spec.lo, spec.hi),
+        estimate=estimate,
         estimate_raw=raw,
         std_error=std_error,
         std_error_worst=_worst_std_error(spec, n),
-        ci_low=_clip(low, spec.lo, spec.hi),
-        ci_high=_clip(high, spec.lo, spec.hi),
-        method="t",
+        ci_low=low,
+        ci_high=high,
+        method=method,
+        coverage=coverage,
         confidence=level,
         estimand=ESTIMAND,
         epsilon=spec.epsilon,
@@ -256,6 +265,23 @@ def estimate_mean(
         lo=spec.lo,
         hi=spec.hi,
     )
+
+
+def _shown(spec: NumericMechanism, interval: MeanInterval, estimate: float) -> tuple[float, float]:
+    """The interval in x units, clipped to [lo, hi] and widened to contain ``estimate``."""
+    low, high = (
+        _clip(_to_x_float(spec, t), spec.lo, spec.hi) for t in (interval.low, interval.high)
+    )
+    return min(low, estimate), max(high, estimate)
+
+
+def _to_x_float(spec: NumericMechanism, t: float) -> float:
+    """``_to_x`` of a float end of an interval, which may be ±inf or NaN (then the range end)."""
+    if math.isnan(t):
+        return math.nan
+    if math.isinf(t):
+        return spec.hi if t > 0 else spec.lo
+    return _to_x(spec, Fraction(t))
 
 
 def estimate_mean_from_reports(

@@ -16,6 +16,14 @@ from deniable.shared._exact import exp_at_least
 from deniable.shared._validate import as_count, as_real, check_finite
 from deniable.shared.mechanisms._base import Mechanism, ReportValueError, Tally
 from deniable.shared.mechanisms._mean import MeanEstimate, MeanTally, estimate_mean
+from deniable.shared.mechanisms._mean_intervals import (
+    T_CONFIDENCE_CHECKED,
+    MeanInterval,
+    bernstein_interval,
+    percent,
+    t_interval,
+    theorem,
+)
 from deniable.shared.mechanisms._numeric_sampling import exact_positions
 from deniable.shared.sampling import ByteSource, source_for
 from deniable.shared.stats import Estimand, check_estimand
@@ -95,7 +103,7 @@ class NumericMechanism(Mechanism):
     [−1, 1] and sends one report y on that scale with E[y | t] = t exactly. Reports lie on
     a dyadic grid (integer multiples of 2^-unit_bits), which :meth:`report_valid`
     recognises exactly, so the running tally n, Σz, Σz² of z = y·2^unit_bits is exact. The
-    mean's estimate is a t-interval over the reports (:mod:`._mean`). Sampling uses exact
+    mean's interval is the mechanism's :meth:`mean_interval` (:mod:`._mean`). Sampling uses exact
     rational probabilities of the true value's exact position; no floating-point noise
     touches the answer.
 
@@ -223,9 +231,71 @@ class NumericMechanism(Mechanism):
         simultaneous: bool = False,
         anytime: bool = False,
     ) -> MeanEstimate:
-        """The population mean with a t-interval (``method`` does not apply: always t)."""
+        """The population mean with the mechanism's interval (``method`` does not apply).
+
+        The interval's construction is :meth:`mean_interval`'s; ``anytime`` is not handled
+        here (fixed-n intervals).
+        """
         total, squares = (*tally.sums, 0, 0)[:2]
         return estimate_mean(self, MeanTally(self.unit_bits, tally.n, total, squares), confidence)
+
+    # --- intervals for the mean -----------------------------------------------------------
+
+    T_INTERVAL_FROM: ClassVar[tuple[tuple[float, int], ...]] = ()
+    """(ε, N) pairs by ascending ε: at a mechanism's ε up to that ε, t-intervals from N reports.
+
+    Decided from simulations of the worst populations (docs/statistics.md, "Numeric
+    intervals"); beyond the last ε, and for mechanisms without a table, never.
+    """
+
+    @property
+    def t_interval_min_n(self) -> int | None:
+        """Fewest reports from which this mechanism's mean gets a t-interval (None: never)."""
+        for epsilon, count in self.T_INTERVAL_FROM:
+            if self.epsilon <= epsilon:
+                return count
+        return None
+
+    @property
+    def report_bound(self) -> float:
+        """Largest |y| a report can take (inf when the output is unbounded)."""
+        return math.inf
+
+    def mean_interval(self, tally: MeanTally, confidence: float) -> MeanInterval:
+        """An interval for the mean report μ, on the normalized scale, from the tally.
+
+        The t-interval ȳ ± t_{n−1}·s/√n where simulations of the worst populations showed
+        it keeps its level (n >= :attr:`t_interval_min_n`, confidence at most 95%; decided
+        from the mechanism, its ε and n, never from the reports) and it has a width;
+        otherwise :meth:`conservative_interval`, which holds for every population.
+        """
+        threshold = self.t_interval_min_n
+        n = tally.n
+        if threshold is not None and n >= max(threshold, 2) and confidence <= T_CONFIDENCE_CHECKED:
+            low, high = t_interval(n, tally.mean, tally.sample_variance, confidence)
+            if low < high:
+                return MeanInterval(
+                    low,
+                    high,
+                    "t",
+                    f"fixed n; approximately {percent(confidence)} (t-interval; n >= "
+                    f"{threshold:,} for {self.name} at ε {self.epsilon:.4g}, checked by "
+                    "simulation)",
+                )
+        return self.conservative_interval(tally, confidence)
+
+    def conservative_interval(self, tally: MeanTally, confidence: float) -> MeanInterval:
+        """Bernstein's inequality with |y| <= :attr:`report_bound` and E[y²] <= worst second moment.
+
+        Valid for every population and every n (:func:`._mean_intervals.bernstein_interval`);
+        all of [−1, 1] for an unbounded mechanism, which overrides this.
+        """
+        found = bernstein_interval(
+            tally.n, float(tally.mean), self.report_bound, self.worst_second_moment, confidence
+        )
+        low, high = found if found is not None else (math.nan, math.nan)
+        how = "Bernstein's inequality with the mechanism's variance and range bounds"
+        return MeanInterval(low, high, "bernstein", theorem(confidence, how))
 
     def estimate_variance(self, n: int, share: float | None = None) -> float:
         """Worst-case Var(mean) from n participants, in x units (``variance_x``)."""

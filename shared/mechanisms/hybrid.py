@@ -12,6 +12,8 @@ from numpy.typing import NDArray
 
 from deniable.shared._exact import tightest_epsilon
 from deniable.shared._validate import as_real
+from deniable.shared.mechanisms._mean import MeanTally
+from deniable.shared.mechanisms._mean_intervals import MeanInterval, two_point_interval
 from deniable.shared.mechanisms._numeric import NumericMechanism, check_epsilon
 from deniable.shared.mechanisms.duchi import DuchiMechanism
 from deniable.shared.mechanisms.piecewise import PiecewiseMechanism, rounding_term
@@ -46,6 +48,14 @@ class HybridMechanism(NumericMechanism):
 
     name: ClassVar[str] = "hybrid"
     title: ClassVar[str] = "Hybrid: Piecewise or Duchi at random"
+
+    T_INTERVAL_FROM: ClassVar[tuple[tuple[float, int], ...]] = (
+        (2.0, 200),
+        (3.0, 500),
+        (6.0, 2000),
+        (8.0, 5000),
+    )
+    """t-intervals from these n at ε up to these (simulated worst populations, docs)."""
 
     beta: float
     bound: float
@@ -148,6 +158,19 @@ class HybridMechanism(NumericMechanism):
         beta, pm = Fraction(self.beta), self.piecewise
         second = pm.variance_constant + pm.half_step * pm.outer_cells
         return float(beta * second + (1 - beta) * Fraction(self.bound) ** 2)
+
+    @property
+    def report_bound(self) -> float:
+        """Largest |report| of the parts in use: B and the Piecewise part's (N − 1)·h."""
+        return max(
+            self.piecewise.bound if self.beta > 0 else 0.0, self.bound if self.beta < 1 else 0.0
+        )
+
+    def mean_interval(self, tally: MeanTally, confidence: float) -> MeanInterval:
+        """Pure Duchi (β = 0): Clopper–Pearson, exact; otherwise t or Bernstein by the rule."""
+        if self.beta == 0:
+            return two_point_interval(tally.n, tally.mean, self.bound, confidence)
+        return super().mean_interval(tally, confidence)
 
     def report_valid(self, y: NDArray[np.float64]) -> NDArray[np.bool_]:
         """Whether y is a report of a part in use."""

@@ -5,18 +5,38 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from deniable.shared._validate import as_real
+from deniable.shared.mechanisms._mean import MeanTally
+from deniable.shared.mechanisms._mean_intervals import (
+    MeanInterval,
+    chernoff_half_width,
+    discrete_laplace_log_mgf,
+    theorem,
+)
 from deniable.shared.mechanisms._numeric import NumericMechanism, check_epsilon, check_int, on_grid
 from deniable.shared.mechanisms._numeric_sampling import stochastic_round
 from deniable.shared.mechanisms.piecewise import rounding_term
 from deniable.shared.sampling import ByteSource, discrete_laplace
 
 __all__ = ["LaplaceMechanism"]
+
+
+@lru_cache(maxsize=4096)
+def _chernoff_half_width(epsilon: float, bits: int, n: int, confidence: float) -> float:
+    """:meth:`LaplaceMechanism.chernoff_half_width`, cached: it depends on nothing else."""
+    decay = math.ldexp(epsilon, -bits)
+
+    def log_mgf(rate: float) -> float:
+        noise = discrete_laplace_log_mgf(decay, math.ldexp(2.0 * rate, -bits))
+        return rate * rate / 2.0 + noise
+
+    return chernoff_half_width(n, log_mgf, epsilon / 2.0, confidence)
 
 
 @dataclass(frozen=True)
@@ -53,6 +73,9 @@ class LaplaceMechanism(NumericMechanism):
 
     name: ClassVar[str] = "laplace"
     title: ClassVar[str] = "exact discrete Laplace noise"
+
+    T_INTERVAL_FROM: ClassVar[tuple[tuple[float, int], ...]] = ((4.0, 200), (8.0, 500))
+    """t-intervals from these n at ε up to these (simulated worst populations, docs)."""
 
     epsilon: float
     grid_bits: int = 10
@@ -132,6 +155,26 @@ class LaplaceMechanism(NumericMechanism):
     def worst_second_moment(self) -> float:
         """Largest E[y² | t]: 1 + 4σ²/4^m, at t = ±1."""
         return 1 + math.ldexp(self.noise_variance, 2 - 2 * self.grid_bits)
+
+    def chernoff_half_width(self, n: int, confidence: float) -> float:
+        """Half-width u of the ``chernoff`` interval ȳ ± u from n reports (normalized scale).
+
+        y = r + e: r = 2j/2^m − 1 in [−1, 1] has mean μ (Hoeffding's lemma: log-MGF of
+        r − μ at most λ²/2) and e = 2Z/2^m is the discrete Laplace noise, independent, with
+        the exact log-MGF of :func:`._mean_intervals.discrete_laplace_log_mgf` at 2λ/2^m
+        (finite for λ < ε/2). Chernoff's bound then holds for every population.
+        """
+        return _chernoff_half_width(self.epsilon, self.grid_bits, n, confidence)
+
+    def conservative_interval(self, tally: MeanTally, confidence: float) -> MeanInterval:
+        """ȳ ± :meth:`chernoff_half_width`: at least the confidence for every population.
+
+        (The clamp at 2^(53−m), probability below exp(−2^22), is ignored.)
+        """
+        half = self.chernoff_half_width(tally.n, confidence)
+        mean = float(tally.mean)
+        how = "Chernoff bound with the known discrete Laplace noise and Hoeffding's lemma"
+        return MeanInterval(mean - half, mean + half, "chernoff", theorem(confidence, how))
 
     def report_valid(self, y: NDArray[np.float64]) -> NDArray[np.bool_]:
         """Whether y is a multiple of 2^(1−m) with |y| <= 2^(53−m)."""

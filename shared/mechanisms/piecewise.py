@@ -77,6 +77,15 @@ class PiecewiseMechanism(NumericMechanism):
     name: ClassVar[str] = "piecewise"
     title: ClassVar[str] = "Piecewise mechanism (Wang et al. 2019)"
 
+    T_INTERVAL_FROM: ClassVar[tuple[tuple[float, int], ...]] = (
+        (2.0, 200),
+        (3.0, 500),
+        (4.0, 1000),
+        (6.0, 2000),
+        (8.0, 5000),
+    )
+    """t-intervals from these n at ε up to these (simulated worst populations, docs)."""
+
     center_cells: int
     outer_cells: int
     grid_bits: int
@@ -175,6 +184,11 @@ class PiecewiseMechanism(NumericMechanism):
     def bound(self) -> float:
         """Largest |report|, (N − 1)·h (the continuous C is N·h)."""
         return float((self.cells - 1) * self.half_step)
+
+    @property
+    def report_bound(self) -> float:
+        """(N − 1)·h: every report lies in [−bound, bound]."""
+        return self.bound
 
     @property
     def grid_step(self) -> float:

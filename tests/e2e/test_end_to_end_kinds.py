@@ -56,7 +56,8 @@ def test_create_answer_estimate_every_kind(run_cli: RunCli, daemon: Daemon, tmp_
     assert sum(o["support"] for o in options) == 3  # GRR: one supported option per report
     assert abs(sum(o["estimate"] for o in options) - 1.0) < 1e-9
     hours = estimates["hours"]
-    assert (hours["n"], hours["method"], hours["mechanism"]) == (3, "t", "hybrid")
+    assert (hours["n"], hours["method"], hours["mechanism"]) == (3, "bernstein", "hybrid")
+    assert hours["coverage"].startswith("fixed n; at least 95% for every population")
     assert 0.0 <= hours["ci_low"] <= hours["estimate"] <= hours["ci_high"] <= 40.0
     assert hours["std_error_worst"] > 0
     text = run_cli("deniable-aggregator", "estimate", "--server", daemon.address, survey_id)

@@ -416,7 +416,8 @@ def test_simulate_numeric_json_and_text(run_cli: RunCli) -> None:
     assert data["distribution"] == "beta:2,5"
     assert data["true_mean"] == pytest.approx(100 * 2 / 7)
     assert data["estimate"]["n"] == 4000
-    assert data["estimate"]["method"] == "t"
+    assert data["estimate"]["method"] == "t"  # hybrid, ε = 1, n = 4000: the t regime
+    assert data["methods"] == {"t": 10}
     assert data["mechanism"]["mechanism"] == "hybrid"
     assert data["variance_theory"] > 0
     assert 0.0 <= data["coverage"] <= 1.0

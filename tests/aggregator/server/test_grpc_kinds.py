@@ -137,7 +137,11 @@ def test_numeric_estimate_equals_the_library(
     anonymous.submit_reports(reports_for(survey, "h", values))  # a resend plus the rest
     got = anonymous.get_estimate(survey.id, "h")
     want = estimate_mean_from_reports(spec, [v["number"] for v in values])  # type: ignore[arg-type]
-    assert (got.n, got.mechanism, got.method) == (400, spec.name, "t")
+    assert (got.n, got.mechanism, got.method) == (400, spec.name, want.method)
+    assert (got.coverage, want.method) == (
+        want.coverage,
+        "clopper-pearson" if spec.name == "duchi" else "t",
+    )
     assert got.estimate == want.estimate
     assert got.estimate_raw == want.estimate_raw
     assert (got.ci_low, got.ci_high) == (want.ci_low, want.ci_high)
