@@ -61,7 +61,7 @@ def method_interval(method: str) -> RateInterval:
 
 def frequency_coverage(k: int, simultaneous: bool) -> str:
     """What the intervals of a k-option estimate promise, in words (``Estimate.coverage``)."""
-    widened = "each widened to contain the projected estimate"
+    widened = "each widened where needed to contain the projected estimate"
     if simultaneous:
         return (
             f"simultaneous over {k} options: Bonferroni (each option at confidence "
@@ -203,7 +203,7 @@ def frequency_arrays(
     k = c.shape[-1]
     q, gap = spec.q_star, spec.p_star - spec.q_star
     raw = (c / n - q) / gap
-    projected = project_to_simplex(raw)
+    projected = np.clip(project_to_simplex(raw), 0.0, 1.0)  # rounding can pass 1
     interval = rate_interval if rate_interval is not None else method_interval(method)
     level = 1.0 - (1.0 - confidence) / k if simultaneous else confidence
     low, high = share_intervals(c, n, spec, level, interval)
