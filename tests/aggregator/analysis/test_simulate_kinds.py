@@ -451,14 +451,14 @@ def test_simulate_numeric_json_and_text(run_cli: RunCli) -> None:
     assert data["true_mean"] == pytest.approx(100 * 2 / 7)
     assert data["estimate"]["n"] == 4000
     assert data["estimate"]["method"] == "t"
-    assert data["mechanism"]["mechanism"] == "hybrid"
+    assert data["mechanism"]["mechanism"] == "duchi"  # auto: the least worst-case variance
     assert data["variance_theory"] > 0
     assert 0.0 <= data["coverage"] <= 1.0
-    text = run_cli("deniable-aggregator", *NUMERIC, "--mechanism", "duchi", "--repeats", "10")
+    text = run_cli("deniable-aggregator", *NUMERIC, "--mechanism", "hybrid", "--repeats", "10")
     assert text.returncode == 0, text.stderr
     out = text.stdout
     assert "values on [0, 100] from beta:2,5 (true mean 28.5714" in out
-    assert "Mechanism: duchi" in out
+    assert "Mechanism: hybrid" in out
     assert "95% CI: [" in out
     assert "Over 10 repeats:" in out
     assert "CI coverage" in out
