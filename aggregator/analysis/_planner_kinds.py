@@ -213,7 +213,7 @@ def plan_numeric(
     Example:
         >>> plan = plan_numeric(0.0, 100.0, epsilon=1.0, participants=1000)
         >>> plan.auto_choice, round(plan.margin, 2)
-        ('hybrid', 7.13)
+        ('duchi', 6.71)
     """
     return plan_question(
         "numeric", lo, hi, epsilon=epsilon, mechanism=mechanism, margin=margin,

@@ -81,6 +81,14 @@ class CategoricalSimulation:
         first: the first repeat's estimate.
         per_option: one summary per option.
         reports_per_second: drawing, perturbation, support counting and estimation throughput.
+        joint_coverage: share of repeats in which the per-option intervals cover every
+            option at once (None for one repeat); below nominal, as they promise only
+            each option's own coverage.
+        joint_coverage_se: Monte Carlo standard error of ``joint_coverage``.
+        simultaneous_coverage: the same for the simultaneous intervals (``estimate
+            --simultaneous``), which promise the nominal level for all options at once.
+        simultaneous_coverage_se: Monte Carlo standard error of ``simultaneous_coverage``.
+        simultaneous_mean_width: mean width of each option's simultaneous interval.
     """
 
     participants: int
@@ -93,6 +101,11 @@ class CategoricalSimulation:
     first: FrequencyEstimate
     per_option: tuple[OptionSummary, ...]
     reports_per_second: float
+    joint_coverage: float | None = None
+    joint_coverage_se: float | None = None
+    simultaneous_coverage: float | None = None
+    simultaneous_coverage_se: float | None = None
+    simultaneous_mean_width: tuple[float, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain dict; ``first`` becomes ``estimate``."""
@@ -121,9 +134,11 @@ def simulate_categorical(
     True options are drawn i.i.d. from ``distribution`` (k shares, >= 0, summing to 1 within
     1e-9), so the intervals target population shares. Each answer is perturbed with the
     mechanism (OS CSPRNG unless ``seed``), reduced to support counts and estimated with
-    :func:`estimate_frequencies`. With ``submit`` (see :mod:`._simulate_grpc_kinds`),
-    each repeat's reports also go to an aggregator whose estimate must equal the local one
-    (else RuntimeError: a report was lost or doubled); ``first`` is then the aggregator's.
+    :func:`estimate_frequencies`, with per-option and with simultaneous intervals (how
+    often each covers all options at once is reported). With ``submit`` (see
+    :mod:`._simulate_grpc_kinds`), each repeat's reports also go to an aggregator whose
+    estimate must equal the local one (else RuntimeError: a report was lost or doubled);
+    ``first`` is then the aggregator's.
 
     Raises:
         ValueError: invalid participants, repeats, shares, options, confidence or method
@@ -164,10 +179,14 @@ def simulate_categorical(
         if progress is not None:
             progress(1)
     arrays = frequency_arrays(counts, n, spec, level, method, "population")
+    together = frequency_arrays(counts, n, spec, level, method, "population", simultaneous=True)
     elapsed = time.perf_counter() - started
     truth_row = np.asarray(shares)[None, :]
     covered = (arrays["ci_low"] <= truth_row) & (truth_row <= arrays["ci_high"])
+    covered_together = (together["ci_low"] <= truth_row) & (truth_row <= together["ci_high"])
     widths = (arrays["ci_high"] - arrays["ci_low"]).mean(axis=0)
+    joint = _share_with_se(covered.all(axis=1)) if runs > 1 else (None, None)
+    simultaneous = _share_with_se(covered_together.all(axis=1)) if runs > 1 else (None, None)
     raw = arrays["estimate_raw"]
     rows = []
     for v in range(spec.k):
@@ -203,4 +222,17 @@ def simulate_categorical(
         first=first or estimate_frequencies(counts[0], n, spec, level, "population", method),
         per_option=tuple(rows),
         reports_per_second=n * runs / elapsed if elapsed > 0 else math.inf,
+        joint_coverage=joint[0],
+        joint_coverage_se=joint[1],
+        simultaneous_coverage=simultaneous[0],
+        simultaneous_coverage_se=simultaneous[1],
+        simultaneous_mean_width=tuple(
+            (together["ci_high"] - together["ci_low"]).mean(axis=0).tolist()
+        ),
     )
+
+
+def _share_with_se(hits: Any) -> tuple[float, float]:
+    """The share of true entries and its Monte Carlo standard error sqrt(c(1−c)/R)."""
+    share = float(np.mean(hits))
+    return share, math.sqrt(share * (1.0 - share) / np.size(hits))

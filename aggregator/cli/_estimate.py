@@ -71,7 +71,8 @@ def central_to_dict(central: pb.CentralPrivacy) -> dict[str, Any]:
 @click.option(
     "--simultaneous",
     is_flag=True,
-    help="Multiple choice: intervals that cover every option at once (not each separately).",
+    help="Multiple choice: intervals that cover every option at once (Bonferroni, tightened "
+    "to the simplex), not each separately; wider.",
 )
 @click.option(
     "--anytime",
@@ -94,8 +95,10 @@ def estimate_command(
     """Estimate each question of SURVEY_ID with a confidence interval.
 
     Yes/no: the share answering yes. Multiple choice: each option's share, raw
-    (unbiased) and projected onto the simplex, with an interval per option. Numeric:
-    the mean, with a t-interval and the mechanism's worst-case standard error.
+    (unbiased) and projected onto the simplex, with an interval that contains the
+    projected one: per option, or with --simultaneous covering all options at once.
+    Numeric: the mean, with its interval and the mechanism's worst-case standard error.
+    Each question's note says what its interval promises.
     """
     if not 0.0 < confidence <= MAX_CONFIDENCE:
         raise click.UsageError(
@@ -123,7 +126,11 @@ def estimate_command(
         emit_json({"survey_id": survey.id, "title": survey.title, "estimates": results})
         return
     click.echo(f"{visible(survey.title)} ({visible(survey.id)}): {survey.reports:,} reports")
-    header = f"{'question':<16}{'n':>9}  {'estimate':>8}  {'raw':>8}  {'CI':<19}{'std err':>8}  ε"
+    # The CI is for the estimate; the unbiased raw figure can lie outside it.
+    header = (
+        f"{'question':<16}{'n':>9}  {'estimate':>8}  {'unbiased':>8}  {'CI of estimate':<19}"
+        f"{'std err':>8}  ε"
+    )
     click.echo(header)
     for row in results:
         if row["n"] == 0:
@@ -132,7 +139,8 @@ def estimate_command(
         if "options" in row:
             click.echo(
                 f"{visible(row['question_id']):<16}{row['n']:>9,}  ({visible(row['mechanism'])}, "
-                f"ε {row['epsilon']:.4f}; estimate = projected onto the simplex)"
+                f"ε {row['epsilon']:.4f}; estimate = projected onto the simplex, inside its CI; "
+                "unbiased = raw, may lie outside it)"
             )
             for option in row["options"]:
                 click.echo(_line(f"  {visible(option['option'])}", option, row["epsilon"], ""))

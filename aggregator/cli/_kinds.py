@@ -51,7 +51,7 @@ def kind_options(function: F) -> F:
         click.option(
             "--mechanism",
             help="categorical: auto|grr|oue|olh; numeric: auto|laplace|duchi|piecewise|hybrid "
-            "(default auto).",
+            "(default auto: the least worst-case variance).",
         ),
         click.option("--min", "lo", type=float, help="numeric: lower end of the range."),
         click.option("--max", "hi", type=float, help="numeric: upper end of the range."),

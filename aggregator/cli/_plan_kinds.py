@@ -12,10 +12,7 @@ from deniable.aggregator.cli._kinds import categorical_inputs, mechanism_summary
 
 __all__ = ["plan_kind"]
 
-AUTO_RULES = {
-    "categorical": "GRR when k < 3e^epsilon + 2, otherwise OLH",
-    "numeric": "the lowest worst-case per-report variance",
-}
+AUTO_RULE = "the least Var1 for the worst population, ties to a fixed order"
 
 
 def plan_kind(
@@ -91,7 +88,7 @@ def _print_plan(result: KindPlan) -> None:
         )
     chosen = next(row for row in result.mechanisms if row.mechanism == result.mechanism)
     rule = (
-        f" (auto: {AUTO_RULES[result.question_type]})"
+        f" (auto: {AUTO_RULE})"
         if result.requested == "auto"
         else f"; auto would choose {result.auto_choice}"
     )

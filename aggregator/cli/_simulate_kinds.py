@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -177,8 +178,9 @@ def _print_categorical(result: CategoricalSimulation, grpc_info: dict[str, Any] 
             f"  [{first.ci_low[v]:.4f}, {first.ci_high[v]:.4f}]"
         )
     click.echo(
-        f"Intervals: {first.method}, one per option (not simultaneous); estimand: "
-        f"{ESTIMANDS[first.estimand]}; estimate = raw estimates projected onto the simplex"
+        f"Intervals: {first.method}, one per option (not simultaneous), each containing its "
+        f"estimate; estimand: {ESTIMANDS[first.estimand]}; estimate = raw estimates projected "
+        "onto the simplex"
     )
     if result.repeats > 1:
         _print_option_repeats(result, width, in_process=grpc_info is None)
@@ -204,10 +206,27 @@ def _print_option_repeats(result: CategoricalSimulation, width: int, in_process:
             f"{row.coverage_exact:>7.4f} {row.mean_estimate_raw:>9.4f} "
             f"{row.std_estimate_raw:>8.4f} {row.std_theory:>8.4f} {ratio:>10}"
         )
-    tail = f"  nominal coverage {first.confidence:g}; exact: summed over the binomial pmf"
+    tail = (
+        f"  nominal coverage {first.confidence:g}; exact: summed over the binomial pmf "
+        "(before widening to the estimate, so a lower bound)"
+    )
     if in_process:
         tail += f"; throughput {result.reports_per_second:,.0f} reports/s in-process"
     click.echo(tail)
+    _print_all_at_once(result)
+
+
+def _print_all_at_once(result: CategoricalSimulation) -> None:
+    """How often every option was covered at once: per-option vs simultaneous intervals."""
+    if result.joint_coverage is None or result.simultaneous_coverage is None:
+        return
+    k = len(result.per_option)
+    click.echo(
+        f"All {k} options covered at once: per-option intervals {result.joint_coverage:.4f} "
+        f"± {result.joint_coverage_se:.4f}; simultaneous intervals (--simultaneous) "
+        f"{result.simultaneous_coverage:.4f} ± {result.simultaneous_coverage_se:.4f} "
+        f"(mean width {math.fsum(result.simultaneous_mean_width) / k:.4f})"
+    )
 
 
 def _print_numeric(result: NumericSimulation, grpc_info: dict[str, Any] | None) -> None:

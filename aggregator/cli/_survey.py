@@ -167,8 +167,10 @@ def create(
                    randomized_response
       categorical  options (2..1024 names), epsilon, or alpha for GRR;
                    mechanism auto (default), grr, oue or olh
-      numeric      min, max, epsilon; mechanism auto (default: hybrid),
-                   laplace, duchi, piecewise or hybrid
+      numeric      min, max, epsilon; mechanism auto (default), laplace,
+                   duchi, piecewise or hybrid
+    auto picks the mechanism whose estimate has the least worst-case
+    variance at the question's epsilon and domain (as plan shows).
     For example {"id": "os", "text": "Which OS?", "type": "categorical",
     "options": ["iOS", "Android", "Other"], "epsilon": 1.0} or {"id": "hours",
     "text": "Hours studied?", "type": "numeric", "min": 0, "max": 40,

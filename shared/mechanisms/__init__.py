@@ -19,8 +19,10 @@ from deniable.shared.mechanisms._base import (
 )
 from deniable.shared.mechanisms._frequency_estimate import (
     FrequencyEstimate,
+    RateInterval,
     estimate_frequencies,
     frequency_arrays,
+    frequency_coverage,
 )
 from deniable.shared.mechanisms._frequency_oracle import FrequencyOracle
 from deniable.shared.mechanisms._mean import MeanEstimate, MeanTally, estimate_mean
@@ -91,6 +93,7 @@ __all__ = [
     "PiecewiseMechanism",
     "ProportionEstimate",
     "RandomizedResponse",
+    "RateInterval",
     "ReportValueError",
     "Tally",
     "add_sums",
@@ -99,6 +102,7 @@ __all__ = [
     "estimate_mean",
     "estimate_proportion",
     "frequency_arrays",
+    "frequency_coverage",
     "mechanism_class",
     "mechanism_name",
     "mechanism_of",

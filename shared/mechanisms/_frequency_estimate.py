@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,12 +24,53 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FrequencyEstimate",
+    "RateInterval",
     "estimate_frequencies",
     "exact_frequency_coverage",
     "frequency_arrays",
+    "frequency_coverage",
+    "method_interval",
+    "share_intervals",
 ]
 
 _TAIL = 1e-16  # binomial mass left out on each side when summing the pmf
+_SLACK = 1e-12  # outward slack of the simplex tightening, far above its rounding error
+
+RateInterval = Callable[
+    [NDArray[np.float64], int, float], tuple[NDArray[np.float64], NDArray[np.float64]]
+]
+"""(support counts C, n, confidence) ↦ (low, high): an interval for each support rate λ_v.
+
+Applied elementwise to counts of any shape; each interval must contain its λ_v with at
+least ``confidence`` (per entry), and lie in [0, 1]. :func:`method_interval` gives the
+binomial ones; an anytime-valid interval for the rate plugs in the same way.
+"""
+
+
+def method_interval(method: str) -> RateInterval:
+    """The binomial interval ``method`` (see ``deniable.shared.stats.METHODS``) for λ_v."""
+    check_method(method)
+
+    def interval(
+        counts: NDArray[np.float64], n: int, confidence: float
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        return binomial_interval(counts, n, confidence, method)
+
+    return interval
+
+
+def frequency_coverage(k: int, simultaneous: bool) -> str:
+    """What the intervals of a k-option estimate promise, in words (``Estimate.coverage``)."""
+    widened = "each widened where needed to contain the projected estimate"
+    if simultaneous:
+        return (
+            f"simultaneous over {k} options: Bonferroni (each option at confidence "
+            f"1 - (1 - C)/{k}), tightened to the simplex; {widened}"
+        )
+    return (
+        f"per option (not simultaneous: with {k} options the chance that all cover at once "
+        f"is lower); {widened}"
+    )
 
 
 @dataclass(frozen=True)
@@ -41,9 +83,10 @@ class FrequencyEstimate:
         n: number of reports.
         k: number of options.
         estimate: ``estimate_raw`` projected onto the simplex (non-negative, sums to 1).
-        estimate_raw: unbiased f̂_v = (C_v/n − q*)/(p* − q*); may fall outside [0, 1].
+        estimate_raw: unbiased f̂_v = (C_v/n − q*)/(p* − q*); may fall outside [0, 1] and
+            outside the interval (the interval is for the share, and contains ``estimate``).
         std_error: estimated standard error of each raw estimate for the estimand.
-        ci_low: lower confidence bound for each share (per option, not simultaneous).
+        ci_low: lower confidence bound for each share; ``ci_low <= estimate <= ci_high``.
         ci_high: upper confidence bound for each share.
         support_counts: C_v, the number of reports that support option v.
         method: interval method (see ``deniable.shared.stats.METHODS``).
@@ -52,6 +95,9 @@ class FrequencyEstimate:
         mechanism: the mechanism's name (``grr``, ``oue``, ``olh``, ...).
         epsilon: the mechanism's exact ε.
         alpha: the keep-probability α of GRR and OLH (0 for mechanisms without one).
+        coverage: what the intervals promise, in words (:func:`frequency_coverage`).
+        simultaneous: whether the intervals cover all k shares at once with ``confidence``
+            (else each covers its own share).
     """
 
     n: int
@@ -68,6 +114,8 @@ class FrequencyEstimate:
     mechanism: str
     epsilon: float
     alpha: float = 0.0
+    coverage: str = ""
+    simultaneous: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain dict (tuples become lists)."""
@@ -99,8 +147,31 @@ class FrequencyEstimate:
             "epsilon": self.epsilon,
             "alpha": self.alpha,
             "mechanism": self.mechanism,
+            "coverage": self.coverage,
+            "simultaneous": self.simultaneous,
             "options": options,
         }
+
+
+def share_intervals(
+    counts: ArrayLike,
+    n: int,
+    spec: FrequencyOracle,
+    confidence: float,
+    rate_interval: RateInterval,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Each option's own interval for its share f_v, before any widening (unvalidated).
+
+    Each support count is C_v ~ Binomial(n, λ_v) with λ_v = q* + f_v(p* − q*) when the
+    participants are i.i.d. (for OLH, up to the 2^−61 bias of q*). The interval for λ_v
+    is mapped through f = (λ − q*)/(p* − q*), which is increasing, and clipped to [0, 1];
+    so the interval for f_v has exactly the coverage of the one for λ_v (Clopper–Pearson:
+    at least nominal for every n and f_v).
+    """
+    c = np.asarray(counts, dtype=np.float64)
+    q, gap = spec.q_star, spec.p_star - spec.q_star
+    lam_low, lam_high = rate_interval(c, n, confidence)
+    return np.clip((lam_low - q) / gap, 0.0, 1.0), np.clip((lam_high - q) / gap, 0.0, 1.0)
 
 
 def frequency_arrays(
@@ -110,25 +181,47 @@ def frequency_arrays(
     confidence: float,
     method: str,
     estimand: Estimand,
+    *,
+    simultaneous: bool = False,
+    rate_interval: RateInterval | None = None,
 ) -> dict[str, NDArray[np.float64]]:
-    """Vectorized core of :func:`estimate_frequencies`, one entry per count (unvalidated).
+    """Vectorized core of :func:`estimate_frequencies` (unvalidated).
 
-    Each support count is C_v ~ Binomial(n, λ_v) with λ_v = q* + f_v(p* − q*) when the
-    participants are i.i.d. (for OLH, up to the 2^−61 bias of q*). The binomial interval
-    for λ_v is mapped through f = (λ − q*)/(p* − q*), which is increasing, and clipped to
-    [0, 1]; so the interval for f_v has exactly the coverage of the one for λ_v
-    (Clopper–Pearson: at least nominal for every n and f_v).
+    ``counts`` has the k options on its last axis (one survey, or one row per survey).
+    Per option (the default), each share's interval is :func:`share_intervals` at
+    ``confidence``. ``simultaneous``: each at confidence 1 − (1 − C)/k, so that all k
+    cover at once with probability at least C (Bonferroni); on that event the true shares,
+    which sum to 1, also satisfy f_j >= 1 − Σ_{i≠j} U_i and f_j <= 1 − Σ_{i≠j} L_i, so
+    each interval is tightened to [max(L_j, 1 − Σ_{i≠j} U_i), min(U_j, 1 − Σ_{i≠j} L_i)]
+    and all still cover at once on the same event. Last, every interval is widened to
+    contain the projected estimate: a superset of an interval covers at least as often, and
+    the estimate shown is never outside its interval (``estimate_raw`` may be).
+    ``rate_interval`` (default: the binomial interval ``method``) is the interval for
+    each support rate.
     """
     c = np.asarray(counts, dtype=np.float64)
+    k = c.shape[-1]
     q, gap = spec.q_star, spec.p_star - spec.q_star
     raw = (c / n - q) / gap
-    lam_low, lam_high = binomial_interval(c, n, confidence, method)
+    projected = np.clip(project_to_simplex(raw), 0.0, 1.0)  # rounding can pass 1
+    interval = rate_interval if rate_interval is not None else method_interval(method)
+    level = 1.0 - (1.0 - confidence) / k if simultaneous else confidence
+    low, high = share_intervals(c, n, spec, level, interval)
+    if simultaneous:
+        others_high = high.sum(axis=-1, keepdims=True) - high
+        others_low = low.sum(axis=-1, keepdims=True) - low
+        # _SLACK: the sums of the others are rounded; never tighten past the exact bound.
+        low, high = (
+            np.maximum(low, 1.0 - others_high - _SLACK),
+            np.minimum(high, 1.0 - others_low + _SLACK),
+        )
     variance = spec.variance_unchecked(np.clip(raw, 0.0, 1.0), n, estimand)
     return {
+        "estimate": projected,
         "estimate_raw": raw,
         "std_error": np.sqrt(variance),
-        "ci_low": np.clip((lam_low - q) / gap, 0.0, 1.0),
-        "ci_high": np.clip((lam_high - q) / gap, 0.0, 1.0),
+        "ci_low": np.clip(np.minimum(low, projected), 0.0, 1.0),
+        "ci_high": np.clip(np.maximum(high, projected), 0.0, 1.0),
     }
 
 
@@ -139,6 +232,9 @@ def estimate_frequencies(
     confidence: float = 0.95,
     estimand: Estimand = "population",
     method: str = "clopper-pearson",
+    *,
+    simultaneous: bool = False,
+    rate_interval: RateInterval | None = None,
 ) -> FrequencyEstimate:
     """Estimate every option's share from support counts C_v of n reports.
 
@@ -147,16 +243,22 @@ def estimate_frequencies(
             OLH: reports whose hash of v equals their value), each in [0, n].
         n: number of reports, at least 1.
         spec: the mechanism the reports came from.
-        confidence: nominal confidence level of each per-option interval.
+        confidence: nominal confidence level: of each option's interval, or with
+            ``simultaneous`` of all k at once.
         estimand: ``population`` (participants i.i.d. from a population, the default) or
             ``respondents`` (shares among exactly these n people). The interval is the same
             binomial interval for both; the standard error differs by f(1−f)/n.
         method: ``clopper-pearson`` (default; coverage at least nominal), ``wilson``,
             ``wald`` or ``chebyshev``, applied to the support rate C_v/n.
+        simultaneous: intervals that cover all k shares at once (Bonferroni, tightened to
+            the simplex; see :func:`frequency_arrays`), instead of each its own.
+        rate_interval: the interval for each support rate, instead of ``method``'s
+            (``method`` then only names it).
 
     Returns:
-        A frozen :class:`FrequencyEstimate` with raw estimates, standard errors and intervals,
-        and the raw estimates projected onto the simplex.
+        A frozen :class:`FrequencyEstimate` with raw estimates, standard errors, the raw
+        estimates projected onto the simplex, and intervals that contain the projected
+        estimates.
 
     Example:
         >>> from deniable.shared.mechanisms import GeneralizedRandomizedResponse
@@ -174,11 +276,13 @@ def estimate_frequencies(
     level = check_confidence(confidence)
     check_method(method)
     which = check_estimand(estimand)
-    arrays = frequency_arrays(counts, count, spec, level, method, which)
+    arrays = frequency_arrays(
+        counts, count, spec, level, method, which,
+        simultaneous=simultaneous, rate_interval=rate_interval,
+    )  # fmt: skip
     return FrequencyEstimate(
         n=count,
         k=spec.k,
-        estimate=tuple(project_to_simplex(arrays["estimate_raw"]).tolist()),
         **{name: tuple(values.tolist()) for name, values in arrays.items()},
         support_counts=tuple(counts.tolist()),
         method=method,
@@ -187,6 +291,8 @@ def estimate_frequencies(
         mechanism=spec.name,
         epsilon=spec.epsilon,
         alpha=float(getattr(spec, "alpha", 0.0)),
+        coverage=frequency_coverage(spec.k, simultaneous),
+        simultaneous=bool(simultaneous),
     )
 
 
@@ -213,8 +319,10 @@ def _check_counts(support_counts: ArrayLike, n: int, spec: FrequencyOracle) -> N
 def exact_frequency_coverage(
     n: int, share: float, spec: FrequencyOracle, confidence: float, method: str
 ) -> float:
-    """P(interval for option v contains f), summing the pmf of C_v ~ Binomial(n, λ).
+    """P(option v's own interval contains f), summing the pmf of C_v ~ Binomial(n, λ).
 
+    The interval is :func:`share_intervals`', before it is widened to contain the projected
+    estimate (which depends on every count): the shown interval covers at least this often.
     With i.i.d. participants, λ = q* + f(p* − q*) for every frequency oracle (for OLH q* =
     1/g is within 2^−61 of the true value). The pmf is summed where it exceeds 1e-16 in
     either tail.
@@ -225,6 +333,6 @@ def exact_frequency_coverage(
     low = max(int(stats.binom.ppf(_TAIL, n, lam)) - 1, 0)
     high = min(int(stats.binom.isf(_TAIL, n, lam)) + 1, n)
     y = np.arange(low, high + 1)
-    arrays = frequency_arrays(y, n, spec, confidence, method, "population")
-    covered = (arrays["ci_low"] <= share) & (share <= arrays["ci_high"])
+    ci_low, ci_high = share_intervals(y, n, spec, confidence, method_interval(method))
+    covered = (ci_low <= share) & (share <= ci_high)
     return float(np.sum(stats.binom.pmf(y[covered], n, lam)))

@@ -147,15 +147,26 @@ class FrequencyOracle(Mechanism):
         anytime: bool = False,
     ) -> Estimate:
         """Every option's share (:meth:`estimate_frequencies`)."""
-        return self.estimate_frequencies(tally, confidence, method)
+        return self.estimate_frequencies(tally, confidence, method, simultaneous=simultaneous)
 
     def estimate_frequencies(
-        self, tally: Tally, confidence: float = 0.95, method: str = "clopper-pearson"
+        self,
+        tally: Tally,
+        confidence: float = 0.95,
+        method: str = "clopper-pearson",
+        *,
+        simultaneous: bool = False,
     ) -> FrequencyEstimate:
-        """Every option's share, raw and projected onto the simplex, with per-option intervals."""
+        """Every option's share, raw and projected onto the simplex, with intervals.
+
+        The intervals contain the projected estimates; they are per option, or with
+        ``simultaneous`` cover all k shares at once (see :func:`estimate_frequencies`).
+        """
         counts = np.zeros(self.k, dtype=np.int64)
         counts[: len(tally.sums)] = tally.sums[: self.k]
-        return estimate_frequencies(counts, tally.n, self, confidence, "population", method)
+        return estimate_frequencies(
+            counts, tally.n, self, confidence, "population", method, simultaneous=simultaneous
+        )
 
     def exact_coverage(self, n: int, share: float, confidence: float, method: str) -> float:
         """P(an option's interval covers its share f), summed over the binomial pmf."""

@@ -15,7 +15,13 @@ from deniable.shared.wire.v1 import aggregator_pb2 as pb
 if TYPE_CHECKING:
     from deniable.shared.mechanisms.randomized_response import RandomizedResponse
 
-__all__ = ["ProportionEstimate", "estimate_proportion", "proportion_arrays"]
+__all__ = ["PROPORTION_COVERAGE", "ProportionEstimate", "estimate_proportion", "proportion_arrays"]
+
+PROPORTION_COVERAGE = (
+    "the yes-share (one interval, so simultaneous changes nothing); it contains the clipped "
+    "estimate"
+)
+"""What a yes/no interval promises, in words (``Estimate.coverage``)."""
 
 
 @dataclass(frozen=True)
@@ -29,7 +35,7 @@ class ProportionEstimate:
         estimate: post-processed estimate, ``estimate_raw`` clipped to [0, 1].
         estimate_raw: unbiased estimate p̂ = (Y/n − (1−α)/2)/α; may fall outside [0, 1].
         std_error: estimated standard error of ``estimate_raw`` for the estimand.
-        ci_low: lower confidence bound, in [0, 1].
+        ci_low: lower confidence bound, in [0, 1]; ``ci_low <= estimate <= ci_high``.
         ci_high: upper confidence bound, in [0, 1].
         method: interval method (see ``deniable.shared.stats.METHODS``).
         confidence: nominal confidence level of the interval.
@@ -37,6 +43,7 @@ class ProportionEstimate:
         alpha: the mechanism's keep-probability.
         epsilon: the mechanism's exact ε = ln((1+α)/(1−α)).
         epsilon_approx: 2α, the textbook approximation (it understates ε).
+        coverage: what the interval promises, in words.
     """
 
     n: int
@@ -51,6 +58,7 @@ class ProportionEstimate:
     alpha: float
     epsilon: float
     epsilon_approx: float
+    coverage: str = PROPORTION_COVERAGE
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain dict (JSON-ready apart from ε = inf when α = 1)."""
@@ -73,7 +81,8 @@ def proportion_arrays(
 
     Arguments are assumed validated. The interval is computed for the report rate λ and
     mapped through p = (λ − (1−α)/2)/α, then clipped to [0, 1]; this keeps the coverage of
-    the λ interval because the map is monotone and the true p lies in [0, 1].
+    the λ interval because the map is monotone and the true p lies in [0, 1]. It is then
+    widened, if need be, to contain the clipped estimate (a superset covers as often).
     """
     y = np.asarray(ones, dtype=np.float64)
     raw = spec.debias(y / n)
@@ -91,8 +100,8 @@ def proportion_arrays(
         "estimate": clipped,
         "estimate_raw": raw,
         "std_error": np.sqrt(variance),
-        "ci_low": np.clip(spec.debias(lam_low), 0.0, 1.0),
-        "ci_high": np.clip(spec.debias(lam_high), 0.0, 1.0),
+        "ci_low": np.minimum(np.clip(spec.debias(lam_low), 0.0, 1.0), clipped),
+        "ci_high": np.maximum(np.clip(spec.debias(lam_high), 0.0, 1.0), clipped),
     }
 
 
@@ -135,9 +144,14 @@ def estimate_proportion(
     check_method(method)
     check_estimand(estimand)
     arrays = proportion_arrays(np.array([yes]), count, spec, level, method, estimand)
+    first = {name: float(values[0]) for name, values in arrays.items()}
     return ProportionEstimate(
         n=count,
-        **{name: float(values[0]) for name, values in arrays.items()},
+        estimate=first["estimate"],
+        estimate_raw=first["estimate_raw"],
+        std_error=first["std_error"],
+        ci_low=first["ci_low"],
+        ci_high=first["ci_high"],
         method=method,
         confidence=level,
         estimand=estimand,

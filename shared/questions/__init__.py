@@ -10,6 +10,7 @@ from deniable.shared.questions._base import (
     MIN_SURVEY_EPSILON,
     Answer,
     QuestionType,
+    least_variance,
     question_type,
     question_types,
     register_question_type,
@@ -40,6 +41,7 @@ __all__ = [
     "check_question",
     "choose_categorical",
     "choose_numeric",
+    "least_variance",
     "numeric_mechanism",
     "question_from_spec",
     "question_type",
@@ -72,6 +74,6 @@ def numeric_mechanism(kind: str, lo: float, hi: float, epsilon: float) -> Numeri
 
     Example:
         >>> numeric_mechanism("auto", 0.0, 100.0, 1.0).name
-        'hybrid'
+        'duchi'
     """
     return cast(NumericMechanism, NUMERIC.build(kind, lo, hi, epsilon=epsilon))

@@ -16,6 +16,7 @@ __all__ = [
     "MIN_SURVEY_EPSILON",
     "Answer",
     "QuestionType",
+    "least_variance",
     "question_type",
     "question_types",
     "register_question_type",
@@ -47,6 +48,20 @@ largest α below 1 gives ε ≈ 37.43, so a spec asking for 100 would otherwise 
 """
 
 
+def least_variance(mechanisms: Sequence[Mechanism]) -> Mechanism:
+    """The ``auto`` rule: the mechanism whose estimate has the least worst-case variance.
+
+    That is ``estimate_variance(1, None)``: the variance of the estimate from one
+    participant drawn from the worst population (for shares, the worst true share; for
+    means, the worst distribution on the range), which sets the participants any margin
+    needs (n = z²·Var₁/margin², as the planner computes). Ties go to the earliest of
+    ``mechanisms``.
+    """
+    if not mechanisms:
+        raise ValueError("no mechanism to choose from")
+    return min(mechanisms, key=lambda mechanism: mechanism.estimate_variance(1, None))
+
+
 class QuestionType(ABC):
     """What differs between kinds of question, outside the mechanisms that answer them.
 
@@ -64,6 +79,9 @@ class QuestionType(ABC):
     """The mechanism a keep-probability α names when no mechanism is given (None: no α)."""
     estimates_a_mean: ClassVar[bool] = False
     """Whether the estimate is a mean (margins in the answer's units), not shares."""
+    auto_preference: ClassVar[tuple[str, ...]] = ()
+    """Mechanisms in the order ``auto`` prefers them when their worst-case variances tie;
+    registered mechanisms not named here come after, in registration order."""
 
     def mechanisms(self) -> list[type[Mechanism]]:
         """The registered mechanisms that answer this kind of question."""
@@ -81,9 +99,26 @@ class QuestionType(ABC):
     def domain_args(self, question: pb.Question) -> tuple[Any, ...]:
         """The domain as mechanism constructors take it first: (), (k,) or (lo, hi)."""
 
-    @abstractmethod
+    def candidates(self, *domain: Any, epsilon: float) -> list[Mechanism]:
+        """The mechanisms ``auto`` compares, on ``domain`` at ``epsilon``.
+
+        Every registered mechanism of this type that plans can build (:meth:`plannable`),
+        in the order of :attr:`auto_preference`.
+        """
+        rank = {name: index for index, name in enumerate(self.auto_preference)}
+        classes = sorted(
+            (cls for cls in self.mechanisms() if self.plannable(cls)),
+            key=lambda cls: rank.get(cls.name, len(rank)),
+        )
+        return [self.build(cls.name, *domain, epsilon=epsilon) for cls in classes]
+
     def auto(self, *domain: Any, epsilon: float) -> Mechanism:
-        """The mechanism ``auto`` picks for this domain at ``epsilon``."""
+        """The mechanism ``auto`` picks for this domain at ``epsilon``.
+
+        Of the :meth:`candidates`, the least worst-case variance (:func:`least_variance`);
+        the planner's ``auto_choice`` is the same.
+        """
+        return least_variance(self.candidates(*domain, epsilon=epsilon))
 
     @abstractmethod
     def question_for(self, mechanism: Mechanism, names: Sequence[str] = ()) -> pb.Question:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from deniable.shared.mechanisms import Mechanism, RandomizedResponse, mechanism_of
+from deniable.shared.mechanisms import Mechanism, mechanism_of
 from deniable.shared.questions._base import Answer, QuestionType, register_question_type
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
@@ -27,6 +27,7 @@ class Binary(QuestionType):
     label: ClassVar[str] = "yes/no"
     spec_keys: ClassVar[frozenset[str]] = frozenset({"alpha", "epsilon", "mechanism"})
     alpha_mechanism: ClassVar[str | None] = "randomized_response"
+    auto_preference: ClassVar[tuple[str, ...]] = ("randomized_response",)
 
     def domain(self, item: Mapping[str, Any]) -> pb.BinaryQuestion:
         """Nothing to choose: a yes/no question has no parameters."""
@@ -35,10 +36,6 @@ class Binary(QuestionType):
     def domain_args(self, question: pb.Question) -> tuple[Any, ...]:
         """No domain arguments."""
         return ()
-
-    def auto(self, *domain: Any, epsilon: float) -> Mechanism:
-        """Randomized response with the largest α certified at ``epsilon``."""
-        return RandomizedResponse.from_epsilon(epsilon)
 
     def question_for(self, mechanism: Mechanism, names: Sequence[str] = ()) -> pb.Question:
         """A yes/no question with ``mechanism``."""

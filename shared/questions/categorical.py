@@ -1,19 +1,15 @@
-"""Multiple-choice questions: one of 2..1024 named options; GRR or OLH by the variance rule."""
+"""Multiple-choice questions: one of 2..1024 named options; the least worst-case variance."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from fractions import Fraction
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
-from deniable.shared._exact import exp_at_least
 from deniable.shared.errors import shown
 from deniable.shared.mechanisms import (
     MAX_OPTIONS,
     FrequencyOracle,
-    GeneralizedRandomizedResponse,
     Mechanism,
-    OptimizedLocalHashing,
 )
 from deniable.shared.mechanisms._parameters import check_epsilon, check_options
 from deniable.shared.questions._base import Answer, QuestionType, register_question_type
@@ -25,21 +21,27 @@ MAX_OPTION_TEXT = 200
 """Longest option label, in characters."""
 
 
-def choose_categorical(k: int, epsilon: float) -> FrequencyOracle:
-    """The ``auto`` rule: GRR iff k < 3e^ε + 2 (decided exactly), otherwise OLH.
+AUTO_PREFERENCE = ("grr", "olh", "oue")
+"""The order ``auto`` prefers on ties of worst-case variance: the smaller report first
+(one option; a hash seed and a value; k bits)."""
 
-    GRR's small-f variance (k−2+e^ε)/(e^ε−1)² is below OLH's 4e^ε/(e^ε−1)² exactly when
-    k − 2 < 3e^ε (Wang et al., USENIX Security 2017). e^ε is irrational for a float ε > 0,
-    so there are no ties.
+
+def choose_categorical(k: int, epsilon: float) -> FrequencyOracle:
+    """The ``auto`` rule for k options: the least worst-case variance of a share.
+
+    Of the registered frequency oracles at ``epsilon``, the one whose share estimate from
+    n participants has the smallest variance at the worst true share (``estimate_variance``;
+    :func:`~deniable.shared.questions.least_variance`), ties going to
+    :data:`AUTO_PREFERENCE`'s order. With Wang et al.'s variances (USENIX Security 2017)
+    that is GRR for few options or a large ε, otherwise OUE or OLH: they tie where OLH's
+    hash range g = round(e^ε) + 1 equals the optimal e^ε + 1, and OUE is ahead elsewhere.
 
     Example:
         >>> choose_categorical(5, 1.0).name, choose_categorical(20, 1.0).name
-        ('grr', 'olh')
+        ('grr', 'oue')
     """
     count, eps = check_options(k), check_epsilon(epsilon)
-    if count <= 2 or exp_at_least(eps, Fraction(count - 2, 3)):
-        return GeneralizedRandomizedResponse.from_epsilon(count, eps)
-    return OptimizedLocalHashing.from_epsilon(count, eps)
+    return cast(FrequencyOracle, CATEGORICAL.auto(count, epsilon=eps))
 
 
 class Categorical(QuestionType):
@@ -55,6 +57,7 @@ class Categorical(QuestionType):
     label: ClassVar[str] = "multiple-choice"
     spec_keys: ClassVar[frozenset[str]] = frozenset({"options", "alpha", "epsilon", "mechanism"})
     alpha_mechanism: ClassVar[str | None] = "grr"
+    auto_preference: ClassVar[tuple[str, ...]] = AUTO_PREFERENCE
 
     def domain(self, item: Mapping[str, Any]) -> pb.CategoricalQuestion:
         """The ``options``: a list of strings."""
@@ -66,11 +69,6 @@ class Categorical(QuestionType):
     def domain_args(self, question: pb.Question) -> tuple[Any, ...]:
         """(k,): the number of options."""
         return (len(question.categorical.options),)
-
-    def auto(self, *domain: Any, epsilon: float) -> Mechanism:
-        """GRR when k < 3e^ε + 2, otherwise OLH (:func:`choose_categorical`)."""
-        (k,) = domain
-        return choose_categorical(k, epsilon)
 
     def domain_fields(self, mechanism: Mechanism) -> dict[str, Any]:
         """``k``, the number of options."""

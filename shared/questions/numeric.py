@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
-from deniable.shared.mechanisms import Mechanism, NumericMechanism, mechanism_class
+from deniable.shared.mechanisms import Mechanism, NumericMechanism
 from deniable.shared.questions._base import Answer, QuestionType, register_question_type
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
@@ -25,26 +25,27 @@ all far inside the float range (2^1024). The bound is human-scale (a quadrillion
 numbers are exact below 2^53), far beyond any survey answer.
 """
 
-AUTO_PREFERENCE = ("hybrid", "duchi", "piecewise", "laplace")
-"""The mechanisms ``auto`` compares, ties going to the earlier."""
+AUTO_PREFERENCE = ("duchi", "hybrid", "piecewise", "laplace")
+"""The order ``auto`` prefers on ties of worst-case variance (Hybrid with β = 0, at
+ε <= 0.61, is Duchi's mechanism: then Duchi, by name)."""
 
 
 def choose_numeric(lo: float, hi: float, epsilon: float) -> NumericMechanism:
-    """The ``auto`` rule: the lowest worst-case per-report variance at ``epsilon``.
+    """The ``auto`` rule on [lo, hi]: the least worst-case variance of the mean.
 
-    That is Hybrid at every ε (Wang et al., ICDE 2019); ties go to Hybrid, then Duchi,
-    Piecewise, Laplace.
+    Of the registered numeric mechanisms at ``epsilon``, the one whose mean from n
+    participants has the smallest variance for the worst distribution on the range
+    (``estimate_variance``; :func:`~deniable.shared.questions.least_variance`), ties going
+    to :data:`AUTO_PREFERENCE`'s order. That is Duchi's mechanism at every ε: its reports
+    ±B have E[y² | t] = B² whatever t, while Piecewise and Hybrid (the least variance
+    *given* a value near the middle, Wang et al., ICDE 2019) add t² to theirs, and the
+    worst population puts its values at the ends of the range.
 
     Example:
         >>> choose_numeric(0.0, 100.0, 1.0).name
-        'hybrid'
+        'duchi'
     """
-    candidates = [
-        mechanism_class(name).from_epsilon(lo, hi, epsilon)  # type: ignore[attr-defined]
-        for name in AUTO_PREFERENCE
-    ]
-    best: NumericMechanism = min(candidates, key=lambda mechanism: mechanism.worst_variance)
-    return best
+    return cast(NumericMechanism, NUMERIC.auto(lo, hi, epsilon=epsilon))
 
 
 class Numeric(QuestionType):
@@ -60,6 +61,7 @@ class Numeric(QuestionType):
     label: ClassVar[str] = "numeric"
     spec_keys: ClassVar[frozenset[str]] = frozenset({"min", "max", "epsilon", "mechanism"})
     estimates_a_mean: ClassVar[bool] = True
+    auto_preference: ClassVar[tuple[str, ...]] = AUTO_PREFERENCE
 
     def domain(self, item: Mapping[str, Any]) -> pb.NumericQuestion:
         """The range ``min``..``max`` (checked by the mechanism: finite, min < max)."""
@@ -72,11 +74,6 @@ class Numeric(QuestionType):
     def domain_args(self, question: pb.Question) -> tuple[Any, ...]:
         """(lo, hi): the range."""
         return (question.numeric.min, question.numeric.max)
-
-    def auto(self, *domain: Any, epsilon: float) -> Mechanism:
-        """The lowest worst-case variance (:func:`choose_numeric`)."""
-        lo, hi = domain
-        return choose_numeric(lo, hi, epsilon)
 
     def domain_fields(self, mechanism: Mechanism) -> dict[str, Any]:
         """``lo`` and ``hi``, the range."""

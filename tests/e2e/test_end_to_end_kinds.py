@@ -29,7 +29,7 @@ def test_create_answer_estimate_every_kind(run_cli: RunCli, daemon: Daemon, tmp_
     shown = run_cli("deniable-aggregator", "survey", "show", "--server", daemon.address, survey_id)
     assert "one of [iOS, Android, Linux], grr, epsilon = 1.0000 (exact)" in shown.stdout
     assert "one of [iOS, Android, Linux], oue" in shown.stdout
-    assert "a number in [0, 40], hybrid, epsilon = 1.0000 (exact)" in shown.stdout
+    assert "a number in [0, 40], duchi, epsilon = 1.0000 (exact)" in shown.stdout
     answers = [("Android", "12.5"), ("3", "40"), ("ios", "0")]
     for participant, (os_answer, hours) in enumerate(answers):
         done = run_cli(
@@ -44,7 +44,7 @@ def test_create_answer_estimate_every_kind(run_cli: RunCli, daemon: Daemon, tmp_
         by_question = {r["question_id"]: r for r in sent["reports"]}
         assert set(by_question["os"]) >= {"option", "mechanism", "epsilon", "alpha"}
         assert len(bytes.fromhex(by_question["os2"]["bits"])) == 1
-        assert by_question["hours"]["mechanism"] == "hybrid"
+        assert by_question["hours"]["mechanism"] == "duchi"  # auto
         assert -5 < by_question["hours"]["number"] < 5  # the normalized scale, never the truth
     done = run_cli(
         "deniable-aggregator", "estimate", "--server", daemon.address, survey_id, "--json"
@@ -56,7 +56,7 @@ def test_create_answer_estimate_every_kind(run_cli: RunCli, daemon: Daemon, tmp_
     assert sum(o["support"] for o in options) == 3  # GRR: one supported option per report
     assert abs(sum(o["estimate"] for o in options) - 1.0) < 1e-9
     hours = estimates["hours"]
-    assert (hours["n"], hours["method"], hours["mechanism"]) == (3, "bernstein", "hybrid")
+    assert (hours["n"], hours["method"], hours["mechanism"]) == (3, "clopper-pearson", "duchi")
     assert hours["coverage"].startswith("fixed n; at least 95% for every population")
     assert 0.0 <= hours["ci_low"] <= hours["estimate"] <= hours["ci_high"] <= 40.0
     assert hours["std_error_worst"] > 0

@@ -207,35 +207,18 @@ def test_variance_formulas_and_their_worst_case(spec: FrequencyOracle) -> None:
     assert spec.small_f_variance(n) == spec.variance(0.0, n, "respondents")
 
 
-def test_auto_rule_follows_k_below_three_e_to_epsilon_plus_two_on_both_sides() -> None:
-    # k = 8: GRR iff e^ε > 2. tightest_epsilon(2) is the smallest float with e^ε >= 2.
-    above = tightest_epsilon(Fraction(2))
-    below = math.nextafter(above, 0.0)
-    assert isinstance(choose_categorical(8, above), GeneralizedRandomizedResponse)
-    assert isinstance(choose_categorical(8, below), OptimizedLocalHashing)
-    # k = 11: GRR iff e^ε > 3.
-    above = tightest_epsilon(Fraction(3))
-    assert choose_categorical(11, above).name == "grr"
-    assert choose_categorical(11, math.nextafter(above, 0.0)).name == "olh"
-    # k <= 5 always satisfies the rule for ε > 0; k = 1024 needs e^ε > 340.67.
-    assert choose_categorical(5, 1e-9).name == "grr"
-    assert choose_categorical(2, 1e-9).name == "grr"
-    assert choose_categorical(6, 1e-9).name == "olh"
-    assert choose_categorical(1024, math.log(340.6)).name == "olh"
-    assert choose_categorical(1024, math.log(340.7)).name == "grr"
-
-
-@pytest.mark.parametrize("k", [3, 8, 20, 100, 1024])
-@pytest.mark.parametrize("epsilon", [0.5, 1.0, 3.0, 6.0])
-def test_auto_choice_is_never_worse_than_the_other_at_small_f(k: int, epsilon: float) -> None:
+@pytest.mark.parametrize("k", [2, 3, 8, 20, 100, 1024])
+@pytest.mark.parametrize("epsilon", [1e-9, 0.5, 1.0, 3.0, 6.0, 20.0])
+def test_auto_choice_has_the_least_worst_case_variance(k: int, epsilon: float) -> None:
     chosen = choose_categorical(k, epsilon)
-    grr = GeneralizedRandomizedResponse.from_epsilon(k, epsilon).small_f_variance(1)
-    olh = OptimizedLocalHashing.from_epsilon(k, epsilon).small_f_variance(1)
     assert chosen.certifies(epsilon)
-    assert chosen.small_f_variance(1) <= max(grr, olh)
-    # Far from the boundary the rule picks the strictly better one.
-    if abs(k - (3 * math.exp(epsilon) + 2)) > 0.1 * k:
-        assert chosen.small_f_variance(1) == min(grr, olh)
+    assert chosen.k == k
+    others = [
+        kind.from_epsilon(k, epsilon)
+        for kind in (GeneralizedRandomizedResponse, OptimizedUnaryEncoding, OptimizedLocalHashing)
+    ]
+    assert chosen.estimate_variance(1) == min(m.estimate_variance(1) for m in others)
+    assert chosen.estimate_variance(1) == chosen.worst_variance(1, "population")
 
 
 def test_categorical_spec_factory() -> None:
@@ -249,7 +232,7 @@ def test_categorical_spec_factory() -> None:
     assert categorical_mechanism("olh", 40, epsilon=1.0) == OptimizedLocalHashing.from_epsilon(
         40, 1.0
     )
-    assert categorical_mechanism("auto", 40, epsilon=1.0) == OptimizedLocalHashing.from_epsilon(
+    assert categorical_mechanism("auto", 40, epsilon=1.0) == OptimizedUnaryEncoding.from_epsilon(
         40, 1.0
     )
     assert categorical_mechanism(

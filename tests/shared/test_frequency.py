@@ -156,7 +156,7 @@ def test_estimate_fields_and_projection() -> None:
     expected_se = [math.sqrt(spec.variance(f, 20)) for f in est.estimate_raw]
     assert est.std_error == pytest.approx(expected_se)
     json.dumps(est.to_dict(), allow_nan=False)
-    # Raw estimates outside [0, 1] are projected; the intervals stay on the raw scale.
+    # Raw estimates outside [0, 1] are projected; each interval contains the projected one.
     skewed = estimate_frequencies([0, 0, 20], 20, spec)
     assert skewed.estimate_raw == pytest.approx((-1 / 3, -1 / 3, 5 / 3))
     assert skewed.estimate == (0.0, 0.0, 1.0)

@@ -223,5 +223,5 @@ def test_a_survey_spec_entry_builds_its_question_and_mechanism() -> None:
     numeric, auto = question_from_spec(
         {"id": "h", "text": "Hours?", "type": "numeric", "min": 0, "max": 40, "epsilon": 1.0}, "q"
     )
-    assert auto.name == "hybrid"
-    assert NUMERIC.describe(numeric).startswith("a number in [0, 40], hybrid, epsilon = ")
+    assert auto.name == "duchi"
+    assert NUMERIC.describe(numeric).startswith("a number in [0, 40], duchi, epsilon = ")

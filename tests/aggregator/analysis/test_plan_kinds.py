@@ -77,11 +77,26 @@ def test_auto_choice_is_what_choose_categorical_picks(k: int, epsilon: float) ->
     assert (plan.participants, plan.margin) == (chosen.participants, chosen.margin)
 
 
+@pytest.mark.parametrize("epsilon", [0.1, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 20.0])
+def test_auto_choice_is_the_row_needing_fewest_participants(epsilon: float) -> None:
+    # One rule: the planner's auto_choice is the row with the least worst-case Var₁, and
+    # so needs the fewest participants for any margin (ties: the earlier in auto's order).
+    plans = [plan_categorical(k, epsilon=epsilon, margin=0.02) for k in (2, 4, 9, 40, 1024)]
+    plans += [plan_numeric(lo, hi, epsilon=epsilon, margin=0.01 * (hi - lo))
+              for lo, hi in ((0.0, 1.0), (-50.0, 150.0))]  # fmt: skip
+    for plan in plans:
+        best = min(row.variance_one for row in plan.mechanisms)
+        rows = {row.mechanism: row for row in plan.mechanisms}
+        assert rows[plan.auto_choice].variance_one == best
+        assert rows[plan.auto_choice].participants == min(r.participants for r in rows.values())
+        assert plan.mechanism == plan.auto_choice  # mechanism="auto" plans auto's choice
+
+
 def test_every_categorical_row_is_its_own_minimal_plan() -> None:
     plan = plan_categorical(8, epsilon=1.0, mechanism="oue", margin=0.03, confidence=0.9)
     assert plan.mechanism == "oue"
     assert plan.requested == "oue"
-    assert plan.auto_choice == "grr"  # 8 < 3e + 2
+    assert plan.auto_choice == "oue"  # at ε = 1, k = 8: the least worst-case variance
     for row in plan.mechanisms:
         spec = categorical_mechanism(row.mechanism, 8, 1.0)
         assert row.parameters == spec.describe()
@@ -231,7 +246,7 @@ def test_plan_categorical_json_is_one_document_matching_the_library(run_cli: Run
     expected = plan_categorical(8, epsilon=1.0, margin=0.03)
     assert data["type"] == "categorical"
     assert data["participants"] == expected.participants
-    assert data["auto_choice"] == expected.auto_choice == "grr"
+    assert data["auto_choice"] == expected.auto_choice == "oue"
     assert [row["participants"] for row in data["mechanisms"]] == [
         row.participants for row in expected.mechanisms
     ]
@@ -266,7 +281,7 @@ def test_plan_numeric_json_and_text(run_cli: RunCli) -> None:
     expected = plan_numeric(0.0, 100.0, epsilon=1.0, margin=2.0)
     assert data["type"] == "numeric"
     assert data["participants"] == expected.participants
-    assert data["auto_choice"] == "hybrid"
+    assert data["auto_choice"] == "duchi"
     assert [row["mechanism"] for row in data["mechanisms"]] == [
         "laplace", "duchi", "piecewise", "hybrid",
     ]  # fmt: skip

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from deniable.aggregator.analysis._distributions import (
     NumericDistribution,
@@ -176,6 +177,34 @@ def test_categorical_coverage_and_variance_match_theory(
         assert abs(row.mean_estimate_raw - shares[v]) <= SIGMAS * row.std_theory / math.sqrt(
             repeats
         )
+
+
+def test_simulation_reports_how_often_all_options_are_covered_at_once() -> None:
+    # k = 10: the per-option intervals all cover at once in far fewer than 95% of the
+    # repeats (about 0.69 here); the simultaneous ones in at least 95%.
+    shares = [0.3, 0.2, 0.15, 0.1, 0.08, 0.07, 0.05, 0.03, 0.02, 0.0]
+    repeats = 400
+    result = simulate_categorical(
+        300, shares, categorical_mechanism("grr", 10, 2.0), repeats=repeats, seed=18
+    )
+    assert result.joint_coverage is not None
+    assert result.simultaneous_coverage is not None
+    joint_misses = round((1 - result.joint_coverage) * repeats)
+    simultaneous_misses = round((1 - result.simultaneous_coverage) * repeats)
+    # False alarms at most 1e-4 each: a true miss rate of 5% (simultaneous) would rarely
+    # give more misses, a true joint miss rate of 10% or less rarely this many.
+    assert simultaneous_misses <= stats.binom.isf(1e-4, repeats, 0.05)
+    assert joint_misses > stats.binom.isf(1e-4, repeats, 0.10)
+    assert min(row.coverage or 0.0 for row in result.per_option) > result.joint_coverage
+    assert result.joint_coverage_se == pytest.approx(
+        math.sqrt(result.joint_coverage * (1 - result.joint_coverage) / repeats)
+    )
+    widths = [row.mean_width for row in result.per_option]
+    assert all(
+        wide > narrow
+        for wide, narrow in zip(result.simultaneous_mean_width, widths, strict=True)
+        if narrow > 0
+    )
 
 
 def test_categorical_submit_must_return_the_local_estimate() -> None:
@@ -392,6 +421,9 @@ def test_simulate_categorical_json_is_one_document(run_cli: RunCli) -> None:
     assert [row["share"] for row in rows] == [0.5, 0.3, 0.2]
     assert all(0.0 <= row["coverage"] <= 1.0 for row in rows)
     assert all(row["variance_theory"] > 0 for row in rows)
+    assert 0.0 <= data["joint_coverage"] <= 1.0
+    assert 0.0 <= data["simultaneous_coverage"] <= 1.0
+    assert len(data["simultaneous_mean_width"]) == 3
 
 
 def test_simulate_categorical_text_is_a_table(run_cli: RunCli) -> None:
@@ -404,6 +436,8 @@ def test_simulate_categorical_text_is_a_table(run_cli: RunCli) -> None:
     assert "option    true  sample  estimate" in out
     assert "Over 30 repeats" in out
     assert "coverage ± MC SE" in out
+    assert "All 3 options covered at once: per-option intervals 0." in out
+    assert "; simultaneous intervals (--simultaneous) " in out
     for name in ("a", "b", "c"):
         assert f"\n  {name} " in out
 
@@ -416,16 +450,16 @@ def test_simulate_numeric_json_and_text(run_cli: RunCli) -> None:
     assert data["distribution"] == "beta:2,5"
     assert data["true_mean"] == pytest.approx(100 * 2 / 7)
     assert data["estimate"]["n"] == 4000
-    assert data["estimate"]["method"] == "t"  # hybrid, ε = 1, n = 4000: the t regime
-    assert data["methods"] == {"t": 10}
-    assert data["mechanism"]["mechanism"] == "hybrid"
+    assert data["estimate"]["method"] == "clopper-pearson"  # Duchi: exact at every n
+    assert data["methods"] == {"clopper-pearson": 10}
+    assert data["mechanism"]["mechanism"] == "duchi"  # auto: the least worst-case variance
     assert data["variance_theory"] > 0
     assert 0.0 <= data["coverage"] <= 1.0
-    text = run_cli("deniable-aggregator", *NUMERIC, "--mechanism", "duchi", "--repeats", "10")
+    text = run_cli("deniable-aggregator", *NUMERIC, "--mechanism", "hybrid", "--repeats", "10")
     assert text.returncode == 0, text.stderr
     out = text.stdout
     assert "values on [0, 100] from beta:2,5 (true mean 28.5714" in out
-    assert "Mechanism: duchi" in out
+    assert "Mechanism: hybrid" in out
     assert "95% CI: [" in out
     assert "Over 10 repeats:" in out
     assert "CI coverage" in out
