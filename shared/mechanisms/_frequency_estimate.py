@@ -52,6 +52,9 @@ class FrequencyEstimate:
         mechanism: the mechanism's name (``grr``, ``oue``, ``olh``, ...).
         epsilon: the mechanism's exact ε.
         alpha: the keep-probability α of GRR and OLH (0 for mechanisms without one).
+        coverage: what the intervals promise, in words ("" when not stated).
+        anytime: whether the intervals are confidence sequences (valid at every look).
+        simultaneous: whether the intervals cover every option at once.
     """
 
     n: int
@@ -68,6 +71,9 @@ class FrequencyEstimate:
     mechanism: str
     epsilon: float
     alpha: float = 0.0
+    coverage: str = ""
+    anytime: bool = False
+    simultaneous: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain dict (tuples become lists)."""
@@ -100,6 +106,9 @@ class FrequencyEstimate:
             "alpha": self.alpha,
             "mechanism": self.mechanism,
             "options": options,
+            "coverage": self.coverage,
+            "anytime": self.anytime,
+            "simultaneous": self.simultaneous,
         }
 
 
@@ -179,7 +188,7 @@ def estimate_frequencies(
         n=count,
         k=spec.k,
         estimate=tuple(project_to_simplex(arrays["estimate_raw"]).tolist()),
-        **{name: tuple(values.tolist()) for name, values in arrays.items()},
+        **{name: tuple(values.tolist()) for name, values in arrays.items()},  # type: ignore[arg-type]
         support_counts=tuple(counts.tolist()),
         method=method,
         confidence=level,

@@ -143,6 +143,8 @@ class MeanEstimate:
         mechanism: the mechanism's name.
         lo: lower end of the public range.
         hi: upper end of the public range.
+        coverage: what the interval promises, in words ("" when not stated).
+        anytime: whether the interval is a confidence sequence (valid at every look).
     """
 
     n: int
@@ -159,6 +161,8 @@ class MeanEstimate:
     mechanism: str
     lo: float
     hi: float
+    coverage: str = ""
+    anytime: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain dict (JSON-ready apart from std_error = inf when n = 1)."""

@@ -37,6 +37,8 @@ class ProportionEstimate:
         alpha: the mechanism's keep-probability.
         epsilon: the mechanism's exact ε = ln((1+α)/(1−α)).
         epsilon_approx: 2α, the textbook approximation (it understates ε).
+        coverage: what the interval promises, in words ("" when not stated).
+        anytime: whether the interval is a confidence sequence (valid at every look).
     """
 
     n: int
@@ -51,6 +53,8 @@ class ProportionEstimate:
     alpha: float
     epsilon: float
     epsilon_approx: float
+    coverage: str = ""
+    anytime: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain dict (JSON-ready apart from ε = inf when α = 1)."""
@@ -137,7 +141,7 @@ def estimate_proportion(
     arrays = proportion_arrays(np.array([yes]), count, spec, level, method, estimand)
     return ProportionEstimate(
         n=count,
-        **{name: float(values[0]) for name, values in arrays.items()},
+        **{name: float(values[0]) for name, values in arrays.items()},  # type: ignore[arg-type]
         method=method,
         confidence=level,
         estimand=estimand,

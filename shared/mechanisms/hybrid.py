@@ -16,6 +16,7 @@ from deniable.shared.mechanisms._numeric import NumericMechanism, check_epsilon
 from deniable.shared.mechanisms.duchi import DuchiMechanism
 from deniable.shared.mechanisms.piecewise import PiecewiseMechanism, rounding_term
 from deniable.shared.sampling import ByteSource, bernoulli
+from deniable.shared.stats._sequences import BennettBound
 
 __all__ = ["HYBRID_THRESHOLD", "HybridMechanism"]
 
@@ -148,6 +149,12 @@ class HybridMechanism(NumericMechanism):
         beta, pm = Fraction(self.beta), self.piecewise
         second = pm.variance_constant + pm.half_step * pm.outer_cells
         return float(beta * second + (1 - beta) * Fraction(self.bound) ** 2)
+
+    def anytime_bound(self) -> BennettBound:
+        """Bennett: Var(y) <= the worst E[y²], |y − μ| <= the largest |y| in use plus 1."""
+        parts = ((self.piecewise.bound, self.beta > 0), (self.duchi.bound, self.beta < 1))
+        largest = max(bound for bound, used in parts if used)
+        return BennettBound(self.worst_second_moment, largest + 1.0)
 
     def report_valid(self, y: NDArray[np.float64]) -> NDArray[np.bool_]:
         """Whether y is a report of a part in use."""
