@@ -64,9 +64,11 @@ def test_estimate_anytime_returns_the_confidence_sequences(
     before = {e["question_id"]: e for e in json.loads(fixed.stdout)["estimates"]}
     after = {e["question_id"]: e for e in json.loads(done.stdout)["estimates"]}
     for qid, question in questions.items():
-        want = mechanism_of(question).estimate(
-            tallies[qid], 0.95, anytime=True, simultaneous=True
-        ).wire_fields(question)
+        want = (
+            mechanism_of(question)
+            .estimate(tallies[qid], 0.95, anytime=True, simultaneous=True)
+            .wire_fields(question)
+        )
         got = after[qid]
         assert got["anytime"] is True
         assert before[qid]["anytime"] is False
