@@ -11,6 +11,12 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
+from deniable.aggregator.analysis._simulate_anytime import (
+    RepeatedLooks,
+    binary_looks,
+    look_ends,
+    running_sums,
+)
 from deniable.shared._validate import as_count, check_confidence, check_unit_interval
 from deniable.shared.mechanisms import (
     ProportionEstimate,
@@ -78,6 +84,8 @@ class SimulationResult:
         std_estimate_raw: empirical standard deviation of the unbiased estimate.
         std_theory: theoretical sqrt(λ(1−λ)/(α²n)).
         reports_per_second: perturbation plus estimation throughput.
+        looks: each repeat looked at during collection (``LOOKS`` times): how often the
+            anytime and the fixed-n interval ever missed the truth (None for one repeat).
     """
 
     participants: int
@@ -96,6 +104,7 @@ class SimulationResult:
     std_estimate_raw: float | None
     std_theory: float
     reports_per_second: float
+    looks: RepeatedLooks | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain dict; ``first`` becomes ``estimate``."""
@@ -135,6 +144,8 @@ def simulate_binary(
     rng = np.random.default_rng(seed)
     perturb_rng = rng if seed is not None else None
     ones = np.empty(runs, dtype=np.int64)
+    ends = look_ends(n)
+    ones_at = np.empty((runs, ends.size))
     sample_share = math.nan
     first: ProportionEstimate | None = None
     started = time.perf_counter()
@@ -144,6 +155,7 @@ def simulate_binary(
             sample_share = float(truth.mean())
         reports = spec.perturb_many(truth, rng=perturb_rng)
         ones[run] = np.count_nonzero(reports)
+        ones_at[run] = running_sums(reports, ends)
         if submit is not None:
             local = estimate_proportion(int(ones[run]), n, spec.alpha, level, method)
             remote = agreed(submit(reports), local, n, _proportion_detail)
@@ -171,6 +183,7 @@ def simulate_binary(
         std_estimate_raw=float(arrays["estimate_raw"].std(ddof=1)) if runs > 1 else None,
         std_theory=math.sqrt(spec.estimator_variance(share, n, "population")),
         reports_per_second=n * runs / elapsed if elapsed > 0 else math.inf,
+        looks=binary_looks(spec, ones_at, ends, share, level, method) if runs > 1 else None,
     )
 
 

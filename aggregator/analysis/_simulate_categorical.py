@@ -12,6 +12,11 @@ import numpy as np
 
 from deniable.aggregator.analysis._distributions import check_option_names, check_shares
 from deniable.aggregator.analysis._simulate import agreed, check_spec_type
+from deniable.aggregator.analysis._simulate_anytime import (
+    RepeatedLooks,
+    categorical_looks,
+    look_ends,
+)
 from deniable.shared._validate import as_count, check_confidence
 from deniable.shared.mechanisms import (
     FrequencyEstimate,
@@ -89,6 +94,8 @@ class CategoricalSimulation:
             --simultaneous``), which promise the nominal level for all options at once.
         simultaneous_coverage_se: Monte Carlo standard error of ``simultaneous_coverage``.
         simultaneous_mean_width: mean width of each option's simultaneous interval.
+        looks: each repeat looked at during collection (``LOOKS`` times): how often the
+            anytime and the fixed-n interval ever missed the truth (None for one repeat).
     """
 
     participants: int
@@ -106,6 +113,7 @@ class CategoricalSimulation:
     simultaneous_coverage: float | None = None
     simultaneous_coverage_se: float | None = None
     simultaneous_mean_width: tuple[float, ...] = ()
+    looks: RepeatedLooks | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain dict; ``first`` becomes ``estimate``."""
@@ -158,6 +166,8 @@ def simulate_categorical(
     perturb_rng = rng if seed is not None else None
     probabilities = np.asarray(shares) / math.fsum(shares)
     counts = np.empty((runs, spec.k), dtype=np.int64)
+    ends = look_ends(n)
+    counts_at = np.empty((runs, ends.size, spec.k))
     sample = np.zeros(spec.k)
     first: FrequencyEstimate | None = None
     started = time.perf_counter()
@@ -167,6 +177,9 @@ def simulate_categorical(
             sample = np.bincount(truth, minlength=spec.k) / n
         reports = spec.perturb_many(truth, rng=perturb_rng)
         counts[run] = spec.support_counts(reports)
+        starts = np.append(0, ends[:-1])
+        steps = [spec.support_counts(reports[a:b]) for a, b in zip(starts, ends, strict=True)]
+        counts_at[run] = np.cumsum(steps, axis=0)
         if submit is not None:
             local = estimate_frequencies(counts[run], n, spec, level, "population", method)
             remote = agreed(
@@ -228,6 +241,9 @@ def simulate_categorical(
         simultaneous_coverage_se=simultaneous[1],
         simultaneous_mean_width=tuple(
             (together["ci_high"] - together["ci_low"]).mean(axis=0).tolist()
+        ),
+        looks=(
+            categorical_looks(spec, counts_at, ends, shares, level, method) if runs > 1 else None
         ),
     )
 

@@ -13,6 +13,12 @@ from numpy.typing import NDArray
 
 from deniable.aggregator.analysis._distributions import NumericDistribution
 from deniable.aggregator.analysis._simulate import agreed
+from deniable.aggregator.analysis._simulate_anytime import (
+    RepeatedLooks,
+    look_ends,
+    numeric_looks,
+    running_sums,
+)
 from deniable.shared._validate import as_count, check_open_unit
 from deniable.shared.mechanisms import MeanEstimate, MeanTally, NumericMechanism, estimate_mean
 
@@ -49,6 +55,8 @@ class NumericSimulation:
         variance_theory: its variance for this distribution (see :func:`estimate_variance`).
         std_error_worst: the worst case over all distributions, sqrt(spec.variance_x(n)).
         reports_per_second: drawing, perturbation, tallying and estimation throughput.
+        looks: each repeat looked at during collection (``LOOKS`` times): how often the
+            anytime and the fixed-n interval ever missed the truth (None for one repeat).
     """
 
     participants: int
@@ -72,6 +80,7 @@ class NumericSimulation:
     variance_theory: float
     std_error_worst: float
     reports_per_second: float
+    looks: RepeatedLooks | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain dict; ``first`` becomes ``estimate``."""
@@ -132,6 +141,8 @@ def simulate_numeric(
     rng = np.random.default_rng(seed)
     perturb_rng = rng if seed is not None else None
     raw, low, high = np.empty(runs), np.empty(runs), np.empty(runs)
+    ends = look_ends(n)
+    sums_at, squares_at = np.empty((runs, ends.size)), np.empty((runs, ends.size))
     sample_mean = math.nan
     first: MeanEstimate | None = None
     methods: dict[str, int] = {}
@@ -141,6 +152,7 @@ def simulate_numeric(
         if run == 0:
             sample_mean = float(values.mean())
         reports = spec.perturb_many(values, rng=perturb_rng)
+        sums_at[run], squares_at[run] = running_sums(reports, ends), running_sums(reports**2, ends)
         local = estimate_mean(spec, MeanTally.empty(spec).add(spec, reports), level)
         if submit is not None:
             detail = "n={0.n}, estimate_raw={0.estimate_raw}".format
@@ -179,4 +191,5 @@ def simulate_numeric(
         variance_theory=theory,
         std_error_worst=math.sqrt(spec.variance_x(n, "population")),
         reports_per_second=n * runs / elapsed if elapsed > 0 else math.inf,
+        looks=(numeric_looks(spec, sums_at, squares_at, ends, truth, level) if runs > 1 else None),
     )

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from deniable.aggregator.analysis._simulate import SimulationResult, simulate_binary
+from deniable.aggregator.analysis._simulate_anytime import looks_line
 from deniable.aggregator.cli._common import (
     admin_token_file_option,
     emit_json,
@@ -175,6 +176,7 @@ def _print_result(
             f"exact {result.coverage_exact:.4f}; nominal {first.confidence:g}"
         )
         click.echo(f"  mean CI width: {result.mean_width:.4f}")
+        click.echo(looks_line(result.looks, first.confidence))
         click.echo(
             f"  raw estimate: mean {result.mean_estimate_raw:.4f} (truth {result.p:g}), "
             f"std {result.std_estimate_raw:.4f} (theory {result.std_theory:.4f})"

@@ -16,6 +16,7 @@ from deniable.aggregator.analysis._distributions import (
     check_shares,
     parse_shares,
 )
+from deniable.aggregator.analysis._simulate_anytime import looks_line
 from deniable.aggregator.analysis._simulate_categorical import (
     CategoricalSimulation,
     simulate_categorical,
@@ -206,6 +207,7 @@ def _print_option_repeats(result: CategoricalSimulation, width: int, in_process:
             f"{row.coverage_exact:>7.4f} {row.mean_estimate_raw:>9.4f} "
             f"{row.std_estimate_raw:>8.4f} {row.std_theory:>8.4f} {ratio:>10}"
         )
+    click.echo(looks_line(result.looks, first.confidence, "an option's interval (the worst)"))
     tail = (
         f"  nominal coverage {first.confidence:g}; exact: summed over the binomial pmf "
         "(before widening to the estimate, so a lower bound)"
@@ -275,5 +277,6 @@ def _print_numeric_repeats(result: NumericSimulation, in_process: bool) -> None:
     click.echo(f"  {'':<16} {'empirical':<28} theory")
     for label, empirical, theory in rows:
         click.echo(f"  {label:<16} {empirical:<28} {theory}".rstrip())
+    click.echo(looks_line(result.looks, first.confidence))
     if in_process:
         click.echo(f"  throughput: {result.reports_per_second:,.0f} reports/s in-process")

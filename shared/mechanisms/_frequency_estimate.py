@@ -96,6 +96,7 @@ class FrequencyEstimate:
         epsilon: the mechanism's exact ε.
         alpha: the keep-probability α of GRR and OLH (0 for mechanisms without one).
         coverage: what the intervals promise, in words (:func:`frequency_coverage`).
+        anytime: whether the intervals are confidence sequences (valid at every look).
         simultaneous: whether the intervals cover all k shares at once with ``confidence``
             (else each covers its own share).
     """
@@ -115,6 +116,7 @@ class FrequencyEstimate:
     epsilon: float
     alpha: float = 0.0
     coverage: str = ""
+    anytime: bool = False
     simultaneous: bool = False
 
     def to_dict(self) -> dict[str, Any]:
@@ -149,6 +151,7 @@ class FrequencyEstimate:
             "mechanism": self.mechanism,
             "coverage": self.coverage,
             "simultaneous": self.simultaneous,
+            "anytime": self.anytime,
             "options": options,
         }
 
@@ -283,7 +286,11 @@ def estimate_frequencies(
     return FrequencyEstimate(
         n=count,
         k=spec.k,
-        **{name: tuple(values.tolist()) for name, values in arrays.items()},
+        estimate=tuple(arrays["estimate"].tolist()),
+        estimate_raw=tuple(arrays["estimate_raw"].tolist()),
+        std_error=tuple(arrays["std_error"].tolist()),
+        ci_low=tuple(arrays["ci_low"].tolist()),
+        ci_high=tuple(arrays["ci_high"].tolist()),
         support_counts=tuple(counts.tolist()),
         method=method,
         confidence=level,

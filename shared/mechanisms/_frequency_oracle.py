@@ -146,7 +146,17 @@ class FrequencyOracle(Mechanism):
         simultaneous: bool = False,
         anytime: bool = False,
     ) -> Estimate:
-        """Every option's share (:meth:`estimate_frequencies`)."""
+        """Every option's share (:meth:`estimate_frequencies`).
+
+        ``anytime``: confidence sequences instead (``method`` does not apply), covering all
+        options at once when ``simultaneous``.
+        """
+        if anytime:
+            from deniable.shared.mechanisms._anytime import frequencies_anytime
+
+            counts = np.zeros(self.k, dtype=np.int64)
+            counts[: len(tally.sums)] = tally.sums[: self.k]
+            return frequencies_anytime(self, counts, tally.n, confidence, simultaneous)
         return self.estimate_frequencies(tally, confidence, method, simultaneous=simultaneous)
 
     def estimate_frequencies(

@@ -148,6 +148,7 @@ class MeanEstimate:
         mechanism: the mechanism's name.
         lo: lower end of the public range.
         hi: upper end of the public range.
+        anytime: whether the interval is a confidence sequence (valid at every look).
     """
 
     n: int
@@ -165,6 +166,7 @@ class MeanEstimate:
     mechanism: str
     lo: float
     hi: float
+    anytime: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain dict (JSON-ready apart from std_error = inf when n = 1)."""

@@ -27,6 +27,7 @@ from deniable.shared.mechanisms._mean_intervals import (
 from deniable.shared.mechanisms._numeric_sampling import exact_positions
 from deniable.shared.sampling import ByteSource, source_for
 from deniable.shared.stats import Estimand, check_estimand
+from deniable.shared.stats._sequences import LogMgfBound
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = [
@@ -152,6 +153,34 @@ class NumericMechanism(Mechanism):
     def _sample(self, numerators: list[int], denominator: int, source: ByteSource) -> Any:
         """Reports for true positions u_i = numerators[i]/denominator in [0, 1], exactly."""
 
+    @abstractmethod
+    def anytime_bound(self) -> LogMgfBound:
+        """A bound ψ(θ) on log E exp(θ(y − μ)) for one report of an i.i.d. participant.
+
+        It must hold for every population mean μ in [−1, 1]; the anytime interval
+        (:meth:`anytime_mean_interval`) is built on it.
+        """
+
+    @property
+    def anytime_method(self) -> str:
+        """The ``method`` of :meth:`anytime_mean_interval`."""
+        return self.anytime_bound().method
+
+    def anytime_mean_interval(
+        self, n: ArrayLike, mean: ArrayLike, confidence: float
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """A confidence sequence for the mean report μ (normalized scale), from n and ȳ.
+
+        ȳ ± r_n from the mixture of exponential supermartingales on :meth:`anytime_bound`
+        (:func:`deniable.shared.stats._sequences.mean_radius`); entries of ``n`` and
+        ``mean`` broadcast, one interval each, not clipped.
+        """
+        from deniable.shared.stats._sequences import mean_radius
+
+        radius = mean_radius(n, self.anytime_bound(), confidence)
+        centre = np.asarray(mean, dtype=np.float64)
+        return centre - radius, centre + radius
+
     # --- wire -----------------------------------------------------------------------------
 
     @classmethod
@@ -233,11 +262,16 @@ class NumericMechanism(Mechanism):
     ) -> MeanEstimate:
         """The population mean with the mechanism's interval (``method`` does not apply).
 
-        The interval's construction is :meth:`mean_interval`'s; ``anytime`` is not handled
-        here (fixed-n intervals).
+        The fixed-n interval's construction is :meth:`mean_interval`'s; ``anytime``: a
+        confidence sequence instead (:meth:`anytime_mean_interval`).
         """
         total, squares = (*tally.sums, 0, 0)[:2]
-        return estimate_mean(self, MeanTally(self.unit_bits, tally.n, total, squares), confidence)
+        sums = MeanTally(self.unit_bits, tally.n, total, squares)
+        if anytime:
+            from deniable.shared.mechanisms._anytime import mean_anytime
+
+            return mean_anytime(self, sums, confidence)
+        return estimate_mean(self, sums, confidence)
 
     # --- intervals for the mean -----------------------------------------------------------
 

@@ -44,6 +44,7 @@ class ProportionEstimate:
         epsilon: the mechanism's exact ε = ln((1+α)/(1−α)).
         epsilon_approx: 2α, the textbook approximation (it understates ε).
         coverage: what the interval promises, in words.
+        anytime: whether the interval is a confidence sequence (valid at every look).
     """
 
     n: int
@@ -59,6 +60,7 @@ class ProportionEstimate:
     epsilon: float
     epsilon_approx: float
     coverage: str = PROPORTION_COVERAGE
+    anytime: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain dict (JSON-ready apart from ε = inf when α = 1)."""

@@ -8,7 +8,7 @@ from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from deniable.shared._exact import exp_at_least, tightest_epsilon
 from deniable.shared._validate import as_real, check_finite
@@ -16,6 +16,7 @@ from deniable.shared.mechanisms._mean import MeanTally
 from deniable.shared.mechanisms._mean_intervals import MeanInterval, two_point_interval
 from deniable.shared.mechanisms._numeric import NumericMechanism, check_epsilon
 from deniable.shared.sampling import ByteSource, bernoulli_rational
+from deniable.shared.stats._sequences import BennettBound
 
 __all__ = ["DuchiMechanism"]
 
@@ -136,6 +137,33 @@ class DuchiMechanism(NumericMechanism):
         at ε = 3, n = 50, and has no width when every report agrees).
         """
         return two_point_interval(tally.n, tally.mean, self.bound, confidence)
+
+    def anytime_bound(self) -> BennettBound:
+        """Bennett: Var(y) <= B², |y − μ| <= B + 1 (unused: see :meth:`anytime_mean_interval`)."""
+        return BennettBound(self.worst_second_moment, self.bound + 1.0)
+
+    @property
+    def anytime_method(self) -> str:
+        """The beta-binomial mixture: Duchi's reports are Bernoulli."""
+        from deniable.shared.stats import RATE_METHOD
+
+        return RATE_METHOD
+
+    def anytime_mean_interval(
+        self, n: ArrayLike, mean: ArrayLike, confidence: float
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The beta-binomial CS for the rate λ of +B reports, mapped by μ = B(2λ − 1).
+
+        Every report is ±B, so the count of +B reports, K = n(1 + ȳ/B)/2, is known from
+        the tally and the reports are Bernoulli(λ): the exact likelihood-ratio mixture
+        applies (:func:`deniable.shared.stats.anytime_rate_interval`).
+        """
+        from deniable.shared.stats import anytime_rate_interval
+
+        count = np.asarray(n, dtype=np.float64)
+        up = np.rint(count * (1.0 + np.asarray(mean, dtype=np.float64) / self.bound) / 2.0)
+        low, high = anytime_rate_interval(up, count, confidence)
+        return self.bound * (2.0 * low - 1.0), self.bound * (2.0 * high - 1.0)
 
     def report_valid(self, y: NDArray[np.float64]) -> NDArray[np.bool_]:
         """Whether y is +B or −B exactly."""

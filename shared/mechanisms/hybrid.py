@@ -18,6 +18,7 @@ from deniable.shared.mechanisms._numeric import NumericMechanism, check_epsilon
 from deniable.shared.mechanisms.duchi import DuchiMechanism
 from deniable.shared.mechanisms.piecewise import PiecewiseMechanism, rounding_term
 from deniable.shared.sampling import ByteSource, bernoulli
+from deniable.shared.stats._sequences import BennettBound
 
 __all__ = ["HYBRID_THRESHOLD", "HybridMechanism"]
 
@@ -171,6 +172,12 @@ class HybridMechanism(NumericMechanism):
         if self.beta == 0:
             return two_point_interval(tally.n, tally.mean, self.bound, confidence)
         return super().mean_interval(tally, confidence)
+
+    def anytime_bound(self) -> BennettBound:
+        """Bennett: Var(y) <= the worst E[y²], |y − μ| <= the largest |y| in use plus 1."""
+        parts = ((self.piecewise.bound, self.beta > 0), (self.duchi.bound, self.beta < 1))
+        largest = max(bound for bound, used in parts if used)
+        return BennettBound(self.worst_second_moment, largest + 1.0)
 
     def report_valid(self, y: NDArray[np.float64]) -> NDArray[np.bool_]:
         """Whether y is a report of a part in use."""

@@ -23,6 +23,7 @@ from deniable.shared.mechanisms._numeric import NumericMechanism, check_epsilon,
 from deniable.shared.mechanisms._numeric_sampling import stochastic_round
 from deniable.shared.mechanisms.piecewise import rounding_term
 from deniable.shared.sampling import ByteSource, discrete_laplace
+from deniable.shared.stats._sequences import LaplaceNoiseBound
 
 __all__ = ["LaplaceMechanism"]
 
@@ -175,6 +176,20 @@ class LaplaceMechanism(NumericMechanism):
         mean = float(tally.mean)
         how = "Chernoff bound with the known discrete Laplace noise and Hoeffding's lemma"
         return MeanInterval(mean - half, mean + half, "chernoff", theorem(confidence, how))
+
+    def anytime_bound(self) -> LaplaceNoiseBound:
+        """Bound y − μ = (t − μ + rounding) + 2^(1−m)·Z: range 2 + 2^(2−m), plus the noise.
+
+        t − μ lies in [−1 − μ, 1 − μ] and the rounding 2(j − s)/2^m in (−2^(1−m), 2^(1−m)),
+        both of mean zero; Z is the discrete Laplace noise with q = e^(−ε/2^m). (The clamp
+        at 2^(53−m) is ignored: it acts with probability below exp(−2^22).)
+        """
+        m = self.grid_bits
+        return LaplaceNoiseBound(
+            width=2.0 + math.ldexp(1.0, 2 - m),
+            step=math.ldexp(1.0, 1 - m),
+            decay=math.ldexp(self.epsilon, -m),
+        )
 
     def report_valid(self, y: NDArray[np.float64]) -> NDArray[np.bool_]:
         """Whether y is a multiple of 2^(1−m) with |y| <= 2^(53−m)."""

@@ -15,6 +15,7 @@ from deniable.shared._validate import as_real
 from deniable.shared.mechanisms._numeric import NumericMechanism, check_epsilon, check_int, on_grid
 from deniable.shared.mechanisms._numeric_sampling import stochastic_round
 from deniable.shared.sampling import ByteSource, bernoulli_rational, uniform_below
+from deniable.shared.stats._sequences import BennettBound
 
 __all__ = ["PiecewiseMechanism", "rounding_term"]
 
@@ -234,6 +235,10 @@ class PiecewiseMechanism(NumericMechanism):
     def worst_second_moment(self) -> float:
         """Largest E[y² | t]: A + hL, at t = ±1."""
         return float(self._constant + self.half_step * self.outer_cells)
+
+    def anytime_bound(self) -> BennettBound:
+        """Bennett: Var(y) <= the worst E[y²], |y − μ| <= the largest |y| plus 1."""
+        return BennettBound(self.worst_second_moment, self.bound + 1.0)
 
     # --- reports --------------------------------------------------------------------------
 

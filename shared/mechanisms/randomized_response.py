@@ -222,7 +222,14 @@ class RandomizedResponse(GeneralizedRandomizedResponse):
         simultaneous: bool = False,
         anytime: bool = False,
     ) -> ProportionEstimate:
-        """The yes-share, raw and clipped, with its interval (exact for Clopper–Pearson)."""
+        """The yes-share, raw and clipped, with its interval (exact for Clopper–Pearson).
+
+        ``anytime``: a confidence sequence instead (``method`` does not apply).
+        """
+        if anytime:
+            from deniable.shared.mechanisms._anytime import proportion_anytime
+
+            return proportion_anytime(self, tally.ones, tally.n, confidence)
         return estimate_proportion(tally.ones, tally.n, self.alpha, confidence, method)
 
     def exact_coverage(self, n: int, share: float, confidence: float, method: str) -> float:

@@ -1,4 +1,4 @@
-"""Statistics both sides use: binomial intervals, estimands, the simplex projection.
+"""Statistics both sides use: binomial intervals, confidence sequences, estimands, the simplex.
 
 scipy is imported inside the functions that need it (interval quantiles), so that the
 participant's install and start-up never load it.
@@ -14,13 +14,21 @@ from deniable.shared.stats._intervals import (
     check_method,
     normal_quantile,
 )
+from deniable.shared.stats._sequences import (
+    RATE_METHOD,
+    anytime_coverage,
+    anytime_rate_interval,
+)
 from deniable.shared.stats._simplex import project_to_simplex
 
 __all__ = [
     "ESTIMANDS",
     "MAX_CONFIDENCE",
     "METHODS",
+    "RATE_METHOD",
     "Estimand",
+    "anytime_coverage",
+    "anytime_rate_interval",
     "binomial_interval",
     "check_estimand",
     "check_method",

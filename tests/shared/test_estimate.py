@@ -13,7 +13,7 @@ from deniable.shared import RandomizedResponse
 
 CONTRACT_FIELDS = {
     "n", "estimate", "estimate_raw", "std_error", "ci_low", "ci_high", "method",
-    "confidence", "estimand", "alpha", "epsilon", "epsilon_approx", "coverage",
+    "confidence", "estimand", "alpha", "epsilon", "epsilon_approx", "coverage", "anytime",
 }  # fmt: skip
 
 
