@@ -87,13 +87,14 @@ class CentralBound:
 
 
 def default_delta(stored: int) -> float:
-    """The δ used when none is asked for: min(1e-6, 1 / (100·stored)).
+    """The δ used when none is asked for: min(1e-6, 1 / (100·stored)), down to a power of 10.
 
     A δ is meaningful only well below 1/n for n people (a mechanism that publishes one
     random person's answer in full is (0, 1/n)-DP); a factor of 100 below it, and never
-    above 1e-6, costs little: the bound grows about as √log(1/δ).
+    above 1e-6, costs little: the bound grows about as √log(1/δ). Rounding down to a power
+    of 10 keeps the figure steady while reports arrive (and its computation cached).
     """
-    return min(DEFAULT_DELTA, 1.0 / (100.0 * max(stored, 1)))
+    return min(DEFAULT_DELTA, 10.0 ** math.floor(math.log10(1.0 / (100.0 * max(stored, 1)))))
 
 
 def central_bound(local_epsilon: float, steps: ReleaseSteps, delta: float) -> CentralBound:

@@ -9,8 +9,8 @@ __all__ = ["MAX_SHUFFLED", "shuffled_delta", "shuffled_epsilon"]
 
 # The bound is computed for at most this many reports: it only decreases with n (see
 # shuffled_epsilon), so the figure for MAX_SHUFFLED holds for any larger n, and the
-# computation stays a few tens of thousands of terms.
-MAX_SHUFFLED = 10**7
+# computation stays a few thousand terms (a step of more reports is credited as 10^6).
+MAX_SHUFFLED = 10**6
 _ITERATIONS = 40  # bisection steps: the returned ε is within ε₀ / 2^40 above the least one
 _TAIL = 1e-6  # the mass of C left out of the sum, as a fraction of δ (added back in full)
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from deniable.shared.privacy import (
+    MAX_SHUFFLED,
     CentralBound,
     ReleaseSteps,
     central_bound,
@@ -105,6 +106,11 @@ def test_below_the_papers_closed_form(local_epsilon: float, n: int, delta: float
     )
 
 
+def test_more_reports_than_computed_are_credited_as_the_most_computed() -> None:
+    assert shuffled_epsilon(1.0, 10**9, 1e-6) == shuffled_epsilon(1.0, MAX_SHUFFLED, 1e-6)
+    assert shuffled_epsilon(1.0, MAX_SHUFFLED, 1e-6) < shuffled_epsilon(1.0, 10**5, 1e-6)
+
+
 def test_one_report_is_not_amplified() -> None:
     # Alone, the report's likelihood ratio is e^ε₀ exactly: only δ buys a hair below ε₀.
     assert shuffled_epsilon(1.5, 1, 1e-12) == pytest.approx(1.5, abs=1e-9)
@@ -188,5 +194,6 @@ def test_default_delta_is_well_below_one_over_n() -> None:
     assert default_delta(0) == default_delta(1) == 1e-6
     assert default_delta(10_000) == 1e-6
     assert default_delta(1_000_000) == pytest.approx(1e-8)
+    assert default_delta(2_000_000) == pytest.approx(1e-9)  # a power of 10, below 1/(100 n)
     for stored in (1, 10**4, 10**5, 10**7):
         assert default_delta(stored) <= 0.01 / stored or default_delta(stored) == 1e-6
