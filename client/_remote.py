@@ -105,13 +105,19 @@ class AggregatorClient:
         *,
         min_reports: int = 0,
         enrollment_required: bool = False,
+        release_step: int = 0,
     ) -> pb.Survey:
-        """Create a survey (admin token needed). Not retried: it is not idempotent."""
+        """Create a survey (admin token needed). Not retried: it is not idempotent.
+
+        ``release_step`` > 0 releases estimates in steps of at least that many reports per
+        question, which gives them a central (ε, δ) (see ``Survey.release_step``).
+        """
         request = pb.CreateSurveyRequest(
             title=title,
             questions=questions,
             min_reports=min_reports,
             enrollment_required=enrollment_required,
+            release_step=release_step,
         )
         return self._call(self.stub.CreateSurvey, request, admin=True, retry=False)
 

@@ -1,5 +1,8 @@
 """Recomputing every question's tally from the report log, and comparing it with the stored one.
 
+A stepped question's released tally must also be the tally after some log row: a release
+is written in the transaction of the batch that reached it.
+
 The recomputation runs the ingest path's own code on each log row, so the two cannot
 drift: a row is expanded to its canonical ``SubmitReportsRequest`` (``storage._log_format.
 expand``, which also validates a compact row as ``storage._decode.decode_log`` does when the
@@ -53,6 +56,9 @@ class LogSource(Protocol):
     def tallies(self) -> dict[tuple[str, str], Tally]:
         """The stored running tallies by (survey id, question id)."""
 
+    def releases(self) -> dict[tuple[str, str], Tally]:
+        """The tallies last released for stepped questions, by (survey id, question id)."""
+
     def log(self, survey_id: str) -> Iterator[tuple[int, bytes]]:
         """The survey's log rows as (sequence number, stored bytes), in commit order."""
 
@@ -63,6 +69,14 @@ def _add(sums: tuple[int, ...], delta: list[int]) -> tuple[int, ...]:
     return tuple(
         a + b for a, b in zip(padded(sums, length), padded(tuple(delta), length), strict=True)
     )
+
+
+def _same(tally: Tally, other: Tally | None) -> bool:
+    """Equal counts and sums, a missing sum counting as zero."""
+    if other is None or tally.n != other.n:
+        return False
+    length = max(len(tally.sums), len(other.sums))
+    return padded(tally.sums, length) == padded(other.sums, length)
 
 
 def check(
@@ -77,12 +91,17 @@ def check(
     stored: dict[str, dict[str, Tally]] = {}
     for (survey_id, question_id), tally in source.tallies().items():
         stored.setdefault(survey_id, {})[question_id] = tally
+    released: dict[str, dict[str, Tally]] = {}
+    for (survey_id, question_id), tally in source.releases().items():
+        released.setdefault(survey_id, {})[question_id] = tally
     surveys = source.surveys()
     results = []
     for index, (survey_id, state, spec) in enumerate(surveys, start=1):
         progress(f"survey {index}/{len(surveys)} {survey_id}: reading its log")
         tallies = stored.get(survey_id, {})
-        result = _SurveyChecker(source, survey_id, state, spec, tallies).run(ids_per_pass)
+        checker = _SurveyChecker(source, survey_id, state, spec, tallies)
+        checker.released = released.get(survey_id, {})
+        result = checker.run(ids_per_pass)
         progress(
             f"survey {index}/{len(surveys)} {survey_id}: {result.log_rows:,} log rows, "
             f"{result.reports:,} reports, {'ok' if result.ok else 'MISMATCH'}"
@@ -109,6 +128,8 @@ class _SurveyChecker:
         self.questions = {q.id: q for q in self.survey.questions}
         self.mechanisms: dict[str, Mechanism] = {}
         self.recomputed = {qid: Tally(0) for qid in self.questions}
+        self.released: dict[str, Tally] = {}  # the stored releases, by question id
+        self.release_seen: set[str] = set()  # questions whose release a prefix matched
 
     def run(self, ids_per_pass: int) -> SurveyCheck:
         expected = sum(tally.n for tally in self.stored.values())  # only sizes the passes
@@ -133,6 +154,12 @@ class _SurveyChecker:
             )
         for qid in sorted(set(self.stored) - set(self.questions)):
             self.result.problems.append(f"tally row for question {qid!r}, which the survey lacks")
+        for qid, tally in sorted(self.released.items()):
+            if tally.n and qid not in self.release_seen:
+                self.result.problems.append(
+                    f"released tally of question {qid!r} ({tally.n:,} reports) is the tally "
+                    "of no commit in the log"
+                )
         return self.result
 
     def _tally_row(self, seq: int, row: bytes) -> DecodedBatch | None:
@@ -165,6 +192,8 @@ class _SurveyChecker:
         for qid, n, tally in contributions:
             old = self.recomputed[qid]
             self.recomputed[qid] = Tally(old.n + n, _add(old.sums, tally))
+            if _same(self.recomputed[qid], self.released.get(qid)):
+                self.release_seen.add(qid)
         return batch
 
     def _contribution(

@@ -80,6 +80,13 @@ def central_to_dict(central: pb.CentralPrivacy) -> dict[str, Any]:
     help="Anytime-valid intervals (confidence sequences): valid however often you look and "
     "whenever you stop a live survey; wider than fixed-n intervals.",
 )
+@click.option(
+    "--delta",
+    type=float,
+    default=None,
+    help="δ of the central (ε, δ) shown for a survey released in steps, 0 < δ < 1 "
+    "(default: min(1e-6, 1/(100·stored reports)), down to a power of 10).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def estimate_command(
     server: str,
@@ -90,6 +97,7 @@ def estimate_command(
     method: str,
     simultaneous: bool,
     anytime: bool,
+    delta: float | None,
     as_json: bool,
 ) -> None:
     """Estimate each question of SURVEY_ID with a confidence interval.
@@ -99,11 +107,18 @@ def estimate_command(
     projected one: per option, or with --simultaneous covering all options at once.
     Numeric: the mean, with its interval and the mechanism's worst-case standard error.
     Each question's note says what its interval promises.
+
+    A survey released in steps (survey create --release-step) shows each
+    question's last release, when the next is due, and the central (ε, δ) against
+    readers of released estimates; the operator, who sees every report, is held
+    only to the local ε.
     """
     if not 0.0 < confidence <= MAX_CONFIDENCE:
         raise click.UsageError(
             f"confidence must be in (0, {MAX_CONFIDENCE!r}] (at most 1 - 1e-9), got {confidence}"
         )
+    if delta is not None and not 0.0 < delta < 1.0:
+        raise click.UsageError(f"--delta must be in (0, 1), got {delta}")
     results: list[dict[str, Any]] = []
     with remote_errors(server), AggregatorClient(server, tls=tls) as client:
         survey = client.get_survey(survey_id)
@@ -113,10 +128,18 @@ def estimate_command(
         for qid in [question_id] if question_id else ids:
             try:
                 estimate = client.get_estimate(
-                    survey_id, qid, confidence, method, simultaneous=simultaneous, anytime=anytime
+                    survey_id,
+                    qid,
+                    confidence,
+                    method,
+                    simultaneous=simultaneous,
+                    anytime=anytime,
+                    central_delta=delta or 0.0,
                 )
             except RemoteError as error:
-                gated = survey.min_reports > 0  # then the refusal is the release gate's
+                # Gated, stepped or asked for a δ: then the refusal is the release gate's or
+                # the δ's, not "no reports yet".
+                gated = survey.min_reports > 0 or survey.release_step > 0 or delta is not None
                 if question_id is None and error.code == "FAILED_PRECONDITION" and not gated:
                     results.append({"question_id": qid, "n": 0})  # no reports yet
                     continue

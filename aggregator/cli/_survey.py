@@ -22,13 +22,14 @@ from deniable.aggregator.cli._common import (
 from deniable.aggregator.cli._survey_tokens import tokens_command
 from deniable.client import DEFAULT_MAX_EPSILON, AggregatorClient
 from deniable.shared.mechanisms import mechanism_of
+from deniable.shared.privacy import MAX_RELEASE_STEP
 from deniable.shared.questions import MIN_SURVEY_EPSILON, question_from_spec, question_type
 from deniable.shared.text import visible
 from deniable.shared.transport import TlsConfig
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 STATES = {pb.SURVEY_STATE_OPEN: "open", pb.SURVEY_STATE_CLOSED: "closed"}
-SURVEY_KEYS = {"title", "questions", "min_reports", "enrollment_required"}
+SURVEY_KEYS = {"title", "questions", "min_reports", "enrollment_required", "release_step"}
 MAX_MIN_REPORTS = 10**9  # as the daemon checks (deniable.aggregator.server._enrollment)
 
 
@@ -93,6 +94,26 @@ def survey_options_from_spec(spec: dict[str, Any]) -> tuple[int, bool]:
     return minimum, enrollment
 
 
+def release_step_from_spec(spec: dict[str, Any], option: int | None) -> int:
+    """The release step: ``--release-step``, else the spec's ``release_step``, else 0.
+
+    Both may be given only if they agree.
+    """
+    step = spec.get("release_step", 0)
+    if type(step) is not int or not 0 <= step <= MAX_RELEASE_STEP:
+        raise click.UsageError(
+            f"spec.release_step: a whole number 0..{MAX_RELEASE_STEP:,} is required (0: not "
+            f"stepped), got {step!r}"
+        )
+    if option is None:
+        return step
+    if "release_step" in spec and step != option:
+        raise click.UsageError(
+            f"--release-step {option} and spec.release_step {step} disagree; give one of them"
+        )
+    return option
+
+
 def _question(item: object, where: str) -> pb.Question:
     try:
         question, _ = question_from_spec(item, where)
@@ -125,9 +146,27 @@ def print_survey(survey: pb.Survey) -> None:
     )
     gate = f"{survey.min_reports:,} reports per question" if survey.min_reports else "none"
     click.echo(f"  enrollment: {enrollment}; release gate: {gate}")
+    click.echo(f"  {release_line(survey)}")
     for question in survey.questions:
         click.echo(f"  {visible(question.id)}: {visible(question.text)}")
         click.echo(f"    {visible(describe_question(question))}")
+
+
+def release_line(survey: pb.Survey) -> str:
+    """How estimates are released, and the central (ε, δ) that follows, in one line."""
+    if not survey.release_step:
+        return (
+            "releases: not stepped, every estimate is from all reports; only the local ε "
+            "applies (a central ε needs --release-step)"
+        )
+    first = survey.min_reports or survey.release_step
+    central = survey.central
+    return (
+        f"releases: in steps of {survey.release_step:,} reports per question (first at "
+        f"{first:,}); central ε {central.epsilon:.4f} at δ {central.delta:.1e} over "
+        f"{central.questions} question(s) for readers of released estimates; against the "
+        f"operator, who sees every report, local ε {central.local_epsilon:.4f}"
+    )
 
 
 def describe_question(question: pb.Question) -> str:
@@ -146,9 +185,23 @@ def survey_group() -> None:
 @tls_options
 @token_option
 @click.argument("spec_file", type=click.File("rb"))
+@click.option(
+    "--release-step",
+    type=click.IntRange(0, MAX_RELEASE_STEP),
+    default=None,
+    metavar="M",
+    help="Release estimates in steps of at least M new reports per question, which gives "
+    "them a central (ε, δ) by amplification by shuffling (default: the spec's "
+    "release_step, else 0: not stepped).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the created survey as JSON.")
 def create(
-    server: str, tls: TlsConfig | None, admin_token_file: Path | None, spec_file: Any, as_json: bool
+    server: str,
+    tls: TlsConfig | None,
+    admin_token_file: Path | None,
+    spec_file: Any,
+    release_step: int | None,
+    as_json: bool,
 ) -> None:
     """Create a survey from SPEC_FILE (UTF-8 JSON; '-' reads stdin) and print its id.
 
@@ -159,7 +212,11 @@ def create(
 
     Optional survey keys: "min_reports": N withholds a question's estimate
     until it has N reports; "enrollment_required": true accepts reports only
-    with an enrollment token (see survey tokens), one per token and question.
+    with an enrollment token (see survey tokens), one per token and question;
+    "release_step": M (or --release-step M) refreshes each question's estimate
+    only once M more reports arrived (the first release at min_reports, or at M
+    without it), and reports the central (ε, δ) this gives against readers of
+    the released estimates (not against the operator: see docs/privacy.md).
 
     \b
     Question types and their keys:
@@ -190,10 +247,15 @@ def create(
         fail(f"{name}: not valid JSON ({error})", 2)
     title, questions = questions_from_spec(spec)
     min_reports, enrollment_required = survey_options_from_spec(spec)
+    step = release_step_from_spec(spec, release_step)
     token = read_token(admin_token_file)
     with remote_errors(server), AggregatorClient(server, admin_token=token, tls=tls) as client:
         survey = client.create_survey(
-            title, questions, min_reports=min_reports, enrollment_required=enrollment_required
+            title,
+            questions,
+            min_reports=min_reports,
+            enrollment_required=enrollment_required,
+            release_step=step,
         )
     warnings = epsilon_warnings(questions)
     for warning in warnings:
@@ -224,6 +286,7 @@ def list_surveys(server: str, tls: TlsConfig | None, include_closed: bool, as_js
             f"{visible(survey.id)}  {STATES.get(survey.state, '?'):6}  "
             f"{survey.reports:>9,} reports  {len(survey.questions)} question(s)  "
             f"{visible(survey.title)}"
+            + (f"  [steps of {survey.release_step:,}]" if survey.release_step else "")
         )
 
 

@@ -15,6 +15,13 @@ from deniable.aggregator.server._enrollment import (
     new_tokens,
     token_hash,
 )
+from deniable.aggregator.server._releases import (
+    central_privacy,
+    check_central_delta,
+    check_release_step,
+    released_tally,
+    survey_central,
+)
 from deniable.aggregator.server._texts import check_texts
 from deniable.aggregator.storage import ReportGroup, Storage, Submission
 from deniable.aggregator.storage._decode import Group, decode_batch
@@ -32,6 +39,7 @@ from deniable.shared.mechanisms import (
     describe_mechanism,
     mechanism_of,
 )
+from deniable.shared.privacy import ReleaseSteps, default_delta
 from deniable.shared.questions import QUESTION_ID, SURVEY_ID, check_question
 from deniable.shared.stats import MAX_CONFIDENCE, METHODS
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
@@ -76,6 +84,7 @@ class AggregatorService:
                 f"questions: need 1..{MAX_QUESTIONS} questions, got {len(request.questions)}"
             )
         check_min_reports(request.min_reports)
+        check_release_step(request.release_step)
         survey = pb.Survey(
             id=secrets.token_hex(8),
             title=title,
@@ -83,6 +92,7 @@ class AggregatorService:
             created_unix_ms=time.time_ns() // 1_000_000,
             min_reports=request.min_reports,
             enrollment_required=request.enrollment_required,
+            release_step=request.release_step,
         )
         seen: set[str] = set()
         for index, question in enumerate(request.questions):
@@ -113,22 +123,35 @@ class AggregatorService:
         return self.get_survey(survey.id)
 
     def get_survey(self, survey_id: str) -> pb.Survey:
-        """The survey, or NotFound."""
+        """The survey with its central (ε, δ) when it is stepped, or NotFound."""
+        return self._with_central(self._survey(survey_id))
+
+    def _survey(self, survey_id: str) -> pb.Survey:
+        """The survey as stored, or NotFound."""
         survey = self.storage.get_survey(survey_id) if SURVEY_ID.fullmatch(survey_id) else None
         if survey is None:
             raise NotFound(f"survey_id: unknown survey {shown(survey_id)}")
         return survey
 
+    def _with_central(self, survey: pb.Survey) -> pb.Survey:
+        """Fill in ``Survey.central`` (composed over the questions) for a stepped survey."""
+        mechanisms = [self._mechanism(survey.id, question) for question in survey.questions]
+        central = survey_central(survey, [m.epsilon for m in mechanisms])
+        if central is not None:
+            survey.central.CopyFrom(central)
+        return survey
+
     def list_surveys(self, request: pb.ListSurveysRequest) -> pb.ListSurveysResponse:
         """Open surveys, or all with ``include_closed``."""
-        return pb.ListSurveysResponse(surveys=self.storage.list_surveys(request.include_closed))
+        surveys = self.storage.list_surveys(request.include_closed)
+        return pb.ListSurveysResponse(surveys=[self._with_central(s) for s in surveys])
 
     def close_survey(self, survey_id: str) -> pb.Survey:
         """Close a survey; closing a closed survey is a no-op."""
-        self.get_survey(survey_id)
+        self._survey(survey_id)
         closed = self.storage.close_survey(survey_id)
         assert closed is not None
-        return closed
+        return self._with_central(closed)
 
     def submit_reports(self, request: pb.SubmitReportsRequest | bytes) -> pb.SubmitReportsResponse:
         """Validate every report, then store the batch in one durable transaction.
@@ -177,7 +200,7 @@ class AggregatorService:
         survey = self._specs.get(report.survey_id)
         if survey is None:
             try:
-                survey = self.get_survey(report.survey_id)
+                survey = self._survey(report.survey_id)
             except NotFound:
                 raise NotFound(
                     f"{where}.survey_id: unknown survey {shown(report.survey_id)}"
@@ -209,6 +232,7 @@ class AggregatorService:
             question_id=question.id,
             rows=group.rows,
             tally=lambda keep: mechanism.tally(reports[keep]),
+            releases=ReleaseSteps.of(survey.min_reports, survey.release_step),
         )
 
     def _mechanism(self, survey_id: str, question: pb.Question) -> Mechanism:
@@ -226,7 +250,7 @@ class AggregatorService:
         only place the tokens ever appear.
         """
         check_token_count(request.count)
-        survey = self.get_survey(request.survey_id)
+        survey = self._survey(request.survey_id)
         if survey.state != pb.SURVEY_STATE_OPEN:
             raise FailedPrecondition(f"survey_id: survey {survey.id!r} is closed")
         if not survey.enrollment_required:
@@ -239,8 +263,8 @@ class AggregatorService:
         return pb.IssueTokensResponse(survey_id=survey.id, tokens=tokens)
 
     def get_estimate(self, request: pb.GetEstimateRequest) -> pb.Estimate:
-        """O(1) estimate from the question's running tally."""
-        survey = self.get_survey(request.survey_id)
+        """O(1) estimate from the question's running tally, or its last release if stepped."""
+        survey = self._survey(request.survey_id)
         question = _find_question(survey, request.question_id, "question_id")
         confidence = request.confidence or 0.95
         if not 0.0 < confidence <= MAX_CONFIDENCE:  # also refuses NaN
@@ -253,21 +277,35 @@ class AggregatorService:
             raise InvalidArgument(
                 f"method: unknown method {shown(method)}; expected one of: {', '.join(METHODS)}"
             )
+        steps = ReleaseSteps.of(survey.min_reports, survey.release_step)
+        check_central_delta(request.central_delta, survey.id, steps)
+        # The release first: a batch committed between the two reads only adds to the tally.
+        released = self.storage.released(survey.id, question.id) if steps else None
         tally = self.storage.tally(survey.id, request.question_id)
         assert tally is not None
         if tally.n < survey.min_reports:  # the release gate
             raise FailedPrecondition(gate_message(question.id, tally.n, survey.min_reports))
+        shown_tally = (
+            tally if steps is None else released_tally(question.id, tally, released, steps)
+        )
         if tally.n == 0:
             raise FailedPrecondition(
                 f"question_id: no reports yet for question {shown(request.question_id)}"
             )
         mechanism = self._mechanism(survey.id, question)
         estimate = mechanism.estimate(
-            Tally(tally.n, tally.sums),
+            Tally(shown_tally.n, shown_tally.sums),
             confidence,
             method,
             simultaneous=request.simultaneous,
             anytime=request.anytime,
         )
         fields = {"mechanism": mechanism.name, **estimate.wire_fields(question)}
-        return pb.Estimate(survey_id=survey.id, question_id=request.question_id, **fields)
+        result = pb.Estimate(
+            survey_id=survey.id, question_id=request.question_id, stored=tally.n, **fields
+        )
+        if steps is not None:
+            result.next_release_at = steps.next_at(shown_tally.n)
+            delta = request.central_delta or default_delta(tally.n)
+            result.central.CopyFrom(central_privacy(mechanism.epsilon, steps, delta))
+        return result

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from deniable.shared.privacy import ReleaseSteps
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 Selection = NDArray[np.bool_] | slice  # a mask over a group's rows, or [:] for every row
@@ -39,12 +40,16 @@ class ReportGroup:
         tally: given a mask over ``rows`` (or the slice ``[:]`` for all of them), what
             those reports add to the question's running sums (for example the yes count,
             or one support count per option).
+        releases: the survey's release steps, or None when its estimates are not stepped.
+            The batch whose commit brings the question's tally to a release point stores
+            a snapshot of it, in the same transaction (see :meth:`Storage.released`).
     """
 
     survey_id: str
     question_id: str
     rows: NDArray[np.intp]
     tally: Callable[[Selection], list[int]]
+    releases: ReleaseSteps | None = None
 
 
 @dataclass(frozen=True)
@@ -154,6 +159,14 @@ class Storage(ABC):
     @abstractmethod
     def tally(self, survey_id: str, question_id: str) -> Tally | None:
         """The running tally, or None for an unknown survey or question."""
+
+    @abstractmethod
+    def released(self, survey_id: str, question_id: str) -> Tally | None:
+        """The tally last released for a stepped question (``Tally(0)`` before the first).
+
+        Written in the transaction of the batch that reached the release point, so it is
+        always a tally the question had at some commit. None for an unknown question.
+        """
 
     @abstractmethod
     def log(self, survey_id: str) -> Iterator[bytes]:

@@ -10,7 +10,7 @@ from deniable.aggregator.storage._decode import frame
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "fingerprint_key", "migrate"]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS surveys (
     id TEXT PRIMARY KEY,
@@ -25,6 +25,13 @@ CREATE TABLE IF NOT EXISTS tallies (
     sums TEXT NOT NULL DEFAULT '[]',
     PRIMARY KEY (survey_id, question_id)
 );
+CREATE TABLE IF NOT EXISTS releases (
+    survey_id TEXT NOT NULL REFERENCES surveys(id),
+    question_id TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    sums TEXT NOT NULL,
+    PRIMARY KEY (survey_id, question_id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS log (
     seq INTEGER PRIMARY KEY,
     survey_id TEXT NOT NULL REFERENCES surveys(id),
@@ -81,6 +88,10 @@ CREATE TABLE IF NOT EXISTS id_chunks (
 # survey's ids (sorted fingerprints and their log rows). Version 5 would not keep them up
 # to date, hence the new number. Upgrading creates the tables and the key; the daemon
 # seals the segments of the existing log when it opens the database.
+# Version 7 adds release steps: `releases` holds the tally last released for each question
+# of a survey with a release_step, written in the transaction of the batch that reached the
+# release point. Upgrading only creates the table (older surveys are not stepped); version 6
+# would not keep it up to date, hence the new number.
 _V1_CHUNK = 10_000
 _KEY_NAME = "fingerprint_key"
 

@@ -49,7 +49,8 @@ class SqliteReader:
     Read inside :meth:`snapshot` so that everything comes from one WAL snapshot: commits
     the daemon makes meanwhile are invisible until the snapshot ends.
 
-    Only the ``surveys``, ``tallies`` and ``log`` tables are read, so any schema version
+    Only the ``surveys``, ``tallies``, ``log`` and (if present) ``releases`` tables are
+    read, so any schema version
     from :data:`OLDEST_READABLE` up to this code's ``SCHEMA_VERSION`` is accepted.
     """
 
@@ -142,6 +143,20 @@ class SqliteReader:
             (survey_id, question_id): Tally(n=n, sums=tuple(json.loads(sums)))
             for survey_id, question_id, n, sums in self._db.execute(
                 "SELECT survey_id, question_id, n, sums FROM tallies"
+            )
+        }
+
+    def releases(self) -> dict[tuple[str, str], Tally]:
+        """Every stored release of a stepped question (none before schema version 7)."""
+        exists = self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'releases'"
+        ).fetchone()
+        if exists is None:
+            return {}
+        return {
+            (survey_id, question_id): Tally(n=n, sums=tuple(json.loads(sums)))
+            for survey_id, question_id, n, sums in self._db.execute(
+                "SELECT survey_id, question_id, n, sums FROM releases"
             )
         }
 

@@ -104,6 +104,7 @@ class SqliteStorage(Storage):
             ).fetchall():
                 load_survey(self._db, self._index, survey_id, segment_ids)
             self._tallies: dict[tuple[str, str], Tally] = {}
+            self._released: dict[tuple[str, str], Tally] = {}
             self._committer = GroupCommitter(self._commit_locked, self._lock)
             self._maintenance = Maintenance(
                 self._db, self._lock, self._index, segment_ids, background and file_backed
@@ -232,10 +233,11 @@ class SqliteStorage(Storage):
         if not claims:
             return results
         tallies: dict[tuple[str, str], Tally] = {}
+        released: dict[tuple[str, str], Tally] = {}
         self._db.execute("BEGIN IMMEDIATE")
         try:
             for _, claim, bindings in claims:
-                self._index.committed(claim, self._append_locked(claim, tallies))
+                self._index.committed(claim, self._append_locked(claim, tallies, released))
                 store_bindings(self._db, bindings)
         except BaseException as error:
             self._index.unentered.clear()  # first: these ids must never be entered
@@ -250,6 +252,7 @@ class SqliteStorage(Storage):
             raise storage_error(error) from None
         self._maintenance.settle(marks, failed=False)
         self._tallies.update(tallies)  # only once committed
+        self._released.update(released)
         for position, claim, _ in claims:
             results[position] = SubmitOutcome(claim.stored, claim.total - claim.stored)
         return results
@@ -272,8 +275,13 @@ class SqliteStorage(Storage):
                 raise FailedPrecondition(f"reports[{first}]: survey {group.survey_id!r} is closed")
         return bind(self._db, submission, pending)
 
-    def _append_locked(self, claim: Claim, tallies: dict[tuple[str, str], Tally]) -> dict[str, int]:
-        """Write a batch's log rows and tallies; each survey's new log row."""
+    def _append_locked(
+        self,
+        claim: Claim,
+        tallies: dict[tuple[str, str], Tally],
+        released: dict[tuple[str, str], Tally],
+    ) -> dict[str, int]:
+        """Write a batch's log rows, tallies and due releases; each survey's new log row."""
         submission, fresh = claim.submission, claim.fresh
         seqs: dict[str, int] = {}
         for group in submission.groups:
@@ -292,6 +300,15 @@ class SqliteStorage(Storage):
                 "UPDATE tallies SET n = ?, sums = ? WHERE survey_id = ? AND question_id = ?",
                 (new.n, json.dumps(new.sums), *key),
             )
+            if group.releases is not None:
+                last = released.get(key) or self._released.get(key) or self._read_released(key)
+                if group.releases.due(last.n, new.n):
+                    released[key] = new
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO releases (survey_id, question_id, n, sums) "
+                        "VALUES (?, ?, ?, ?)",
+                        (*key, new.n, json.dumps(new.sums)),
+                    )
         for survey_id in claim.rows:
             rows: NDArray[np.intp] = claim.new_rows(survey_id)
             if len(rows):
@@ -308,6 +325,21 @@ class SqliteStorage(Storage):
             "SELECT n, sums FROM tallies WHERE survey_id = ? AND question_id = ?", key
         ).fetchone()
         return Tally(n=n, sums=tuple(json.loads(sums)))
+
+    def _read_released(self, key: tuple[str, str]) -> Tally:
+        row = self._db.execute(
+            "SELECT n, sums FROM releases WHERE survey_id = ? AND question_id = ?", key
+        ).fetchone()
+        return Tally(0) if row is None else Tally(n=row[0], sums=tuple(json.loads(row[1])))
+
+    def released(self, survey_id: str, question_id: str) -> Tally | None:
+        """The tally last released (``Tally(0)`` before the first); one indexed row."""
+        with self._lock:
+            known = self._db.execute(
+                "SELECT 1 FROM tallies WHERE survey_id = ? AND question_id = ?",
+                (survey_id, question_id),
+            ).fetchone()
+            return None if known is None else self._read_released((survey_id, question_id))
 
     def tally(self, survey_id: str, question_id: str) -> Tally | None:
         """O(1): one indexed row, whatever the number of reports."""

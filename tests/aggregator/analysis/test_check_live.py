@@ -37,6 +37,9 @@ class CommitBetweenReads:
         self.commit()
         return tallies
 
+    def releases(self) -> dict[tuple[str, str], Tally]:
+        return self.reader.releases()
+
     def log(self, survey_id: str) -> Iterator[tuple[int, bytes]]:
         return self.reader.log(survey_id)
 

@@ -17,6 +17,7 @@ from tests.aggregator.storage.test_storage_contract import enrolled, report, sub
 
 V4_TABLES = {"tokens", "token_counts", "token_answers"}
 V6_TABLES = {"meta", "id_segments", "id_chunks"}  # the on-disk id index
+V7_TABLES = {"releases"}
 
 
 def uniform(count: int) -> list[pb.Report]:
@@ -78,7 +79,7 @@ def _v3_database(path: Path) -> None:
     submit(storage, [report("a", 1), report("b", 0, "q2")])
     storage.close()
     db = sqlite3.connect(path)
-    for table in V4_TABLES | V6_TABLES:
+    for table in V4_TABLES | V6_TABLES | V7_TABLES:
         db.execute(f"DROP TABLE {table}")
     db.execute("PRAGMA user_version = 3")
     db.commit()
@@ -110,7 +111,7 @@ def test_a_version_3_database_is_upgraded_by_adding_the_enrollment_tables(tmp_pa
     finally:
         upgraded.close()
     after = _dump(path)
-    assert set(after) == set(before) | V4_TABLES | V6_TABLES
+    assert set(after) == set(before) | V4_TABLES | V6_TABLES | V7_TABLES
     assert {table: after[table] for table in before} == before  # only tables were added
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)

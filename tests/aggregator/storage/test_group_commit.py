@@ -14,6 +14,7 @@ from deniable.aggregator.storage import SubmitOutcome, Tally, open_storage
 from deniable.aggregator.storage._group_commit import GroupCommitter
 from deniable.aggregator.storage._sqlite import SqliteStorage
 from deniable.shared.errors import AlreadyExists
+from deniable.shared.privacy import ReleaseSteps
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.aggregator.storage.test_storage_contract import (
     logged,
@@ -139,4 +140,33 @@ def test_a_failing_group_releases_every_batch_in_it(tmp_path: Path) -> None:
     assert storage.submit(second) == SubmitOutcome(stored=5, already_stored=1)
     for question in ("q1", "q2"):
         assert storage.tally("s1", question) == recount(storage, "s1", question)
+    storage.close()
+
+
+def test_batches_sharing_a_commit_each_release_at_their_own_point(tmp_path: Path) -> None:
+    """Each batch of a group is held to the release the batch before it made.
+
+    A failed group releases nothing, neither in the database nor in memory.
+    """
+    storage = SqliteStorage(str(tmp_path / "x.db"))
+    storage.create_survey(survey())
+    steps = ReleaseSteps(first=3, step=4)
+    first = submission([report(f"a{i}", 1) for i in range(5)], steps)  # 5: released
+    second = submission([report(f"b{i}", 0) for i in range(2)], steps)  # 7 < 5 + 4: not yet
+
+    def boom(keep: object) -> list[int]:
+        raise RuntimeError("disk on fire")
+
+    broken = replace(second, groups=[replace(second.groups[0], tally=boom)])
+    with storage._lock, pytest.raises(RuntimeError, match="disk on fire"):
+        storage._commit_locked([first, broken])
+    assert storage.released("s1", "q1") == Tally(0)
+    with storage._lock:
+        outcomes = storage._commit_locked([first, second])
+    assert outcomes == [SubmitOutcome(5, 0), SubmitOutcome(2, 0)]
+    assert storage.released("s1", "q1") == Tally(5, (5,))
+    storage.submit(submission([report("c", 1)], steps))
+    assert storage.released("s1", "q1") == Tally(5, (5,))  # 8
+    storage.submit(submission([report("d", 0)], steps))
+    assert storage.released("s1", "q1") == storage.tally("s1", "q1") == Tally(9, (6,))
     storage.close()

@@ -197,7 +197,7 @@ def test_databases_of_versions_2_to_4_are_upgraded_by_their_number(
     assert submit(upgraded, [report("a", 1)]).already_stored == 1
     upgraded.close()
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (6,)
+    assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (7,)
     db.close()
 
 

@@ -75,7 +75,7 @@ def test_a_version_1_database_is_upgraded_in_place(tmp_path: Path) -> None:
     db.close()
     assert tables == {
         *("surveys", "tallies", "log", "tokens", "token_counts", "token_answers"),
-        *("meta", "id_segments", "id_chunks"),
+        *("meta", "id_segments", "id_chunks", "releases"),
     }
 
 

@@ -22,6 +22,7 @@ from deniable.aggregator.storage import (
 )
 from deniable.aggregator.storage._decode import decode_batch
 from deniable.shared.errors import AlreadyExists, FailedPrecondition, NotFound, Unauthenticated
+from deniable.shared.privacy import ReleaseSteps
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.conftest import binary_question
 
@@ -60,7 +61,7 @@ def report(rid: str, bit: int, question: str = "q1", survey_id: str = "s1") -> p
     )
 
 
-def submission(reports: list[pb.Report]) -> Submission:
+def submission(reports: list[pb.Report], releases: ReleaseSteps | None = None) -> Submission:
     """The Submission the service hands to storage for these (valid) reports."""
     data = pb.SubmitReportsRequest(reports=reports).SerializeToString()
     batch = decode_batch(data, max_batch=len(reports))
@@ -70,6 +71,7 @@ def submission(reports: list[pb.Report]) -> Submission:
             group.template.question_id,
             group.rows,
             partial(lambda bits, keep: [int(bits[keep].sum())], group.values),
+            releases,
         )
         for group in batch.groups
     ]
@@ -132,6 +134,36 @@ def test_submit_updates_tallies_and_is_idempotent(opener: Opener) -> None:
     assert storage.tally("nope", "q1") is None
     assert [r.report_id for r in logged(storage)] == ["a", "b", "c", "d"]  # each once
     assert all(recount(storage, "s1", q) == storage.tally("s1", q) for q in ("q1", "q2"))
+
+
+def test_a_release_is_the_tally_at_the_commit_that_reaches_its_point(tmp_path: Path) -> None:
+    path = f"sqlite:///{tmp_path / 'releases.db'}"
+    storage = open_storage(path)
+    steps = ReleaseSteps(first=3, step=4)
+    storage.create_survey(survey())
+    assert storage.released("s1", "q1") == Tally(0)
+    assert storage.released("s1", "nope") is None
+    assert storage.released("nope", "q1") is None
+    storage.submit(submission([report("a", 1), report("b", 0)], steps))
+    assert storage.released("s1", "q1") == Tally(0)
+    storage.submit(submission([report("c", 1), report("d", 1), report("e", 1, "q2")], steps))
+    assert storage.released("s1", "q1") == Tally(4, (3,))  # crossed 3 at 4
+    assert storage.released("s1", "q2") == Tally(0)  # each question on its own
+    storage.submit(submission([report(f"f{i}", 0) for i in range(3)], steps))
+    assert storage.released("s1", "q1") == Tally(4, (3,))  # 7 < 4 + 4
+    with pytest.raises(AlreadyExists):  # would cross 8, but is refused whole
+        storage.submit(submission([report("g", 1), report("a", 0)], steps))
+    assert storage.released("s1", "q1") == Tally(4, (3,))
+    storage.submit(submission([report("g", 1)], steps))
+    assert storage.released("s1", "q1") == storage.tally("s1", "q1") == Tally(8, (4,))
+    storage.close()
+    reopened = open_storage(path)
+    try:
+        assert reopened.released("s1", "q1") == Tally(8, (4,))
+        reopened.submit(submission([report("h", 1)], steps))
+        assert reopened.released("s1", "q1") == Tally(8, (4,))  # 9 < 8 + 4
+    finally:
+        reopened.close()
 
 
 def test_conflicting_resend_stores_nothing_of_the_batch(opener: Opener) -> None:

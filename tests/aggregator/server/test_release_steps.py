@@ -1,0 +1,141 @@
+"""Release steps over gRPC: estimates refresh only every release_step reports, with a central ε."""
+
+from __future__ import annotations
+
+import math
+
+import grpc
+import pytest
+
+from deniable.client._remote import AggregatorClient, RemoteError
+from deniable.shared.privacy import shuffled_epsilon
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
+from tests.aggregator.server.test_release_gate import reports
+from tests.conftest import binary_question
+
+
+def create(admin: AggregatorClient, step: int, min_reports: int = 0) -> pb.Survey:
+    questions = [binary_question("q1"), binary_question("q2", alpha=0.25)]
+    return admin.create_survey("Stepped", questions, min_reports=min_reports, release_step=step)
+
+
+def refused(client: AggregatorClient, survey_id: str, qid: str, **options: float) -> RemoteError:
+    with pytest.raises(RemoteError) as raised:
+        client.get_estimate(survey_id, qid, **options)  # type: ignore[arg-type]
+    return raised.value
+
+
+def test_estimates_freeze_between_steps_and_refresh_at_each(
+    admin: AggregatorClient, anonymous: AggregatorClient
+) -> None:
+    survey = create(admin, 100)
+    assert survey.release_step == 100
+    error = refused(anonymous, survey.id, "q1")
+    assert error.status == grpc.StatusCode.FAILED_PRECONDITION
+    assert error.details == (
+        "question_id: question 'q1' is released in steps; its first release is at 100 "
+        "reports, 0 stored so far"
+    )
+    anonymous.submit_reports(reports(survey, "q1", 60, "a"))
+    assert (
+        "first release is at 100 reports, 60 stored so far"
+        in refused(anonymous, survey.id, "q1").details
+    )
+    anonymous.submit_reports(reports(survey, "q1", 50, "b"))  # crosses 100: released at 110
+    first = anonymous.get_estimate(survey.id, "q1")
+    assert (first.n, first.stored, first.next_release_at) == (110, 110, 210)
+    anonymous.submit_reports([r for r in reports(survey, "q1", 99, "c") if r.bit])  # 50 yes
+    frozen = anonymous.get_estimate(survey.id, "q1")
+    assert (frozen.n, frozen.stored, frozen.next_release_at) == (110, 160, 210)
+    assert (frozen.estimate_raw, frozen.ci_low, frozen.ci_high) == (
+        first.estimate_raw, first.ci_low, first.ci_high,
+    )  # fmt: skip
+    anonymous.submit_reports(reports(survey, "q1", 49, "d"))  # 209: one short
+    assert anonymous.get_estimate(survey.id, "q1").n == 110
+    anonymous.submit_reports(reports(survey, "q1", 1, "e"))  # exactly at the point
+    refreshed = anonymous.get_estimate(survey.id, "q1")
+    assert (refreshed.n, refreshed.stored, refreshed.next_release_at) == (210, 210, 310)
+    assert refreshed.estimate_raw != first.estimate_raw
+    assert "first release" in refused(anonymous, survey.id, "q2").details  # each on its own
+
+
+def test_central_privacy_is_the_shuffling_bound_of_the_step(
+    admin: AggregatorClient, anonymous: AggregatorClient
+) -> None:
+    survey = create(admin, 500, min_reports=200)
+    anonymous.submit_reports(reports(survey, "q1", 200, "a"))
+    estimate = anonymous.get_estimate(survey.id, "q1")
+    local = survey.questions[0].privacy.epsilon
+    central = estimate.central
+    assert estimate.HasField("central")
+    assert (estimate.n, estimate.next_release_at) == (200, 700)  # the gate is the first step
+    assert (central.step, central.delta, central.local_epsilon) == (200, 1e-6, local)
+    assert central.epsilon == shuffled_epsilon(local, 200, 1e-6)
+    assert 0 < central.epsilon < local
+    assert "operator" in central.holds_against
+    assert "released estimates" in central.holds_against
+    assert "Feldman, McMillan and Talwar" in central.method
+    looser = anonymous.get_estimate(survey.id, "q1", central_delta=1e-3).central
+    assert looser.delta == 1e-3
+    assert looser.epsilon == shuffled_epsilon(local, 200, 1e-3) < central.epsilon
+
+
+def test_survey_central_composes_its_questions(
+    admin: AggregatorClient, anonymous: AggregatorClient
+) -> None:
+    survey = create(admin, 1000)
+    locals_ = [q.privacy.epsilon for q in survey.questions]
+    expected = math.fsum(shuffled_epsilon(e, 1000, 1e-6 / 2) for e in locals_)
+    for shown in (
+        survey,
+        anonymous.get_survey(survey.id),
+        anonymous.list_surveys()[0],
+        admin.close_survey(survey.id),
+    ):
+        central = shown.central
+        assert shown.HasField("central")
+        assert (central.questions, central.step) == (2, 1000)
+        assert central.delta == pytest.approx(1e-6)
+        assert central.epsilon == pytest.approx(expected, rel=1e-12)
+        assert central.local_epsilon == pytest.approx(sum(locals_))
+        assert central.epsilon < central.local_epsilon
+
+
+def test_not_stepped_by_default_and_then_no_central(
+    admin: AggregatorClient, anonymous: AggregatorClient
+) -> None:
+    survey = admin.create_survey("Open", [binary_question("q1")])
+    assert survey.release_step == 0
+    assert not survey.HasField("central")
+    anonymous.submit_reports(reports(survey, "q1", 3, "a"))
+    estimate = anonymous.get_estimate(survey.id, "q1")
+    assert (estimate.n, estimate.stored, estimate.next_release_at) == (3, 3, 0)
+    assert not estimate.HasField("central")
+    error = refused(anonymous, survey.id, "q1", central_delta=1e-6)
+    assert error.status == grpc.StatusCode.FAILED_PRECONDITION
+    assert error.details.startswith(
+        f"central_delta: survey {survey.id!r} is not released in steps (release_step 0)"
+    )
+
+
+@pytest.mark.parametrize("delta", [1.0, 1.5, -1e-6, math.nan])
+def test_bad_central_delta_is_refused(
+    admin: AggregatorClient, anonymous: AggregatorClient, delta: float
+) -> None:
+    survey = create(admin, 10)
+    anonymous.submit_reports(reports(survey, "q1", 10, "a"))
+    error = refused(anonymous, survey.id, "q1", central_delta=delta)
+    assert error.status == grpc.StatusCode.INVALID_ARGUMENT
+    assert error.details == f"central_delta: must be in (0, 1), got {delta!r}"
+
+
+def test_release_step_bounds(admin: AggregatorClient) -> None:
+    assert create(admin, 10**9).release_step == 10**9
+    with pytest.raises(RemoteError) as raised:
+        create(admin, 10**9 + 1)
+    assert raised.value.status == grpc.StatusCode.INVALID_ARGUMENT
+    assert raised.value.details == (
+        "release_step: must be 0 (not stepped) or 1..1,000,000,000 reports per step, "
+        "got 1,000,000,001"
+    )
+    assert len(admin.list_surveys(include_closed=True)) == 1  # nothing stored
