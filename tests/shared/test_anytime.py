@@ -193,8 +193,8 @@ def test_numeric_mean_is_covered_at_every_look(kind: str) -> None:
     # the daemon's estimate: the same interval on the question's scale
     units = 1 << spec.unit_bits
     if kind == "duchi":  # every report is ±B: the exact tally from the count of +B
-        b = int(Fraction(spec.bound) * units)  # type: ignore[attr-defined]
-        ups = round(10_000 * (1.0 + mean[0, -1] / spec.bound) / 2.0)  # type: ignore[attr-defined]
+        b = int(Fraction(spec.bound) * units)
+        ups = round(10_000 * (1.0 + mean[0, -1] / spec.bound) / 2.0)
         tally = MeanTally(spec.unit_bits, 10_000, (2 * ups - 10_000) * b, 10_000 * b * b)
     else:
         tally = MeanTally(spec.unit_bits, 10_000, int(total[0, -1] * units),
