@@ -544,9 +544,10 @@ class Survey(_message.Message):
     tokens_issued: _builtins.int
     """enrollment tokens issued so far"""
     release_step: _builtins.int
-    """Estimates are released in steps: after the first release (at min_reports, or 1 report
-    without a gate) a question's estimate is refreshed only once at least release_step new
-    reports have arrived. 0: not stepped, every estimate is from all stored reports.
+    """Estimates are released in steps: after the first release (at min_reports, or at
+    release_step reports without a gate) a question's estimate is refreshed only once at
+    least release_step new reports have arrived. 0: not stepped, every estimate is from all
+    stored reports.
     """
     @_builtins.property
     def questions(self) -> _containers.RepeatedCompositeFieldContainer[Global___Question]: ...
