@@ -194,8 +194,16 @@ class LazyGroup(ErrorMappingGroup):
                 raise TypeError(f"{module}.{name} is not a click command")
             name_variables(command, _upper(cmd_name), self.env_prefix)
             self.add_command(command, cmd_name)
-            self._warn_retired(ctx, cmd_name, command)
         return self.commands.get(cmd_name)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """The command to run; retired variables are named on each run, not once per load."""
+        name, command, rest = super().resolve_command(ctx, args)
+        if name is not None and command is not None and name in self.lazy:
+            self._warn_retired(ctx, name, command)
+        return name, command, rest
 
     def _warn_retired(self, ctx: click.Context, name: str, command: click.Command) -> None:
         warnings = [

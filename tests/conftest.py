@@ -18,6 +18,7 @@ from deniable.aggregator.server._lifecycle import RunningServer, start_server
 from deniable.aggregator.storage import open_storage
 from deniable.client._remote import AggregatorClient
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
+from tests.e2e._forks import Runner
 
 BIN = Path(sys.executable).parent
 
@@ -39,9 +40,45 @@ def participant_home(
     return home
 
 
+@pytest.fixture(scope="session")
+def cli_runner() -> Iterator[Runner]:
+    """One process per test worker with both tools imported, forked for each invocation."""
+    runner = Runner()
+    yield runner
+    runner.close()
+
+
 @pytest.fixture
-def run_cli() -> RunCli:
-    """Run an installed console script (``deniable`` or ``deniable-aggregator``)."""
+def run_cli(cli_runner: Runner) -> RunCli:
+    """Run a console script (``deniable`` or ``deniable-aggregator``) as a process.
+
+    Each invocation is a forked child of :func:`cli_runner` that runs the script's entry
+    point with its own arguments, environment (the test's, without ``DENIABLE_*`` unless
+    given), stdin, exit code, stdout and stderr: what the installed script does, without
+    paying ~0.3-1 s of interpreter start and imports per command. The real executables
+    are run by ``tests/test_startup.py``, ``tests/test_packaging.py`` and
+    :func:`run_script`.
+    """
+
+    def run(
+        script: str,
+        *args: str,
+        env: dict[str, str] | None = None,
+        timeout: float = 120,
+        input: str | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        assert (BIN / script).exists(), f"console script {script} is not installed in {BIN}"
+        assert cli_runner.alive, "the CLI runner process has died"
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
+        environment.update(env or {})
+        return cli_runner.complete(script, list(args), environment, input)
+
+    return run
+
+
+@pytest.fixture
+def run_script() -> RunCli:
+    """Run an installed console script as its own process (interpreter start included)."""
 
     def run(
         script: str,

@@ -5,9 +5,10 @@ Started as a subprocess by tests. Each line on stdin is a JSON object ``{"progra
 program's console-script entry point with those arguments and environment, and one JSON
 line ``{"code", "stderr"}`` answers on stdout. ``capture`` says what ``stderr`` holds:
 ``"stderr"`` (the default; stdout is discarded), ``"stdout"`` (stderr is discarded) or
-``"both"`` (both streams interleaved as on a terminal: stdout is line-buffered). A child
-is a real process with a real exit code, as from a shell, without the ~0.3 s of starting
-Python and importing.
+``"both"`` (both streams interleaved as on a terminal: stdout is line-buffered) or
+``"separate"`` (``stdout`` and ``stderr`` each in its own field); ``"input"`` is fed to the
+child's stdin (else /dev/null). A child is a real process with a real exit code, as from a
+shell, without the ~0.3 s of starting Python and importing.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Callable
 
 import click
@@ -42,8 +44,9 @@ def child(
 ) -> None:
     """In the forked child: run the tool as its console script would, then exit."""
     devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(captured_fd if capture in ("stderr", "both") else devnull, 2)
-    os.dup2(captured_fd if capture in ("stdout", "both") else devnull, 1)
+    os.dup2(captured_fd if capture in ("stderr", "both", "separate") else devnull, 2)
+    if capture != "separate":  # else stdout is already the caller's file
+        os.dup2(captured_fd if capture in ("stdout", "both") else devnull, 1)
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     os.environ.clear()
     os.environ.update(env)
@@ -63,12 +66,41 @@ def child(
     os._exit(code)
 
 
+def separate(case: dict[str, object]) -> dict[str, object]:
+    """Run one invocation with stdin, stdout and stderr each a file of its own."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        with tempfile.TemporaryFile() as given:
+            given.write(str(case.get("input") or "").encode("utf-8"))
+            given.flush()
+            given.seek(0)
+            pid = os.fork()
+            if pid == 0:
+                if "cwd" in case:
+                    os.chdir(str(case["cwd"]))
+                os.dup2(given.fileno(), 0)
+                sys.stdin = os.fdopen(0, "r", closefd=False)  # not the runner's buffered input
+                os.dup2(out.fileno(), 1)
+                program, args, env = str(case["program"]), case["args"], case["env"]
+                child(program, list(args), dict(env), err.fileno(), "separate")  # type: ignore[call-overload]
+            _, status = os.waitpid(pid, 0)
+        out.seek(0)
+        err.seek(0)
+        return {
+            "code": os.waitstatus_to_exitcode(status),
+            "stdout": out.read().decode("utf-8", "replace"),
+            "stderr": err.read().decode("utf-8", "replace"),
+        }
+
+
 def main() -> None:
     """Answer each invocation on stdin with its exit code and stderr."""
     preload(participant_cli.cli, "deniable")
     preload(aggregator_cli.cli, "deniable-aggregator")
     for line in sys.stdin:
         case = json.loads(line)
+        if case.get("capture") == "separate":
+            print(json.dumps(separate(case)), flush=True)
+            continue
         read_end, write_end = os.pipe()
         pid = os.fork()
         if pid == 0:

@@ -41,6 +41,26 @@ class Runner:
         answer = json.loads(self.process.stdout.readline())
         return int(answer["code"]), str(answer["stderr"])
 
+    def complete(
+        self, program: str, args: list[str], env: dict[str, str], input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Exit code, stdout and stderr apart, as ``subprocess.run`` gives them."""
+        case = {"program": program, "args": args, "env": env, "capture": "separate"}
+        case.update({"cwd": str(Path.cwd()), "input": input or ""})
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
+        self.process.stdin.write(json.dumps(case) + "\n")
+        self.process.stdin.flush()
+        answer = json.loads(self.process.stdout.readline())
+        return subprocess.CompletedProcess(
+            [program, *args], int(answer["code"]), str(answer["stdout"]), str(answer["stderr"])
+        )
+
+    @property
+    def alive(self) -> bool:
+        """Whether the runner process is still there to fork from."""
+        return self.process.poll() is None
+
     def close(self) -> None:
         assert self.process.stdin is not None
         self.process.stdin.close()

@@ -45,7 +45,9 @@ def reports_stored(daemon: Daemon) -> int:
         return sum(s.reports for s in client.list_surveys(include_closed=True))
 
 
-def test_serve_create_answer_estimate(run_cli: RunCli, daemon: Daemon, tmp_path: Path) -> None:
+def test_serve_create_answer_estimate(run_script: RunCli, daemon: Daemon, tmp_path: Path) -> None:
+    """The installed executables themselves, each its own process (the others fork)."""
+    run_cli = run_script
     survey_id = create(run_cli, daemon, write_spec(tmp_path))
     assert len(survey_id) == 16
     answers = [("yes", "no"), ("no", "no"), ("yes", "yes")]
