@@ -218,14 +218,19 @@ class Walk:
         folder = next((f for key, f in FOLDERS.items() if section.startswith(key)), None)
         return self.path(folder or self.home(section))
 
-    def env(self, section: str) -> dict[str, str]:
+    def env(self, section: str, program: str = "") -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DENIABLE_", "XDG_"))}
         env["HOME"] = str(self.path(self.home(section)))
         env["PYTHONUNBUFFERED"] = "1"
         if "127.0.0.1:50051" in self.addresses:
-            # The default --server, 127.0.0.1:50051, stands for the daemon started as that.
+            # The default --server, 127.0.0.1:50051, stands for the daemon started as that;
+            # only the program's own variable is set, as a reader's shell has neither.
             default = self.addresses["127.0.0.1:50051"]
-            env |= {"DENIABLE_SERVER": default, "DENIABLE_AGGREGATOR_SERVER": default}
+            own = {
+                "deniable": "DENIABLE_SERVER",
+                "deniable-aggregator": "DENIABLE_AGGREGATOR_SERVER",
+            }
+            env |= {name: default for key, name in own.items() if program in ("", key)}
         env |= self.prose_env.get(section, {})
         return env
 
@@ -382,7 +387,7 @@ class Walk:
         if text.endswith(" 2>/dev/null"):
             text, capture = text.removesuffix(" 2>/dev/null"), "stdout"
         words = shlex.split(text)
-        env = self.env(command.section)
+        env = self.env(command.section, next(w for w in words if "=" not in w))
         while "=" in words[0]:
             name, value = words.pop(0).split("=", 1)
             env[name] = value
