@@ -12,6 +12,8 @@ enough): point masses at 0 and 0.5, and two-point 0/1 populations with P(1) = 1%
 
     python bench/numeric_coverage.py                 # the table of docs/statistics.md
     python bench/numeric_coverage.py --t-only        # the t-interval's coverage (the rule)
+    python bench/numeric_coverage.py --kinds laplace --epsilons 2 --sizes 100000 \
+        --repeats 2000 --draws 2e8                   # one cell with more surveys
 """
 
 from __future__ import annotations
@@ -128,9 +130,25 @@ def true_mean(name: str) -> float:
     return where * share
 
 
-def repeats_at(n: int, repeats: int) -> int:
-    """Fewer repeats at large n (the sampling cost is n·R): at least 200."""
-    return max(200, min(repeats, 4_000_000 // n))
+def repeats_at(n: int, repeats: int, draws: int) -> int:
+    """Fewer repeats at large n (the sampling cost is n·R <= draws): at least 200."""
+    return max(200, min(repeats, draws // n))
+
+
+def chunked(
+    measure: Callable[..., object], spec: NumericMechanism, n: int, population: str,
+    repeats: int, rng: Rng,
+) -> tuple[float, set[str]]:  # fmt: skip
+    """``measure`` over ``repeats`` surveys, at most 4·10⁶ reports in memory at once."""
+    per = max(1, min(repeats, 4_000_000 // n))
+    covered, methods, done = 0.0, set(), 0
+    while done < repeats:
+        size = min(per, repeats - done)
+        got = measure(spec, n, population, size, rng)
+        value, used = got if isinstance(got, tuple) else (got, set())
+        covered, done = covered + value * size, done + size
+        methods |= used
+    return covered / repeats, methods
 
 
 def check_law(spec: NumericMechanism, rng: Rng) -> None:
@@ -203,14 +221,14 @@ def exact_two_point(spec: NumericMechanism, n: int, population: str) -> float:
 
 
 def run(
-    kinds: tuple[str, ...], sizes: tuple[int, ...], repeats: int, seed: int,
-    measure: Callable[..., object], label: str,
+    kinds: tuple[str, ...], epsilons: tuple[float, ...], sizes: tuple[int, ...],
+    repeats: int, draws: int, seed: int, measure: Callable[..., object], label: str,
 ) -> None:  # fmt: skip
     rng = np.random.default_rng(seed)
     print(f"# {label}; populations: {', '.join(POPULATIONS)}")
     print("mechanism  epsilon  " + "".join(f"{n:>9}" for n in sizes))
     for kind in kinds:
-        for epsilon in EPSILONS:
+        for epsilon in epsilons:
             spec = numeric_mechanism(kind, 0.0, 1.0, epsilon)
             if kind != "duchi":
                 check_law(spec, rng)
@@ -218,8 +236,13 @@ def run(
             for n in sizes:
                 worst, methods = 1.0, set()
                 for population in POPULATIONS:
-                    got = measure(spec, n, population, repeats_at(n, repeats), rng)
-                    value, used = got if isinstance(got, tuple) else (got, set())
+                    if measure is method_coverage and (
+                        spec.name == "duchi" or getattr(spec, "beta", None) == 0
+                    ):  # exact: no repeats
+                        value, used = method_coverage(spec, n, population, 1, rng)
+                    else:
+                        runs = repeats_at(n, repeats, draws)
+                        value, used = chunked(measure, spec, n, population, runs, rng)
                     worst = min(worst, value)
                     methods |= used
                 mark = "".join(sorted(m[0] for m in methods))
@@ -233,15 +256,22 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=18)
     parser.add_argument("--t-only", action="store_true", help="plain t-interval coverage")
     parser.add_argument("--kinds", default=",".join(KINDS))
+    parser.add_argument("--epsilons", default=",".join(map(str, EPSILONS)))
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    parser.add_argument(
+        "--draws", type=float, default=4e6,
+        help="at most this many reports per cell and population (fewer repeats at large n)",
+    )  # fmt: skip
     args = parser.parse_args()
     kinds = tuple(args.kinds.split(","))
     sizes = tuple(int(s) for s in args.sizes.split(","))
+    epsilons = tuple(float(e) for e in args.epsilons.split(","))
+    grid = (kinds, epsilons, sizes, args.repeats, int(args.draws), args.seed)
     if args.t_only:
-        run(kinds, sizes, args.repeats, args.seed, t_coverage, "t-interval, min coverage")
+        run(*grid, t_coverage, "t-interval, min coverage")
     else:
         label = "min coverage of the interval used (b bernstein, c clopper-pearson/chernoff, t t)"
-        run(kinds, sizes, args.repeats, args.seed, method_coverage, label)
+        run(*grid, method_coverage, label)
 
 
 if __name__ == "__main__":
