@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from deniable.aggregator.server._lifecycle import RunningServer, start_server
 from deniable.aggregator.storage import open_storage
@@ -23,6 +24,11 @@ from tests.e2e._forks import Runner
 BIN = Path(sys.executable).parent
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
+
+# No wall-clock limit on an example (nor on drawing one): on a loaded machine hypothesis's
+# default deadline (200 ms) and its too-slow check fail tests whose code is correct.
+settings.register_profile("deniable", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("deniable")
 
 
 @pytest.fixture(autouse=True)
