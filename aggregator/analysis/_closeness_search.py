@@ -1,0 +1,214 @@
+"""(n, ε)-closeness: is there a reference set M of at least n rows every class is close to?
+
+M is any subset of the table's rows; only its sensitive counts m_s (0 ≤ m_s ≤ n_s) matter,
+since each class L is compared with P_Q|M(s) = m_s / |M|. Variational and L1 are decided
+exactly by an integer program; L2 and KL by exhaustive search over every m when that is
+small, otherwise by bounds through the variational distance (an answer or "unknown").
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from deniable.aggregator.analysis._closeness import ClosenessReport, shares
+
+__all__ = ["DENOMINATOR_LIMIT", "EXHAUSTIVE_LIMIT", "NCloseness", "n_closeness", "solve_l1"]
+
+EXHAUSTIVE_LIMIT = 200_000
+"""L2 and KL search every count vector m when (vectors × classes) is at most this."""
+
+DENOMINATOR_LIMIT = 10**6
+"""ε's largest denominator in the integer program (its coefficients stay exact in floats)."""
+
+
+@dataclass(frozen=True)
+class NCloseness:
+    """The answer to (n, ε)-closeness, how it was reached, and a reference set if one exists."""
+
+    n: int
+    epsilon: Fraction
+    answer: bool | None  # None: the method could not decide
+    exact: bool
+    method: str
+    witness: tuple[int, ...] | None  # m_s per sensitive value
+    distances: tuple[float, ...] | None  # each class's distance to the witness
+
+    def to_dict(self, values: Sequence[str]) -> dict[str, Any]:
+        """JSON-ready data; the witness as counts per sensitive value."""
+        witness = None
+        if self.witness is not None:
+            witness = {
+                "size": sum(self.witness),
+                "counts": dict(zip(values, self.witness, strict=True)),
+                "class_distances": list(self.distances or ()),
+            }
+        return {
+            "n": self.n,
+            "epsilon": str(self.epsilon),
+            "answer": self.answer,
+            "exact": self.exact,
+            "method": self.method,
+            "witness": witness,
+        }
+
+
+def _fits(report: ClosenessReport, m: Sequence[int], epsilon: Fraction) -> bool:
+    reference = shares(m)
+    return all(
+        report.distance.within(shares(group.counts), reference, epsilon) for group in report.classes
+    )
+
+
+def _distances(report: ClosenessReport, m: Sequence[int]) -> tuple[float, ...]:
+    reference = shares(m)
+    return tuple(report.distance.value(shares(g.counts), reference) for g in report.classes)
+
+
+def solve_l1(
+    classes: Sequence[Sequence[int]],
+    totals: Sequence[int],
+    n: int,
+    bound: Fraction,
+    positive: bool = False,
+) -> tuple[int, ...] | None:
+    """Counts m with n ≤ Σm, m_s ≤ totals_s and Σ_s|m_s − |M|·P_L(s)| ≤ bound·|M| for all L.
+
+    An integer program with integer coefficients (each class's constraint multiplied by its
+    size and by ε's denominator), so the solver's tolerances cannot admit a violation; it
+    returns the largest such m, or None when none exists. ``positive`` asks m_s ≥ 1.
+    """
+    import numpy as np
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    if bound.denominator > DENOMINATOR_LIMIT:
+        raise ValueError(f"bound {bound}: denominator above {DENOMINATOR_LIMIT:,}")
+    k, count = len(totals), len(classes)
+    size = k + count * k  # m_s, then u_{L,s} = |L|·|m_s/|M| − P_L(s)|·|M|
+    rows: list[list[float]] = []
+    upper: list[float] = []
+    lower: list[float] = []
+    for index, counts in enumerate(classes):
+        members = sum(counts)
+        for s in range(k):
+            row = [0.0] * size
+            for r in range(k):
+                row[r] = float(-counts[s])
+            row[s] += members
+            row[k + index * k + s] = -1.0
+            rows.append(row)  # |L|·m_s − c_{L,s}·|M| ≤ u
+            rows.append([-value if j < k else value for j, value in enumerate(row)])
+            lower.extend((-np.inf, -np.inf))
+            upper.extend((0.0, 0.0))
+        row = [float(-bound.numerator * members)] * k + [0.0] * (count * k)
+        for s in range(k):
+            row[k + index * k + s] = float(bound.denominator)
+        rows.append(row)  # q·Σ_s u_{L,s} ≤ p·|L|·|M|
+        lower.append(-np.inf)
+        upper.append(0.0)
+    rows.append([1.0] * k + [0.0] * (count * k))
+    lower.append(float(n))
+    upper.append(float(sum(totals)))
+    low = [1.0 if positive else 0.0] * k + [0.0] * (count * k)
+    high = [float(total) for total in totals] + [np.inf] * (count * k)
+    result = milp(
+        c=np.array([-1.0] * k + [0.0] * (count * k)),
+        constraints=LinearConstraint(np.array(rows), np.array(lower), np.array(upper)),
+        integrality=np.ones(size),
+        bounds=Bounds(np.array(low), np.array(high)),
+    )
+    if result.status == 2:  # infeasible
+        return None
+    if result.x is None:
+        raise RuntimeError(f"the integer program did not finish: {result.message}")
+    return tuple(round(value) for value in result.x[:k])
+
+
+def _exhaustive(report: ClosenessReport, n: int, epsilon: Fraction) -> NCloseness:
+    best: tuple[int, ...] | None = None
+    ranges = [range(total + 1) for total in report.counts]
+    if n == report.rows:
+        ranges = [range(total, total + 1) for total in report.counts]
+    for m in itertools.product(*ranges):
+        size = sum(m)
+        if size >= max(n, 1) and (best is None or size > sum(best)) and _fits(report, m, epsilon):
+            best = m
+    return NCloseness(
+        n,
+        epsilon,
+        best is not None,
+        True,
+        "exhaustive",
+        best,
+        None if best is None else _distances(report, best),
+    )
+
+
+def _upper(value: float) -> Fraction:
+    """A fraction of denominator 10**6 above ``value`` (and above its float's rounding)."""
+    return Fraction(math.floor(value * 10**6) + 2, 10**6)
+
+
+def _lower(value: Fraction) -> Fraction:
+    """A fraction of denominator 10**6 at most ``value``."""
+    return Fraction(math.floor(value * 10**6), 10**6)
+
+
+def _necessary_l1(report: ClosenessReport, epsilon: Fraction) -> Fraction:
+    """An L1 bound every class must meet when D ≤ ε (L2: √k·ε; KL: Pinsker's inequality)."""
+    if report.distance.name == "l2":
+        bound = _upper(math.sqrt(len(report.counts)) * float(epsilon))
+    else:  # KL in bits: L1 = 2·TV ≤ 2·sqrt(KL·ln2/2) = sqrt(2·ln2·KL)
+        bound = _upper(math.sqrt(2 * math.log(2) * float(epsilon)))
+    return min(bound, Fraction(2))
+
+
+def _bounded(report: ClosenessReport, n: int, epsilon: Fraction) -> NCloseness:
+    classes = [group.counts for group in report.classes]
+    positive = report.distance.name == "kl"  # m_s = 0 with some P_L(s) > 0 is infinite KL
+    necessary = _necessary_l1(report, epsilon)
+    first = solve_l1(classes, report.counts, n, necessary, positive)
+    method = "bounds (variational integer programs: a necessary bound, then candidates)"
+    if first is None:
+        return NCloseness(n, epsilon, False, True, method, None, None)
+    candidates: list[tuple[int, ...] | None] = [first]
+    if report.distance.name == "l2":
+        candidates.append(solve_l1(classes, report.counts, n, epsilon, positive))  # L2 ≤ L1
+    candidates.extend(
+        solve_l1(classes, report.counts, n, _lower(necessary / 2**step), positive)
+        for step in range(1, 9)
+    )
+    for m in candidates:
+        if m is not None and _fits(report, m, epsilon):
+            return NCloseness(n, epsilon, True, True, method, m, _distances(report, m))
+    return NCloseness(n, epsilon, None, False, method, None, None)
+
+
+def n_closeness(
+    report: ClosenessReport, n: int, epsilon: Fraction, limit: int = EXHAUSTIVE_LIMIT
+) -> NCloseness:
+    """Decide (n, ε)-closeness of the report's classes (see the module docstring)."""
+    if not 1 <= n <= report.rows:
+        raise ValueError(f"n must be in [1, {report.rows}] (the table's rows), got {n}")
+    if epsilon.denominator > DENOMINATOR_LIMIT:
+        raise ValueError(
+            f"epsilon {epsilon} has too many digits for the exact search: give it with a "
+            f"denominator up to {DENOMINATOR_LIMIT:,} (6 decimals, or a fraction such as 4/9)"
+        )
+    name = report.distance.name
+    if name in ("variational", "l1"):
+        bound = 2 * epsilon if name == "variational" else epsilon
+        classes = [group.counts for group in report.classes]
+        m = solve_l1(classes, report.counts, n, bound)
+        if m is not None and not _fits(report, m, epsilon):
+            raise RuntimeError(f"the integer program's counts {m} fail the exact check")
+        distances = None if m is None else _distances(report, m)
+        return NCloseness(n, epsilon, m is not None, True, "milp", m, distances)
+    vectors = math.prod(total + 1 for total in report.counts)
+    if vectors * len(report.classes) <= limit or n == report.rows:  # n = rows: M is the table
+        return _exhaustive(report, n, epsilon)
+    return _bounded(report, n, epsilon)
