@@ -63,6 +63,7 @@ class Measure:
 
     name: str
     largest: str  # the largest ε that means anything, as shown in errors
+    formula: str
 
     def exact(self, p: Distribution, q: Distribution) -> Fraction | None:
         """The distance as a fraction, when it is rational for every input."""
@@ -104,10 +105,15 @@ class Measure:
 
 
 DISTANCES = {
-    "variational": Measure("variational", "1"),
-    "l1": Measure("l1", "2"),
-    "l2": Measure("l2", "sqrt(2)"),
-    "kl": Measure("kl", "infinity"),
+    "variational": Measure("variational", "1", "1/2 * sum_s |P_L(s) - P_Q(s)|"),
+    "l1": Measure("l1", "2", "sum_s |P_L(s) - P_Q(s)| (twice the variational distance)"),
+    "l2": Measure("l2", "sqrt(2)", "sqrt(sum_s (P_L(s) - P_Q(s))^2)"),
+    "kl": Measure(
+        "kl",
+        "infinity",
+        "sum_s P_L(s) * log2(P_L(s) / P_Q(s)) in bits; terms with P_L(s) = 0 count 0, "
+        "and P_Q(s) = 0 < P_L(s) makes it infinite (no smoothing)",
+    ),
 }
 """The distances by name; L1 is twice the variational distance."""
 
@@ -252,6 +258,7 @@ class ClosenessReport:
             "sensitive": self.sensitive,
             "quasi": list(self.quasi),
             "distance": self.distance.name,
+            "distance_formula": self.distance.formula,
             "values": [
                 {"value": value, "count": count, "share": str(Fraction(count, self.rows))}
                 for value, count in zip(self.values, self.counts, strict=True)

@@ -17,13 +17,29 @@ from typing import Any
 
 from deniable.aggregator.analysis._closeness import ClosenessReport, shares
 
-__all__ = ["DENOMINATOR_LIMIT", "EXHAUSTIVE_LIMIT", "NCloseness", "n_closeness", "solve_l1"]
+__all__ = [
+    "DENOMINATOR_LIMIT",
+    "EXHAUSTIVE_LIMIT",
+    "METHODS",
+    "NCloseness",
+    "n_closeness",
+    "solve_l1",
+]
 
 EXHAUSTIVE_LIMIT = 200_000
 """L2 and KL search every count vector m when (vectors × classes) is at most this."""
 
 DENOMINATOR_LIMIT = 10**6
 """ε's largest denominator in the integer program (its coefficients stay exact in floats)."""
+
+METHODS = {
+    "milp": "integer program over the counts m_s (scipy's milp, HiGHS), exact",
+    "exhaustive": "every count vector m checked, exact",
+    "bounds": "integer programs under the variational distance: 'no' when even the bound "
+    "D <= eps implies is infeasible (exact); 'yes' when one of their solutions meets D <= eps "
+    "(exact); otherwise undecided",
+}
+"""What each ``method`` of an answer means."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +69,7 @@ class NCloseness:
             "answer": self.answer,
             "exact": self.exact,
             "method": self.method,
+            "method_detail": METHODS[self.method],
             "witness": witness,
         }
 
@@ -172,7 +189,7 @@ def _bounded(report: ClosenessReport, n: int, epsilon: Fraction) -> NCloseness:
     positive = report.distance.name == "kl"  # m_s = 0 with some P_L(s) > 0 is infinite KL
     necessary = _necessary_l1(report, epsilon)
     first = solve_l1(classes, report.counts, n, necessary, positive)
-    method = "bounds (variational integer programs: a necessary bound, then candidates)"
+    method = "bounds"
     if first is None:
         return NCloseness(n, epsilon, False, True, method, None, None)
     candidates: list[tuple[int, ...] | None] = [first]
