@@ -164,3 +164,16 @@ def test_bad_tables_are_named(run_cli: RunCli, tmp_path: Path, content: str, mes
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines()[-1] == f"Error: {path}: {message}"
     assert done.stdout == ""
+
+
+def test_the_docs_transcript_is_what_the_command_prints(run_cli: RunCli, nine: Path) -> None:
+    page = (Path(__file__).resolve().parents[3] / "docs" / "closeness.md").read_text()
+    assert "```\n" + NINE + "```" in page  # the table of the worked example
+    start = page.index("$ deniable-aggregator closeness nine.csv")
+    block = page[start : page.index("```", start)].splitlines()
+    words = block[0].split()[2:]
+    done = run_cli("deniable-aggregator", words[0], str(nine), *words[2:])
+    assert done.returncode == 1, done.stderr
+    printed = done.stdout.splitlines()
+    assert printed[0] == block[1].replace("nine.csv", str(nine))
+    assert printed[1:] == block[2:]
