@@ -33,7 +33,7 @@ COMMANDS = {
     "closeness": (
         "deniable.aggregator.cli._closeness",
         "closeness_command",
-        "Audit a generalized CSV table for epsilon- and (n, epsilon)-closeness.",
+        "Audit a generalized CSV table for closeness of its classes.",
     ),
     "estimate": (
         "deniable.aggregator.cli._estimate",
