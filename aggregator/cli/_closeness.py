@@ -56,7 +56,7 @@ def closeness_command(
     n: int | None,
     as_json: bool,
 ) -> None:
-    """Audit a generalized table: how far each class's sensitive values are from the whole.
+    """Audit a generalized CSV table for closeness of its classes.
 
     Rows with equal values (as written) in every --quasi column form an equivalence class.
     For each class L it prints the distance D(P_L, P_Q) between the distribution of the
