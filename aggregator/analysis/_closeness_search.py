@@ -104,40 +104,43 @@ def solve_l1(
     """
     import numpy as np
     from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_array
 
     if bound.denominator > DENOMINATOR_LIMIT:
         raise ValueError(f"bound {bound}: denominator above {DENOMINATOR_LIMIT:,}")
-    k, count = len(totals), len(classes)
-    size = k + count * k  # m_s, then u_{L,s} = |L|·|m_s/|M| − P_L(s)|·|M|
-    rows: list[list[float]] = []
+    k = len(totals)
+    # Classes with the same distribution give the same constraints: keep one of each.
+    distinct = list(dict.fromkeys(_reduced(counts) for counts in classes))
+    size = k + len(distinct) * k  # m_s, then u_{L,s} = |L|·|m_s/|M| − P_L(s)|·|M|
+    entries: list[tuple[int, int, float]] = []
     upper: list[float] = []
-    lower: list[float] = []
-    for index, counts in enumerate(classes):
+    row = 0
+    for index, counts in enumerate(distinct):
         members = sum(counts)
         for s in range(k):
-            row = [0.0] * size
-            for r in range(k):
-                row[r] = float(-counts[s])
-            row[s] += members
-            row[k + index * k + s] = -1.0
-            rows.append(row)  # |L|·m_s − c_{L,s}·|M| ≤ u
-            rows.append([-value if j < k else value for j, value in enumerate(row)])
-            lower.extend((-np.inf, -np.inf))
-            upper.extend((0.0, 0.0))
-        row = [float(-bound.numerator * members)] * k + [0.0] * (count * k)
-        for s in range(k):
-            row[k + index * k + s] = float(bound.denominator)
-        rows.append(row)  # q·Σ_s u_{L,s} ≤ p·|L|·|M|
-        lower.append(-np.inf)
+            for sign in (1, -1):  # ±(|L|·m_s − c_{L,s}·|M|) ≤ u_{L,s}
+                entries.extend(
+                    (row, r, sign * float((members if r == s else 0) - counts[s])) for r in range(k)
+                )
+                entries.append((row, k + index * k + s, -1.0))
+                upper.append(0.0)
+                row += 1
+        entries.extend((row, r, float(-bound.numerator * members)) for r in range(k))
+        entries.extend(
+            (row, k + index * k + s, float(bound.denominator)) for s in range(k)
+        )  # q·Σ_s u_{L,s} ≤ p·|L|·|M|
         upper.append(0.0)
-    rows.append([1.0] * k + [0.0] * (count * k))
-    lower.append(float(n))
+        row += 1
+    entries.extend((row, r, 1.0) for r in range(k))  # n ≤ |M|
+    lower = [-np.inf] * row + [float(n)]
     upper.append(float(sum(totals)))
-    low = [1.0 if positive else 0.0] * k + [0.0] * (count * k)
-    high = [float(total) for total in totals] + [np.inf] * (count * k)
+    rows, columns, values = zip(*entries, strict=True)
+    matrix = coo_array((values, (rows, columns)), shape=(row + 1, size)).tocsr()
+    low = [1.0 if positive else 0.0] * k + [0.0] * (size - k)
+    high = [float(total) for total in totals] + [np.inf] * (size - k)
     result = milp(
-        c=np.array([-1.0] * k + [0.0] * (count * k)),
-        constraints=LinearConstraint(np.array(rows), np.array(lower), np.array(upper)),
+        c=np.array([-1.0] * k + [0.0] * (size - k)),
+        constraints=LinearConstraint(matrix, np.array(lower), np.array(upper)),
         integrality=np.ones(size),
         bounds=Bounds(np.array(low), np.array(high)),
     )
@@ -146,6 +149,12 @@ def solve_l1(
     if result.x is None:
         raise RuntimeError(f"the integer program did not finish: {result.message}")
     return tuple(round(value) for value in result.x[:k])
+
+
+def _reduced(counts: Sequence[int]) -> tuple[int, ...]:
+    """The counts divided by their greatest common divisor: one tuple per distribution."""
+    divisor = math.gcd(*counts) or 1
+    return tuple(count // divisor for count in counts)
 
 
 def _exhaustive(report: ClosenessReport, n: int, epsilon: Fraction) -> NCloseness:
