@@ -74,8 +74,9 @@ def closeness_command(
     \b
     Exit codes: 0 the report is printed and, with --epsilon, the table is ε-close (with
     --n: (n, ε)-close); 1 with --epsilon, it is not (a class exceeds ε, no M exists, or
-    L2/KL bounds could not decide); 2 invalid input: unreadable or malformed CSV, unknown
-    column, empty table, bad distance, ε out of range, N outside [1, rows].
+    L2/KL bounds could not decide), or the integer program failed; 2 invalid input:
+    unreadable or malformed CSV, unknown column, empty table, bad distance, ε out of
+    range, N outside [1, rows].
     """
     from deniable.aggregator.analysis._closeness_search import n_closeness
 
@@ -89,6 +90,8 @@ def closeness_command(
         found = None if n is None or threshold is None else n_closeness(report, n, threshold)
     except ValueError as error:
         fail(str(error), 2)
+    except RuntimeError as error:  # the solver failed: not the input's fault
+        fail(str(error), 1)
     if as_json:
         searched = None if found is None else found.to_dict(report.values)
         emit_json({**report.to_dict(), "n_closeness": searched})

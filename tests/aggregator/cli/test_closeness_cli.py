@@ -6,7 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from deniable.aggregator.analysis import _closeness_search
+from deniable.aggregator.cli import cli
 from tests.conftest import RunCli
 
 NINE = """PLZ,Points,System
@@ -177,3 +180,18 @@ def test_the_docs_transcript_is_what_the_command_prints(run_cli: RunCli, nine: P
     printed = done.stdout.splitlines()
     assert printed[0] == block[1].replace("nine.csv", str(nine))
     assert printed[1:] == block[2:]
+
+
+def test_a_failed_integer_program_is_one_error_line_exit_1(
+    nine: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unfinished(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the integer program did not finish: time limit reached")
+
+    monkeypatch.setattr(_closeness_search, "solve_l1", unfinished)
+    done = CliRunner().invoke(
+        cli, ["closeness", str(nine), *AUDIT[1:], "--epsilon", "1/2", "--n", "3"]
+    )
+    assert done.exit_code == 1
+    assert done.stderr == "Error: the integer program did not finish: time limit reached\n"
+    assert done.stdout == ""
