@@ -30,6 +30,11 @@ COMMANDS = {
         "check_command",
         "Check that every stored tally equals the one recomputed from the report log.",
     ),
+    "closeness": (
+        "deniable.aggregator.cli._closeness",
+        "closeness_command",
+        "Audit a generalized CSV table for closeness of its classes.",
+    ),
     "estimate": (
         "deniable.aggregator.cli._estimate",
         "estimate_command",

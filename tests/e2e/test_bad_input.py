@@ -88,6 +88,7 @@ NEEDS: dict[tuple[str, ...], tuple[str, ...]] = {
         "127.0.0.1:9",
     ),
     ("plan",): ("--alpha", "0.5", "--margin", "0.1"),
+    ("closeness",): ("{csv}", "--sensitive", "s", "--quasi", "q"),
     ("serve",): ("--listen", "127.0.0.1:0", "--db", "sqlite:///{db}"),
 }
 FILES = ("utf16", "binary", "missing", "directory")
@@ -173,6 +174,16 @@ LISTED = [
                                  "--min", "0", "--max", "nan", "--epsilon", "1",
                                  "--distribution", "uniform", "--transport", "inprocess"), 2,
          "nan"),
+    Case("deniable-aggregator", ("closeness", "{utf16}", "--sensitive", "s", "--quasi", "q"), 2,
+         "{utf16}: not UTF-8 text (byte 0xff at offset 0)"),
+    Case("deniable-aggregator", ("closeness", "{binary}", "--sensitive", "s", "--quasi", "q"), 2,
+         "{binary}: not UTF-8 text (byte 0x80 at offset 128)"),
+    Case("deniable-aggregator", ("closeness", "{missing}", "--sensitive", "s", "--quasi", "q"),
+         2, "{missing}: cannot read"),
+    Case("deniable-aggregator", ("closeness", "{directory}", "--sensitive", "s", "--quasi",
+                                 "q"), 2, "{directory}: cannot read"),
+    Case("deniable-aggregator", ("closeness", "{csv}", "--sensitive", "s", "--quasi", "q",
+                                 "--epsilon", "nan"), 2, "epsilon 'nan' is not a number"),
     Case("deniable-aggregator", ("check", "--db", "sqlite:///{binary}"), 2, "{binary}"),
     Case("deniable-aggregator", ("check", "--db", "sqlite:///{empty}"), 2, "{empty}"),
     Case("deniable-aggregator", ("check", "--db", "postgres://x/y"), 2, "postgres://x/y"),
@@ -202,6 +213,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "empty": b"",
         "notspec": b"[1, 2]",
         "spec": json.dumps(SPEC).encode(),
+        "csv": b"q,s\na,x\n",
     }
     for name, data in written.items():
         (folder / name).write_bytes(data)
