@@ -30,6 +30,11 @@ COMMANDS = {
         "check_command",
         "Check that every stored tally equals the one recomputed from the report log.",
     ),
+    "curate": (
+        "deniable.aggregator.cli._curate",
+        "curate_group",
+        "Central queries on data you hold: Laplace noise of scale Δ/ε, a privacy budget.",
+    ),
     "estimate": (
         "deniable.aggregator.cli._estimate",
         "estimate_command",
