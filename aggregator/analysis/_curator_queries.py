@@ -278,6 +278,8 @@ def noisy_sum(
     delta = spec.sensitivity_units(neighbours)
     scale = noise_scale(eps, delta)
     low, high = spec.unit_range
+    lower: int | None
+    upper: int | None
     if neighbours == "replace":
         lower, upper = len(table.rows) * min(low, 0), len(table.rows) * max(high, 0)
     else:  # N is private: only the sign of the range bounds the sum
