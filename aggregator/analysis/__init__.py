@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         discrete_half_width,
         discrete_laplace_pmf,
         discrete_laplace_tail,
+        exact_epsilon,
         noise_scale,
     )
     from deniable.aggregator.analysis._curator_queries import (
@@ -72,6 +73,7 @@ _MODULES = {
         "discrete_half_width",
         "discrete_laplace_pmf",
         "discrete_laplace_tail",
+        "exact_epsilon",
         "noise_scale",
     ],
     "_curator_queries": [
@@ -118,6 +120,7 @@ __all__ = [
     "discrete_half_width",
     "discrete_laplace_pmf",
     "discrete_laplace_tail",
+    "exact_epsilon",
     "file_digest",
     "histogram_sensitivity",
     "load_table",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-from deniable.aggregator.analysis._curator_noise import check_curator_epsilon
+from deniable.aggregator.analysis._curator_noise import check_curator_epsilon, exact_epsilon
 from deniable.aggregator.analysis._curator_table import CuratorError
 
 __all__ = ["BudgetExceededError", "Ledger", "Spend", "default_ledger_path"]
@@ -61,13 +61,13 @@ class Budget:
 
     @property
     def spent_exactly(self) -> Fraction:
-        """Σ spends, exactly (each ε is a float, a dyadic rational)."""
-        return sum((Fraction(s.epsilon) for s in self.spends), Fraction(0))
+        """Σ spends, exactly (each ε the decimal it was written as)."""
+        return sum((exact_epsilon(s.epsilon) for s in self.spends), Fraction(0))
 
     @property
     def remaining(self) -> float:
         """What is left, total − Σ spends computed exactly, then rounded to a float once."""
-        return float(Fraction(self.total) - self.spent_exactly)
+        return float(exact_epsilon(self.total) - self.spent_exactly)
 
 
 class Ledger:
@@ -128,9 +128,9 @@ class Ledger:
                         f"--budget {budget!r} differs from this data set's budget "
                         f"{current.total!r}, set by its first query (a budget cannot change)"
                     )
-                total = Fraction(current.total if current else float(budget or 0))
+                total = exact_epsilon(current.total if current else float(budget or 0))
                 spent = Fraction(0) if current is None else current.spent_exactly
-                if spent + Fraction(eps) > total:
+                if spent + exact_epsilon(eps) > total:
                     raise BudgetExceededError(
                         f"epsilon {eps!r} would overspend the budget: {float(total)!r} total, "
                         f"{float(spent)!r} spent, {float(total - spent)!r} left; nothing was spent"
@@ -158,5 +158,5 @@ def _read(db: sqlite3.Connection, digest: str) -> Budget | None:
             "SELECT at, query, epsilon FROM spends WHERE digest = ? ORDER BY id", (digest,)
         )
     )
-    spent = float(sum((Fraction(s.epsilon) for s in spends), Fraction(0)))
+    spent = float(sum((exact_epsilon(s.epsilon) for s in spends), Fraction(0)))
     return Budget(digest, float(row[0]), spent, spends)

@@ -21,6 +21,7 @@ __all__ = [
     "discrete_half_width",
     "discrete_laplace_pmf",
     "discrete_laplace_tail",
+    "exact_epsilon",
     "noise_scale",
     "noisy_integer",
 ]
@@ -49,11 +50,20 @@ def check_confidence(confidence: object) -> float:
     return float(confidence)
 
 
+def exact_epsilon(epsilon: float | Fraction) -> Fraction:
+    """ε as the decimal it is written as: 0.1 is 1/10 (the float's shortest repr), exactly.
+
+    The noise is drawn at exactly this ε and the ledger adds these, so ten spends of 0.1
+    make exactly 1 (the binary float 0.1 is a little more than 1/10).
+    """
+    return epsilon if isinstance(epsilon, Fraction) else Fraction(repr(float(epsilon)))
+
+
 def noise_scale(epsilon: float | Fraction, sensitivity: int) -> Fraction:
-    """The scale b = Δ/ε exactly (a float ε is a dyadic rational)."""
+    """The scale b = Δ/ε exactly, ε taken as :func:`exact_epsilon`."""
     if sensitivity < 1:
         raise ValueError(f"sensitivity must be a positive integer, got {sensitivity}")
-    return Fraction(sensitivity) / Fraction(epsilon)
+    return Fraction(sensitivity) / exact_epsilon(epsilon)
 
 
 def _ratio(scale: Fraction) -> float:
@@ -183,7 +193,7 @@ class NoisyCount:
 
 def central_laplace_count(
     true_count: int,
-    epsilon: float,
+    epsilon: float | Fraction,
     sensitivity: int = 1,
     *,
     upper: int | None = None,
@@ -199,7 +209,7 @@ def central_laplace_count(
 
     Args:
         true_count: the count on the data, an integer >= 0.
-        epsilon: privacy loss, in [2^-20, 50].
+        epsilon: privacy loss, in [2^-20, 50]: exactly the decimal written (or a Fraction).
         sensitivity: Δ, a positive integer (1 for a count).
         upper: a public upper bound on the count (None: clamp at 0 only).
         confidence: the interval's confidence, in (0, 1).
@@ -209,6 +219,6 @@ def central_laplace_count(
     level = check_confidence(confidence)
     if true_count < 0 or (upper is not None and true_count > upper):
         raise ValueError(f"true count must be in [0, {upper}], got {true_count}")
-    scale = noise_scale(eps, sensitivity)
+    scale = noise_scale(epsilon, sensitivity)
     released, k, low, high = noisy_integer(true_count, scale, 0, upper, level, source)
     return NoisyCount(released, eps, sensitivity, scale, upper, level, k, low, high)

@@ -13,6 +13,7 @@ from deniable.aggregator.analysis._curator_noise import (
     central_laplace_count,
     check_confidence,
     check_curator_epsilon,
+    exact_epsilon,
     noise_scale,
     noisy_integer,
 )
@@ -260,7 +261,7 @@ def noisy_sum(
     table: Table,
     spec: SumSpec,
     condition: Condition | None,
-    epsilon: float,
+    epsilon: float | Fraction,
     neighbours: str,
     *,
     confidence: float = 0.95,
@@ -276,7 +277,7 @@ def noisy_sum(
     level = check_confidence(confidence)
     units, _ = _sum_units(table, spec, condition)
     delta = spec.sensitivity_units(neighbours)
-    scale = noise_scale(eps, delta)
+    scale = noise_scale(epsilon, delta)
     low, high = spec.unit_range
     lower: int | None
     upper: int | None
@@ -371,7 +372,7 @@ def noisy_mean(
     """
     eps = check_curator_epsilon(epsilon)
     level = check_confidence(confidence)
-    half = eps / 2
+    half = exact_epsilon(epsilon) / 2  # exactly half each: ε in all
     each = 1 - (1 - level) / 2
     total = noisy_sum(table, spec, condition, half, neighbours, confidence=each, source=source)
     _, present = _sum_units(table, spec, condition)
