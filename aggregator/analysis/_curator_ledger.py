@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 import time
@@ -110,8 +111,8 @@ class Ledger:
             CuratorError: no budget set and none given, or a different one given.
         """
         eps = check_curator_epsilon(epsilon)
-        if budget is not None:
-            check_curator_epsilon(budget, "--budget")
+        if budget is not None and not 0 < budget < math.inf:  # also refuses NaN
+            raise CuratorError(f"--budget must be a finite number > 0, got {budget!r}")
         with self._connect() as db:
             db.execute("BEGIN IMMEDIATE")
             try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -168,6 +169,11 @@ class SumSpec:
             raise CuratorError(f"--min {float(self.lo)!r} must be below --max {float(self.hi)!r}")
         if self.resolution <= 0:
             raise CuratorError(f"--resolution must be positive, got {float(self.resolution)!r}")
+        if self.resolution > self.hi - self.lo:
+            raise CuratorError(
+                f"--resolution {float(self.resolution)!r} is wider than [{float(self.lo)!r}, "
+                f"{float(self.hi)!r}]"
+            )
         if (self.hi - self.lo) / self.resolution > MAX_GRID_STEPS:
             raise CuratorError(
                 f"--resolution {float(self.resolution)!r} is too fine for [{float(self.lo)!r}, "
@@ -182,12 +188,18 @@ class SumSpec:
         kind = table.column(column, "--column")
         if kind == "str":
             raise CuratorError(f"--column: {column!r} is a str column; sum and mean need numbers")
+        for flag, end in (("--min", lo), ("--max", hi)):
+            if not math.isfinite(end):
+                raise CuratorError(f"{flag} must be a finite number, got {end!r}")
         low, high = Fraction(lo), Fraction(hi)
         if resolution is not None:
             try:
-                step = Fraction(resolution)
-            except (ValueError, ZeroDivisionError):
+                number = float(resolution)
+            except ValueError:
                 raise CuratorError(f"--resolution must be a number, got {resolution!r}") from None
+            if not math.isfinite(number):
+                raise CuratorError(f"--resolution must be a finite number, got {resolution!r}")
+            step = Fraction(repr(number))  # the decimal written, exactly
         elif kind == "int" and low.denominator == 1 and high.denominator == 1:
             step = Fraction(1)
         else:
