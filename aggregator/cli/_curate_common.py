@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-import numpy as np
 
 from deniable.aggregator import analysis as curator
 from deniable.aggregator.cli._common import PREFIX, emit_json, fail
@@ -140,6 +139,8 @@ def read_table(data: Path | None, types: str | None) -> curator.Table:
 
 def byte_source(seed: int | None) -> ByteSource:
     """The OS CSPRNG, or a seeded generator when ``--seed`` is given."""
+    import numpy as np  # only when a query runs: --help stays light
+
     return source_for(None if seed is None else np.random.default_rng(seed))
 
 

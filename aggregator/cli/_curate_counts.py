@@ -107,7 +107,8 @@ def count_command(
         condition = curator.parse_where(where, table.types) if where else None
         check_before_spending(table, confidence, neighbours, max_rows)
         assert epsilon is not None
-        privacy = spend(table, ledger, epsilon, budget, f"count where {where or 'all rows'}")
+        query = f"count where {where}" if where else "count of all rows"
+        privacy = spend(table, ledger, epsilon, budget, query)
         result = curator.noisy_count(
             table,
             condition,

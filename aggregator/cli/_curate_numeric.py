@@ -163,7 +163,7 @@ def sum_command(
             low, high, value = result.low, result.high, result.released
     lines = [
         f"Sum of {column}" + (f" where {where}:" if where else ":"),
-        f"  {value:.6g}, {percent(confidence)} interval [{low:.6g}, {high:.6g}]",
+        f"  {value:.10g}, {percent(confidence)} interval [{low:.10g}, {high:.10g}]",
     ]
     if from_release is None:
         lines.append(
@@ -269,7 +269,7 @@ def mean_command(
             value, low, high = result.released, result.low, result.high
     lines = [
         f"Mean of {column}" + (f" where {where}:" if where else ":"),
-        f"  {value:.6g}, {percent(confidence)} interval [{low:.6g}, {high:.6g}]",
+        f"  {value:.10g}, {percent(confidence)} interval [{low:.10g}, {high:.10g}]",
         "Method: noisy sum / noisy count"
         + (" of the released cells" if from_release else ", ε split in halves"),
         privacy_line(privacy),
