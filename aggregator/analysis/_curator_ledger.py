@@ -94,7 +94,9 @@ class Ledger:
                 ) from None
 
     def budget(self, digest: str) -> Budget | None:
-        """The data set's budget and spends, or None if it has none yet."""
+        """The data set's budget and spends, or None if it has none yet (no file is created)."""
+        if not self.path.exists():
+            return None
         with self._connect() as db:
             return _read(db, digest)
 

@@ -48,6 +48,12 @@ def test_a_first_query_needs_a_budget_and_the_budget_cannot_change(tmp_path: Pat
     assert other is None  # budgets are per data set
 
 
+def test_showing_a_budget_creates_no_ledger(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "ledger.sqlite"
+    assert Ledger(path).budget(DIGEST) is None
+    assert not path.parent.exists()
+
+
 def test_a_file_that_is_not_a_ledger_is_named(tmp_path: Path) -> None:
     path = tmp_path / "not.sqlite"
     path.write_text("hello, this is not a database" * 20)
