@@ -28,18 +28,20 @@ if TYPE_CHECKING:
         exact_epsilon,
         noise_scale,
     )
-    from deniable.aggregator.analysis._curator_queries import (
-        NEIGHBOURS,
+    from deniable.aggregator.analysis._curator_numeric import (
         NoisyMean,
         NoisySum,
         SumSpec,
-        count_sensitivity,
-        histogram_sensitivity,
         mean_interval,
-        noisy_count,
-        noisy_histogram,
         noisy_mean,
         noisy_sum,
+    )
+    from deniable.aggregator.analysis._curator_queries import (
+        NEIGHBOURS,
+        count_sensitivity,
+        histogram_sensitivity,
+        noisy_count,
+        noisy_histogram,
         parse_values,
     )
     from deniable.aggregator.analysis._curator_release import (
@@ -76,18 +78,20 @@ _MODULES = {
         "exact_epsilon",
         "noise_scale",
     ],
-    "_curator_queries": [
-        "NEIGHBOURS",
+    "_curator_numeric": [
         "NoisyMean",
         "NoisySum",
         "SumSpec",
-        "count_sensitivity",
-        "histogram_sensitivity",
         "mean_interval",
-        "noisy_count",
-        "noisy_histogram",
         "noisy_mean",
         "noisy_sum",
+    ],
+    "_curator_queries": [
+        "NEIGHBOURS",
+        "count_sensitivity",
+        "histogram_sensitivity",
+        "noisy_count",
+        "noisy_histogram",
         "parse_values",
     ],
     "_curator_release": ["Release", "ReleasedAnswer", "make_release", "read_release"],

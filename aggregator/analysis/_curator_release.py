@@ -18,7 +18,7 @@ from deniable.aggregator.analysis._curator_noise import (
     noise_scale,
     noisy_integer,
 )
-from deniable.aggregator.analysis._curator_queries import _count_upper, histogram_sensitivity
+from deniable.aggregator.analysis._curator_queries import count_upper, histogram_sensitivity
 from deniable.aggregator.analysis._curator_table import CuratorError, Table
 from deniable.aggregator.analysis._curator_where import Condition, Value
 from deniable.shared.sampling import ByteSource, os_source
@@ -165,7 +165,7 @@ def make_release(
     eps = check_curator_epsilon(epsilon)
     sensitivity = histogram_sensitivity(neighbours)
     scale = noise_scale(eps, sensitivity)
-    upper = _count_upper(table, neighbours, max_rows)
+    upper = count_upper(table, neighbours, max_rows)
     types = {name: table.column(name, "--columns") for name in columns}
     counts = Counter(tuple(row[name] for name in columns) for row in table.rows)
     cells = []
