@@ -44,7 +44,6 @@ class Release:
         sensitivity: Δ of the table (1 or 2).
         scale: the noise scale Δ/ε.
         upper: the clamp's upper end (None: clamped at 0 only).
-        digest: SHA-256 of the data file released.
     """
 
     columns: tuple[tuple[str, str, tuple[Value, ...]], ...]
@@ -54,7 +53,6 @@ class Release:
     sensitivity: int
     scale: Fraction
     upper: int | None
-    digest: str
 
     @property
     def types(self) -> dict[str, str]:
@@ -65,7 +63,6 @@ class Release:
         """The release file's JSON document."""
         return {
             "format": FORMAT,
-            "data_sha256": self.digest,
             "epsilon": self.epsilon,
             "neighbours": self.neighbours,
             "sensitivity": self.sensitivity,
@@ -173,9 +170,7 @@ def make_release(
         released, *_ = noisy_integer(counts[combination], scale, 0, upper, 0.5, source)
         cells.append((tuple(combination), released))
     described = tuple((name, types[name], tuple(values[name])) for name in columns)
-    return Release(
-        described, tuple(cells), eps, neighbours, sensitivity, scale, upper, table.digest
-    )
+    return Release(described, tuple(cells), eps, neighbours, sensitivity, scale, upper)
 
 
 def read_release(path: Path) -> Release:
@@ -201,7 +196,6 @@ def read_release(path: Path) -> Release:
             int(document["sensitivity"]),
             Fraction(int(numerator), int(denominator)),
             None if upper is None else int(upper),
-            str(document["data_sha256"]),
         )
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as error:
         if isinstance(error, CuratorError):

@@ -190,8 +190,7 @@ def privacy_line(privacy: dict[str, Any]) -> str:
         )
     return (
         f"Privacy: spent ε = {privacy['cost']:g} of the budget {privacy['budget']:g} "
-        f"({privacy['spent']:g} spent, {privacy['remaining']:g} left) of data "
-        f"{privacy['data_sha256'][:12]} in {privacy['ledger']}"
+        f"({privacy['spent']:g} spent, {privacy['remaining']:g} left) in {privacy['ledger']}"
     )
 
 
@@ -202,7 +201,6 @@ def release_privacy(path: Path, release: curator.Release) -> dict[str, Any]:
         "post_processing": True,
         "release": str(path),
         "release_epsilon": release.epsilon,
-        "data_sha256": release.digest,
     }
 
 
