@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
+
 import click
 
+from deniable.aggregator.cli._curate_common import EXIT_CODES_HELP
 from deniable.aggregator.cli._curate_counts import count_command, histogram_command
 from deniable.aggregator.cli._curate_numeric import mean_command, sum_command
 from deniable.aggregator.cli._curate_release import ledger_command, release_command
@@ -28,12 +31,7 @@ def curate_group() -> None:
     """
 
 
-for _command in (
-    count_command,
-    histogram_command,
-    sum_command,
-    mean_command,
-    release_command,
-    ledger_command,
-):
+for _command in (count_command, histogram_command, sum_command, mean_command, release_command):
+    _command.help = f"{inspect.cleandoc(_command.help or '')}\n\n{EXIT_CODES_HELP}"
     curate_group.add_command(_command)
+curate_group.add_command(ledger_command)

@@ -21,7 +21,8 @@ BUDGET_EXIT = 5
 NEIGHBOURS_HELP = (
     "Neighbouring data sets: add-remove (one row added or removed: the row count is then "
     "private) or replace (one row changed: the row count is public). A histogram's "
-    "sensitivity is 1 under add-remove, 2 under replace."
+    "sensitivity is 1 under add-remove, 2 under replace. The default, add-remove, protects "
+    "whether a person is in the data at all."
 )
 
 EXIT_CODES_HELP = """\b

@@ -133,6 +133,12 @@ def ledger_command(data: Path, ledger: Path | None, as_json: bool) -> None:
     """Show the privacy budget of DATA.csv and every spend (the ledger is keyed by SHA-256).
 
     A data set with no query yet has no budget: the first query sets it with --budget.
+    Showing creates no ledger. The SHA-256 is for the curator: do not publish it (it
+    confirms a guess of a small table).
+
+    \b
+    Exit codes: 0 shown, 2 invalid input (a missing data file, a file that is not a
+    ledger).
     """
     with curator_errors():
         if not data.is_file():

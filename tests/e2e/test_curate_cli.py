@@ -189,3 +189,13 @@ def test_bad_input_spends_nothing(run_cli: RunCli, staff: Path, tmp_path: Path) 
     shown = _json(run_cli, "curate", "ledger", str(staff), "--ledger", str(ledger))
     assert shown["budget"] is None  # not even the budget was recorded
     assert shown["spends"] == []
+
+
+@pytest.mark.parametrize("command", ["count", "histogram", "sum", "mean", "release"])
+def test_help_states_exit_codes_and_the_default_neighbours(run_cli: RunCli, command: str) -> None:
+    done = run_cli(AGG, "curate", command, "--help")
+    assert done.returncode == 0
+    text = " ".join(done.stdout.split()).replace("add- remove", "add-remove")  # a wrapped line
+    assert "5 refused by the privacy budget (nothing spent, no noise drawn)" in text
+    assert "default: add-remove" in text
+    assert "A histogram's sensitivity is 1 under add-remove, 2 under replace" in text
