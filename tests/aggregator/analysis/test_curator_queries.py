@@ -14,6 +14,8 @@ from deniable.aggregator.analysis import (
     CuratorError,
     SumSpec,
     Table,
+    discrete_laplace_pmf,
+    discrete_laplace_tail,
     histogram_sensitivity,
     load_table,
     make_release,
@@ -209,3 +211,25 @@ def test_a_release_answers_counts_and_round_trips_through_its_file(
     )
     assert answer.value == expected
     assert answer.high - answer.value == 4 * answer.half_width
+
+
+@pytest.mark.slow
+def test_histogram_noise_under_replace_has_scale_two_over_epsilon(tmp_path: Path) -> None:
+    """Released − true over 1500 histograms of 2 bins: chi-square against scale 4 (ε = 0.5)."""
+    path = tmp_path / "big.csv"
+    path.write_text("dept\n" + "HR\n" * 300 + "IT\n" * 200)
+    table = load_table(path)
+    source = generator_source(np.random.default_rng(21))
+    noise = []
+    for _ in range(1500):
+        bins = noisy_histogram(table, "dept", ["HR", "IT"], None, 0.5, "replace", source=source)
+        noise += [bins[0][1].released - 300, bins[1][1].released - 200]
+    draws = np.array(noise)
+    scale = Fraction(4)
+    edges = list(range(-10, 11))
+    observed = [int(np.sum(draws < -10)), *(int(np.sum(draws == z)) for z in edges)]
+    observed.append(int(np.sum(draws > 10)))
+    tail = discrete_laplace_tail(10, scale) / 2
+    expected = [tail, *(discrete_laplace_pmf(z, scale) for z in edges), tail]
+    _, p_value = stats.chisquare(observed, np.array(expected) * draws.size)
+    assert p_value > 1e-6  # 22 cells; scale 2 (Δ = 1) gives p far below at this n
