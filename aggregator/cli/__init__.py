@@ -35,6 +35,11 @@ COMMANDS = {
         "closeness_command",
         "Audit a generalized CSV table for closeness of its classes.",
     ),
+    "curate": (
+        "deniable.aggregator.cli._curate",
+        "curate_group",
+        "Central queries on data you hold: Laplace noise of scale Δ/ε, a privacy budget.",
+    ),
     "estimate": (
         "deniable.aggregator.cli._estimate",
         "estimate_command",

@@ -90,6 +90,36 @@ NEEDS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("plan",): ("--alpha", "0.5", "--margin", "0.1"),
     ("closeness",): ("{csv}", "--sensitive", "s", "--quasi", "q"),
     ("serve",): ("--listen", "127.0.0.1:0", "--db", "sqlite:///{db}"),
+    **{
+        ("curate", name): (
+            "{staff}",
+            *extra,
+            "--epsilon",
+            "0.5",
+            "--budget",
+            "1000",
+            "--ledger",
+            "{tmp}/ledger.sqlite",
+        )
+        for name, extra in (
+            ("count", ()),
+            ("histogram", ("--column", "dept", "--values", "HR,IT")),
+            ("sum", ("--column", "age", "--min", "0", "--max", "100")),
+            ("mean", ("--column", "age", "--min", "0", "--max", "100")),
+            (
+                "release",
+                (
+                    "--columns",
+                    "dept",
+                    "--values",
+                    "dept=HR,IT",
+                    "--out",
+                    "{tmp}/never-written.json",
+                ),
+            ),
+        )
+    },
+    ("curate", "ledger"): ("{staff}", "--ledger", "{tmp}/ledger.sqlite"),
 }
 FILES = ("utf16", "binary", "missing", "directory")
 
@@ -117,7 +147,8 @@ def _bad_values(option: click.Option) -> list[str]:
     """Values of the wrong kind for the option (its error names the option or the value)."""
     kind = option.type
     if isinstance(kind, click.Path):
-        kinds = ("utf16", "directory") if option.name == "output" else FILES
+        # Written to: a missing file is created (the curator's ledger too).
+        kinds = ("utf16", "directory") if option.name in ("output", "out", "ledger") else FILES
         return [f"{{{name}}}" for name in kinds]
     if isinstance(kind, click.Choice):
         return ["nope"]
@@ -200,6 +231,75 @@ LISTED = [
     Case("deniable", ("explain", "--epsilon", "-1"), 2, "epsilon must be a finite number > 0"),
     Case("deniable", ("budget", "--server", "127.0.0.1:99999"), 2, "'127.0.0.1:99999'"),
     Case("deniable", ("budget", "--budget", "inf"), 2, "--budget: budget must be"),
+    # The curator: files, columns, types, conditions, values.
+    *(Case("deniable-aggregator", ("curate", "count", data, "--epsilon", "1", "--budget", "9",
+                                   "--ledger", "{tmp}/ledger.sqlite"), 2, text)
+      for data, text in (
+          ("{missing}", "DATA.csv: no file '{missing}'"),
+          ("{directory}", "'{directory}' is a directory"),
+          ("{binary}", "{binary}: not UTF-8 text (byte 0x80 at offset 128)"),
+          ("{empty}", "{empty}: empty file (a header row is needed)"),
+      )),
+    Case("deniable-aggregator", ("curate", "count", "{staff}", "--where", "agee > 3",
+                                 "--epsilon", "1", "--budget", "9"), 2,
+         "--where: unknown column 'agee' (columns: name, age, dept) at position 0"),
+    Case("deniable-aggregator", ("curate", "count", "{staff}", "--where", "age > 3 && dept = 'HR'",
+                                 "--epsilon", "1", "--budget", "9"), 2,
+         "--where: unexpected character '&' at position 8"),
+    Case("deniable-aggregator", ("curate", "count", "{staff}", "--where", "age > 'x'",
+                                 "--epsilon", "1", "--budget", "9"), 2,
+         "--where: column 'age' is int but is compared with 'x' at position 0"),
+    Case("deniable-aggregator", ("curate", "count", "{staff}", "--types", "age=date",
+                                 "--epsilon", "1", "--budget", "9"), 2,
+         "--types: type of 'age' must be int, float or str, got 'date'"),
+    Case("deniable-aggregator", ("curate", "count", "{staff}", "--types", "dept=int",
+                                 "--epsilon", "1", "--budget", "9"), 2,
+         "{staff} line 2: column 'dept' is int but has 'HR'"),
+    Case("deniable-aggregator", ("curate", "count", "{staff}", "--epsilon", "0",
+                                 "--budget", "9"), 2, "epsilon must be in [2^-20, 50], got 0.0"),
+    Case("deniable-aggregator", ("curate", "count", "{staff}", "--epsilon", "60",
+                                 "--budget", "90"), 2, "epsilon must be in [2^-20, 50], got 60.0"),
+    Case("deniable-aggregator", ("curate", "count", "{staff}"), 2, "--epsilon is required"),
+    Case("deniable-aggregator", ("curate", "count", "{staff}", "--from-release", "{spec}"), 2,
+         "give DATA.csv or --from-release, not both"),
+    Case("deniable-aggregator", ("curate", "count", "--from-release", "{spec}"), 2,
+         "--from-release: {spec} is not a valid release"),
+    Case("deniable-aggregator", ("curate", "count", "--from-release", "{binary}"), 2,
+         "--from-release: cannot read {binary}"),
+    Case("deniable-aggregator", ("curate", "count", "--from-release", "{missing}"), 2,
+         "--from-release: cannot read {missing}"),
+    Case("deniable-aggregator", ("curate", "count", "--from-release", "{spec}", "--epsilon",
+                                 "1"), 2, "--epsilon: not used with --from-release"),
+    Case("deniable-aggregator", ("curate", "histogram", "{staff}", "--column", "dept",
+                                 "--epsilon", "1", "--budget", "9"), 2,
+         "--values: list the values of 'dept'"),
+    Case("deniable-aggregator", ("curate", "histogram", "{staff}", "--column", "age",
+                                 "--values", "3,x", "--epsilon", "1", "--budget", "9"), 2,
+         "--values: column 'age' is int but 'x' is not"),
+    Case("deniable-aggregator", ("curate", "histogram", "{staff}", "--column", "salary",
+                                 "--values", "1", "--epsilon", "1", "--budget", "9"), 2,
+         "--values: no column 'salary' in {staff} (columns: name, age, dept)"),
+    Case("deniable-aggregator", ("curate", "sum", "{staff}", "--column", "dept", "--min", "0",
+                                 "--max", "1", "--epsilon", "1", "--budget", "9"), 2,
+         "--column: 'dept' is a str column; sum and mean need numbers"),
+    Case("deniable-aggregator", ("curate", "sum", "{staff}", "--column", "age", "--min", "0",
+                                 "--epsilon", "1", "--budget", "9"), 2,
+         "--min and --max are required"),
+    Case("deniable-aggregator", ("curate", "mean", "{staff}", "--column", "age", "--min", "0",
+                                 "--max", "10", "--resolution", "x", "--epsilon", "1",
+                                 "--budget", "9"), 2, "--resolution must be a number, got 'x'"),
+    Case("deniable-aggregator", ("curate", "mean", "{staff}", "--column", "age", "--min", "0",
+                                 "--max", "10", "--resolution", "20", "--epsilon", "1",
+                                 "--budget", "9"), 2,
+         "--resolution 20.0 is wider than [0.0, 10.0]"),
+    Case("deniable-aggregator", ("curate", "release", "{staff}", "--columns", "dept,nope",
+                                 "--epsilon", "1", "--budget", "9", "--out", "{tmp}/r.json"), 2,
+         "--columns: no column 'nope'"),
+    Case("deniable-aggregator", ("curate", "release", "{staff}", "--columns", "dept",
+                                 "--epsilon", "1", "--budget", "9", "--out", "{tmp}/r.json"), 2,
+         "--values: list the values of 'dept' (--values dept=V1,V2,...)"),
+    Case("deniable-aggregator", ("curate", "ledger", "{missing}"), 2,
+         "DATA.csv: no file '{missing}'"),
 ]  # fmt: skip
 
 
@@ -214,6 +314,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "notspec": b"[1, 2]",
         "spec": json.dumps(SPEC).encode(),
         "csv": b"q,s\na,x\n",
+        "staff": b"name,age,dept\nann,34,HR\nbob,29,IT\n",
     }
     for name, data in written.items():
         (folder / name).write_bytes(data)

@@ -1,0 +1,219 @@
+"""What the ``curate`` subcommands share: options, the data, the budget spend, the output."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from deniable.aggregator import analysis as curator
+from deniable.aggregator.cli._common import PREFIX, emit_json, fail
+from deniable.shared.sampling import ByteSource, source_for
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+BUDGET_EXIT = 5
+"""Exit code of a query the budget refuses (as every refusal of the tools: 5)."""
+
+NEIGHBOURS_HELP = (
+    "Neighbouring data sets: add-remove (one row added or removed: the row count is then "
+    "private) or replace (one row changed: the row count is public). A histogram's "
+    "sensitivity is 1 under add-remove, 2 under replace. The default, add-remove, protects "
+    "whether a person is in the data at all."
+)
+
+EXIT_CODES_HELP = """\b
+Exit codes: 0 released, 2 invalid input (file, column, type, condition,
+option), 5 refused by the privacy budget (nothing spent, no noise drawn)."""
+
+
+@contextmanager
+def curator_errors() -> Iterator[None]:
+    """A refusal by the budget is exit 5; any other bad input one line and exit 2."""
+    try:
+        yield
+    except curator.BudgetExceededError as error:
+        fail(str(error), BUDGET_EXIT)
+    except ValueError as error:
+        fail(str(error), 2)
+
+
+def data_argument(required: bool) -> Callable[[F], F]:
+    """DATA.csv, a path (checked when read, so a missing file is one line naming it)."""
+    return click.argument(
+        "data",
+        required=required,
+        metavar="DATA.csv" if required else "[DATA.csv]",
+        type=click.Path(dir_okay=False, path_type=Path),
+    )
+
+
+def ledger_option(function: F) -> F:
+    """``--ledger PATH``: one variable for every curate subcommand."""
+    return click.option(
+        "--ledger",
+        envvar=f"{PREFIX}_CURATOR_LEDGER",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="The privacy-budget ledger, a SQLite file "
+        "(default: $XDG_DATA_HOME/deniable/curator-ledger.sqlite, XDG_DATA_HOME "
+        "defaulting to ~/.local/share).",
+    )(function)
+
+
+def spend_options(function: F) -> F:
+    """``--epsilon``, ``--budget``, ``--ledger``, ``--neighbours``, ``--max-rows``, ``--seed``."""
+    for option in reversed(
+        [
+            click.option("--epsilon", type=float, help="ε this query spends, in [2^-20, 50]."),
+            click.option(
+                "--budget",
+                type=float,
+                help="Total ε of this data set, set by its first query (then optional; it "
+                "cannot change).",
+            ),
+            ledger_option,
+            click.option(
+                "--neighbours",
+                type=click.Choice(curator.NEIGHBOURS),
+                default="add-remove",
+                show_default=True,
+                help=NEIGHBOURS_HELP,
+            ),
+            click.option(
+                "--max-rows",
+                type=int,
+                help="A public upper bound on the row count, the upper clamp of counts under "
+                "add-remove (under replace the row count itself is public and used).",
+            ),
+            click.option(
+                "--seed",
+                type=int,
+                help="Seeded noise for tests and demonstrations ONLY: anyone with the seed "
+                "can subtract the noise. Without it the OS CSPRNG draws it.",
+            ),
+        ]
+    ):
+        function = option(function)
+    return function
+
+
+def query_options(function: F) -> F:
+    """``--where``, ``--types``, ``--confidence``, ``--from-release``, ``--json``."""
+    for option in reversed(
+        [
+            click.option(
+                "--where",
+                help="Keep the rows matching a condition, e.g. \"age >= 30 and (dept = 'HR' "
+                "or not remote = 'yes')\": comparisons = != < <= > >= of a column with a "
+                "number or a 'string', joined by and/or/not and parentheses.",
+            ),
+            click.option(
+                "--types",
+                help="Declare column types, e.g. age=int,dept=str (int, float or str); "
+                "others are inferred: int if every cell is, else float, else str.",
+            ),
+            click.option("--confidence", type=float, default=0.95, show_default=True),
+            click.option(
+                "--from-release",
+                type=click.Path(dir_okay=False, path_type=Path),
+                help="Answer from a file of `curate release` instead of DATA.csv: "
+                "post-processing, no privacy cost.",
+            ),
+            click.option("--json", "as_json", is_flag=True, help="Print one JSON document."),
+        ]
+    ):
+        function = option(function)
+    return function
+
+
+def read_table(data: Path | None, types: str | None) -> curator.Table:
+    """The data file's table; a missing or unreadable file is an error naming it."""
+    if data is None:
+        raise curator.CuratorError("give DATA.csv, or --from-release FILE")
+    if not data.is_file():
+        raise curator.CuratorError(f"DATA.csv: no file {str(data)!r}")
+    return curator.load_table(data, curator.parse_types(types))
+
+
+def byte_source(seed: int | None) -> ByteSource:
+    """The OS CSPRNG, or a seeded generator when ``--seed`` is given."""
+    import numpy as np  # only when a query runs: --help stays light
+
+    return source_for(None if seed is None else np.random.default_rng(seed))
+
+
+def check_mode(data: Path | None, release: Path | None, options: dict[str, Any]) -> None:
+    """DATA.csv with a budget, or --from-release without one; never both."""
+    if release is None:
+        if options.get("epsilon") is None:
+            raise curator.CuratorError("--epsilon is required (the ε this query spends)")
+        return
+    if data is not None:
+        raise curator.CuratorError(
+            "give DATA.csv or --from-release, not both (a release answers without the data)"
+        )
+    given = [f"--{name.replace('_', '-')}" for name, value in options.items() if value is not None]
+    if given:
+        raise curator.CuratorError(
+            f"{', '.join(given)}: not used with --from-release (it spends nothing)"
+        )
+
+
+def spend(
+    table: curator.Table,
+    ledger: Path | None,
+    epsilon: float,
+    budget: float | None,
+    query: str,
+) -> dict[str, Any]:
+    """Record the spend BEFORE any noise is drawn (refused: exit 5, ledger unchanged)."""
+    path = ledger or curator.default_ledger_path()
+    after = curator.Ledger(path).spend(table.digest, epsilon, query, budget)
+    return {
+        "cost": epsilon,
+        "budget": after.total,
+        "spent": after.spent,
+        "remaining": after.remaining,
+        "data_sha256": table.digest,
+        "ledger": str(path),
+    }
+
+
+def privacy_line(privacy: dict[str, Any]) -> str:
+    """One line on what the answer cost."""
+    if privacy["cost"] == 0:
+        return (
+            f"Privacy: no cost: post-processing of the release {privacy['release']} "
+            f"(which spent ε = {privacy['release_epsilon']:g} once)"
+        )
+    return (
+        f"Privacy: spent ε = {privacy['cost']:g} of the budget {privacy['budget']:g} "
+        f"({privacy['spent']:g} spent, {privacy['remaining']:g} left) in {privacy['ledger']}"
+    )
+
+
+def release_privacy(path: Path, release: curator.Release) -> dict[str, Any]:
+    """The privacy record of an answer from a release: no cost."""
+    return {
+        "cost": 0,
+        "post_processing": True,
+        "release": str(path),
+        "release_epsilon": release.epsilon,
+    }
+
+
+def emit(document: dict[str, Any], lines: list[str], as_json: bool) -> None:
+    """One JSON document, or the text lines."""
+    if as_json:
+        emit_json(document)
+    else:
+        for line in lines:
+            click.echo(line)
+
+
+def percent(confidence: float) -> str:
+    """0.95 as ``95%``."""
+    return f"{100 * confidence:g}%"

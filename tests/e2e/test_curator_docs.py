@@ -1,0 +1,57 @@
+"""docs/curator.md's worked examples run as shown: the table script, each command, each output."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import RunCli
+
+DOC = Path(__file__).parents[2] / "docs" / "curator.md"
+FILES = ("release-ledger.sqlite", "ledger.sqlite", "release.json", "staff.csv")
+TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00")
+
+
+def _examples() -> tuple[str, list[tuple[str, list[str], int]]]:
+    """The table's script, and each ``$`` command of the section with its output and code."""
+    section = DOC.read_text(encoding="utf-8").split("## Worked examples", 1)[1].split("\n## ")[0]
+    script = section.split("```python\n", 1)[1].split("```", 1)[0]
+    commands: list[tuple[str, list[str], int]] = []
+    for block in re.findall(r"```console\n(.*?)```", section, re.DOTALL):
+        echo = False
+        for line in block.splitlines():
+            if line == "$ echo $?":
+                echo = True
+            elif echo:  # the exit code of the command before
+                text, output, _ = commands[-1]
+                commands[-1] = (text, output, int(line))
+                echo = False
+            elif line.startswith("$ "):
+                commands.append((line[2:], [], 0))
+            else:
+                commands[-1][1].append(line)
+    return script, commands
+
+
+def _local(text: str, folder: Path) -> str:
+    for name in FILES:
+        text = re.sub(rf"(?<![\w/-]){re.escape(name)}", str(folder / name), text)
+    return TIMESTAMP.sub("<time>", text)
+
+
+def test_the_worked_examples_print_what_the_page_shows(run_cli: RunCli, tmp_path: Path) -> None:
+    script, commands = _examples()
+    made = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True)
+    assert made.returncode == 0, made.stderr
+    assert len(commands) >= 8
+    env = {"DENIABLE_AGGREGATOR_CURATOR_LEDGER": str(tmp_path / "ledger.sqlite")}
+    for text, expected, code in commands:
+        words = shlex.split(_local(text, tmp_path))
+        assert words[0] == "deniable-aggregator", text
+        done = run_cli("deniable-aggregator", *words[1:], env=env)
+        assert done.returncode == code, (text, done.stderr)
+        shown = TIMESTAMP.sub("<time>", done.stdout + done.stderr).splitlines()
+        assert shown == [_local(line, tmp_path) for line in expected], text
