@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from deniable.aggregator.analysis._simulate import SimulationResult, simulate_binary
 from deniable.aggregator.analysis._simulate_anytime import looks_line
@@ -24,6 +25,7 @@ from deniable.aggregator.cli._common import (
     user_errors,
 )
 from deniable.aggregator.cli._kinds import kind_options, reject_options
+from deniable.aggregator.cli._simulate_compare import DEFAULT_REPEATS, compare_command_line
 from deniable.aggregator.cli._simulate_kinds import simulate_kind
 from deniable.shared.mechanisms import RandomizedResponse
 from deniable.shared.stats import ESTIMANDS, METHODS
@@ -64,6 +66,19 @@ from deniable.shared.transport.options import check_server, client_tls_options
 @client_tls_options(None)
 @admin_token_file_option(None)
 @click.option("--batch-size", type=int, default=1000, show_default=True, help="Reports per RPC.")
+@click.option(
+    "--compare-central",
+    is_flag=True,
+    help="binary: compare local randomized response with a trusted curator's Laplace count "
+    "at the same epsilon, at --participants and its tenths down to 10 "
+    f"(in-process; {DEFAULT_REPEATS} repeats unless --repeats is given).",
+)
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="With --compare-central: draw the errors against n to FILE (.png, .svg or .pdf; "
+    "needs the plot extra).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @overflow_is_invalid_input
 def simulate_command(
@@ -86,6 +101,8 @@ def simulate_command(
     tls: TlsConfig | None,
     admin_token_file: Path | None,
     batch_size: int,
+    compare_central: bool,
+    plot: Path | None,
     as_json: bool,
 ) -> None:
     """Simulate a survey of a population whose true answers you choose.
@@ -99,7 +116,33 @@ def simulate_command(
     --transport inprocess skips the network; --tls-ca (and --tls-cert, --tls-key)
     connect to --server over TLS. With --repeats > 1 it reports the intervals'
     empirical coverage and the spread of the estimates beside theory.
+
+    --compare-central runs the same population, at the same epsilon, through local
+    randomized response and through a central discrete Laplace count of a trusted curator
+    who holds the raw answers, and prints the error of each as n grows (local ~ 1/sqrt(n),
+    central ~ 1/n).
     """
+    if plot is not None and not compare_central:
+        raise click.UsageError("--plot needs --compare-central")
+    if compare_central:
+        if question_type != "binary":
+            raise click.UsageError("--compare-central applies to --type binary")
+        reject_options(
+            "binary with --compare-central",
+            ["options", "mechanism", "lo", "hi", "distribution", "transport", "server",
+             "tls_ca", "tls_cert", "tls_key", "admin_token_file", "batch_size"],
+        )  # fmt: skip
+        if share is None:
+            raise click.UsageError("--compare-central needs --p (the true yes-share)")
+        context = click.get_current_context()
+        given = context.get_parameter_source("repeats") != ParameterSource.DEFAULT
+        with user_errors():
+            spec = spec_from_options(alpha, epsilon)
+        compare_command_line(
+            share, spec, participants, repeats=repeats if given else DEFAULT_REPEATS,
+            confidence=confidence, method=method, seed=seed, plot=plot, as_json=as_json,
+        )  # fmt: skip
+        return
     if question_type != "binary":
         simulate_kind(
             question_type, participants=participants, options=options, mechanism=mechanism,
