@@ -135,8 +135,8 @@ class Ledger:
                 spent = Fraction(0) if current is None else current.spent_exactly
                 if spent + exact_epsilon(eps) > total:
                     raise BudgetExceededError(
-                        f"epsilon {eps!r} would overspend the budget: {float(total)!r} total, "
-                        f"{float(spent)!r} spent, {float(total - spent)!r} left; nothing was spent"
+                        f"epsilon {eps!r} would overspend the budget: {float(total):g} total, "
+                        f"{float(spent):g} spent, {float(total - spent):g} left; nothing was spent"
                     )
                 db.execute(
                     "INSERT INTO spends (digest, at, query, epsilon) VALUES (?, ?, ?, ?)",

@@ -87,6 +87,7 @@ def draw(compared: ModelsCompared, path: Path) -> None:
         import matplotlib
 
         matplotlib.use("Agg")
+        matplotlib.rcParams["svg.fonttype"] = "none"  # text as text: small, searchable SVG
         import matplotlib.pyplot as plt
     except ImportError:
         raise click.UsageError(f"--plot needs matplotlib: {PLOT_EXTRA}") from None

@@ -83,7 +83,7 @@ def test_queries_spend_the_budget_and_an_overspend_is_refused(
     assert refused.returncode == 5
     assert refused.stdout == ""
     assert refused.stderr == (
-        "Error: epsilon 0.1 would overspend the budget: 2.0 total, 2.0 spent, 0.0 left; "
+        "Error: epsilon 0.1 would overspend the budget: 2 total, 2 spent, 0 left; "
         "nothing was spent\n"
     )
     assert _dump(Path(ledger)) == before

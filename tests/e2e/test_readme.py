@@ -141,7 +141,7 @@ def masked(text: str, command: str, known_ids: set[str]) -> list[str]:
         f"{row[1]}{reported(row[2])} {row[4]}" if row else line
         for row, line in zip(rows, text.splitlines(), strict=True)
     )
-    text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", "<time>", text)
+    text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)", "<time>", text)
     text = re.sub(
         r"(?<![\w.])[0-9a-f]{16}(?![\w.])",
         lambda m: m[0] if m[0] in known_ids else "<survey-id>",
@@ -396,7 +396,8 @@ class Walk:
             # The file shown: written here, then read back like the README shows it.
             shown = "\n".join(command.expected) + "\n"
             (self.cwd(command.section) / words[1]).write_text(shown)
-            self.catted[json.loads(shown)["title"]] = shown
+            if words[1].endswith(".json"):
+                self.catted[json.loads(shown)["title"]] = shown
             return 0, shown
         if words[:2] == ["deniable-aggregator", "serve"]:
             return self.serve(words, env, command)

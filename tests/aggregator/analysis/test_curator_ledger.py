@@ -26,7 +26,7 @@ def test_spends_add_up_and_a_refusal_changes_nothing(tmp_path: Path) -> None:
     assert after.spent == 1.0
     assert len(after.spends) == 10
     before = _dump(ledger.path)
-    refusal = "epsilon 1e-06 would overspend the budget: 1.0 total, 1.0 spent, 0.0 left"
+    refusal = "epsilon 1e-06 would overspend the budget: 1 total, 1 spent, 0 left"
     with pytest.raises(BudgetExceededError, match=f"^{refusal}; nothing was spent$"):
         ledger.spend(DIGEST, 1e-6, "count", budget=None)
     assert _dump(ledger.path) == before
