@@ -22,7 +22,7 @@ def show_question(
 ) -> None:
     """Text, plain-language privacy and exact ε, computed here from the mechanism."""
     say(f"\n[{index}/{total}] {question.id}: {visible(question.text)}")
-    for line in question_type(mechanism.question_type).prompt_lines(question):
+    for line in question_type(question.WhichOneof("kind") or "binary").prompt_lines(question):
         say(f"  {visible(line)}")  # option labels come from the server
     say(f"  Privacy: {mechanism.explain()}")
     alpha = mechanism.parameters().get("alpha")

@@ -225,8 +225,19 @@ def _require_answers(
 
 
 def _prompt(question: pb.Question, as_json: bool) -> Answer:
-    """Ask until the answer is valid for the question (yes/no, an option, a number in range)."""
-    choices = question_type(question.WhichOneof("kind") or "binary").choices(question)
+    """Ask until the answer is valid for the question (yes/no, an option, a number in range).
+
+    A joint question is asked part by part; the parts' answers become one answer (its cell).
+    """
+    qtype = question_type(question.WhichOneof("kind") or "binary")
+    parts = qtype.parts(question)
+    if parts:
+        answers = []
+        for part in parts:
+            click.echo(f"  Part {part.id}: {visible(part.text)}", err=as_json)
+            answers.append(_prompt(part, as_json))
+        return qtype.combine(question, answers)
+    choices = qtype.choices(question)
     if choices:
         choice = click.Choice(choices, case_sensitive=False)
         return parse_answer(click.prompt("  Your answer", type=choice, err=as_json), question)

@@ -28,6 +28,7 @@ CENTRAL_FIELDS = (
     "epsilon", "delta", "step", "local_epsilon", "method", "holds_against", "questions"
 )  # fmt: skip
 OPTION_FIELDS = ("option", "estimate", "estimate_raw", "ci_low", "ci_high", "std_error", "support")
+ASSOCIATION_FIELDS = pb.AssociationEstimate.DESCRIPTOR.fields
 
 
 def estimate_to_dict(estimate: pb.Estimate) -> dict[str, Any]:
@@ -41,6 +42,21 @@ def estimate_to_dict(estimate: pb.Estimate) -> dict[str, Any]:
         ]
         for field in ("estimate", "estimate_raw", "ci_low", "ci_high", "std_error"):
             del data[field]  # per option instead
+    if estimate.marginals:
+        data["marginals"] = [
+            {
+                "part": marginal.part,
+                "values": [
+                    {field: getattr(v, field) for field in OPTION_FIELDS} for v in marginal.values
+                ],
+            }
+            for marginal in estimate.marginals
+        ]
+        data["associations"] = [
+            {field.name: getattr(association, field.name) for field in ASSOCIATION_FIELDS}
+            for association in estimate.associations
+        ]
+        data["joint_coverage"] = estimate.joint_coverage
     if estimate.std_error_worst:
         data["std_error_worst"] = estimate.std_error_worst
     if estimate.HasField("central"):
@@ -167,6 +183,8 @@ def estimate_command(
             )
             for option in row["options"]:
                 click.echo(_line(f"  {visible(option['option'])}", option, row["epsilon"], ""))
+            if "marginals" in row:
+                _joint(row)
             continue
         click.echo(_line(visible(row["question_id"]), row, row["epsilon"], f"{row['n']:>9,}"))
         if "std_error_worst" in row:
@@ -182,6 +200,40 @@ def estimate_command(
     )
 
 
+def _joint(row: dict[str, Any]) -> None:
+    """A joint question's cross-tab as a table, its marginals and associations."""
+    marginals = row["marginals"]
+    first = [visible(v["option"]) for v in marginals[0]["values"]]
+    cells = [option["estimate"] for option in row["options"]]
+    columns = len(cells) // len(first)
+    names = [visible(option["option"]).split(", ", 1)[1] for option in row["options"][:columns]]
+    width = max(8, *(len(name) for name in names))
+    side = max(len(visible(marginals[0]["part"])), *(len(v) for v in first), len("total"))
+    click.echo(f"  cross-tab of {visible(marginals[0]['part'])} (rows) by the other parts:")
+    click.echo(f"    {'':<{side}}" + "".join(f"  {name:>{width}}" for name in names) + "     total")
+    for r, label in enumerate(first):
+        shares = cells[r * columns : (r + 1) * columns]
+        total = marginals[0]["values"][r]["estimate"]
+        click.echo(
+            f"    {label:<{side}}"
+            + "".join(f"  {v:>{width}.4f}" for v in shares)
+            + f"  {total:>8.4f}"
+        )
+    sums = [sum(cells[c::columns]) for c in range(columns)]
+    click.echo(f"    {'total':<{side}}" + "".join(f"  {v:>{width}.4f}" for v in sums))
+    for marginal in marginals:
+        click.echo(f"  marginal of {visible(marginal['part'])}:")
+        for value in marginal["values"]:
+            click.echo(_line(f"    {visible(value['option'])}", value, row["epsilon"], ""))
+    for pair in row["associations"]:
+        click.echo(
+            f"  {visible(pair['part_a'])} and {visible(pair['part_b'])}: covariance "
+            f"{pair['covariance']:.4f} [{pair['covariance_low']:.4f}, "
+            f"{pair['covariance_high']:.4f}], correlation {pair['correlation']:.4f} "
+            f"[{pair['correlation_low']:.4f}, {pair['correlation_high']:.4f}]"
+        )
+
+
 def _notes(row: dict[str, Any]) -> None:
     """What a question's interval promises, and its release and central ε, if any."""
     if row["n"] == 0:
@@ -189,6 +241,8 @@ def _notes(row: dict[str, Any]) -> None:
     qid = visible(row["question_id"])
     interval = visible(row["method"]) + (f"; {visible(row['coverage'])}" if row["coverage"] else "")
     click.echo(f"{qid}: interval {interval}")
+    if row.get("joint_coverage"):
+        click.echo(f"{qid}: {visible(row['joint_coverage'])}")
     if row["stored"] > row["n"]:
         due = f", next release at {row['next_release_at']:,}" if row["next_release_at"] else ""
         click.echo(f"{qid}: released from {row['n']:,} of {row['stored']:,} stored reports{due}")

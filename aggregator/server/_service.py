@@ -40,7 +40,7 @@ from deniable.shared.mechanisms import (
     mechanism_of,
 )
 from deniable.shared.privacy import ReleaseSteps, default_delta
-from deniable.shared.questions import QUESTION_ID, SURVEY_ID, check_question
+from deniable.shared.questions import QUESTION_ID, SURVEY_ID, check_question, question_type
 from deniable.shared.stats import MAX_CONFIDENCE, METHODS
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
@@ -303,6 +303,9 @@ class AggregatorService:
         fields = {"mechanism": mechanism.name, **estimate.wire_fields(question)}
         result = pb.Estimate(
             survey_id=survey.id, question_id=request.question_id, stored=tally.n, **fields
+        )
+        question_type(str(question.WhichOneof("kind"))).complete_estimate(
+            question, mechanism, result, simultaneous=request.simultaneous
         )
         if steps is not None:
             result.next_release_at = steps.next_at(shown_tally.n)

@@ -120,6 +120,9 @@ class Mechanism(ABC):
     title: ClassVar[str] = ""
     """A short human name, e.g. "optimized unary encoding" (default: the name)."""
     question_type: ClassVar[str]
+    also_answers: ClassVar[tuple[str, ...]] = ()
+    """Other ``Question`` kinds it answers, whose domain :meth:`from_question` reads (a
+    frequency oracle also answers joint questions, on their product domain)."""
     value_field: ClassVar[str]
     value_fields: ClassVar[tuple[str, ...]] = ()
     """The ``Report.value`` fields its reports are read from, the one :meth:`encode` sends

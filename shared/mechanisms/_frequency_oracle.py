@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from abc import abstractmethod
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -38,6 +39,7 @@ class FrequencyOracle(Mechanism):
     """
 
     question_type: ClassVar[str] = "categorical"
+    also_answers: ClassVar[tuple[str, ...]] = ("joint",)
     one_option_per_report: ClassVar[bool] = False
     """Whether every report supports exactly one option (then the counts sum to n)."""
 
@@ -87,7 +89,13 @@ class FrequencyOracle(Mechanism):
 
     @staticmethod
     def options_of(question: pb.Question) -> int:
-        """The number of options of the question this mechanism answers."""
+        """The number of options of the question this mechanism answers.
+
+        A joint question's options are its cells: the product of its parts' sizes (a
+        yes/no part 2, a multiple-choice part its options, a numeric part its bins).
+        """
+        if question.WhichOneof("kind") == "joint":
+            return math.prod(_part_size(part) for part in question.joint.parts)
         return len(question.categorical.options)
 
     # --- variances ------------------------------------------------------------------------
@@ -109,6 +117,26 @@ class FrequencyOracle(Mechanism):
         share = check_unit_interval("f", f)
         count = as_count("n", n, minimum=1)
         return float(self.variance_unchecked(share, count, check_estimand(estimand)))
+
+    def covariance_unchecked(self, f: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+        """The k×k covariance of the raw estimates f̂ from n i.i.d. participants (population).
+
+        Per participant, with s_v the report's support of v and z = (s − q*)/(p* − q*):
+        Cov(z) = E_x[Cov(s | x)]/(p* − q*)² + diag(f) − ffᵀ. The diagonal is
+        :meth:`variance_unchecked`. Off the diagonal, when every report supports exactly one
+        option (GRR), Cov(s_u, s_v | x) = −P(u | x)P(v | x), whose mean over x is
+        −[q*² + q*(p* − q*)(f_u + f_v)]; otherwise the supports of two options are
+        independent given x (OUE's bits exactly; OLH's up to hash collisions of three
+        values, O(1/g²)), so that term is 0 and Cov(f̂_u, f̂_v) = −f_u f_v/n.
+        """
+        share = np.clip(np.asarray(f, dtype=np.float64), 0.0, 1.0)
+        cov = -np.outer(share, share) / n
+        if self.one_option_per_report:
+            q = self._q
+            pair = q * q + q * self._gap * (share[:, None] + share[None, :])
+            cov = cov - pair / (n * self._gap**2)
+        np.fill_diagonal(cov, self.variance_unchecked(share, n, "population"))
+        return np.asarray(cov, dtype=np.float64)
 
     def small_f_variance(self, n: int) -> float:
         """Variance at f = 0, q*(1−q*)/(n(p*−q*)²): the usual n·Var figure over n."""
@@ -193,3 +221,15 @@ class FrequencyOracle(Mechanism):
             "q_star": self.q_star,
             "private": self.is_private,
         }
+
+
+def _part_size(part: pb.JointPart) -> int:
+    """How many values a joint question's part has (0 when it has no kind)."""
+    kind = part.WhichOneof("kind")
+    if kind == "binary":
+        return 2
+    if kind == "categorical":
+        return len(part.categorical.options)
+    if kind == "numeric":
+        return max(len(part.numeric.edges) - 1, 0)
+    return 0

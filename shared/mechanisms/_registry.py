@@ -9,6 +9,7 @@ from deniable.shared.mechanisms._base import Mechanism
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = [
+    "answers",
     "mechanism_class",
     "mechanism_name",
     "mechanisms_for",
@@ -42,11 +43,12 @@ def register(cls: M) -> M:
     name = getattr(cls, "name", None)
     if not isinstance(name, str) or not _NAME.fullmatch(name) or name == "registered":
         raise ValueError(f"mechanism name must match [a-z][a-z0-9_]{{0,63}}, got {name!r}")
-    if cls.question_type not in _QUESTION_TYPES:
-        raise ValueError(
-            f"mechanism {name!r}: question_type must be one of {sorted(_QUESTION_TYPES)}, "
-            f"got {cls.question_type!r}"
-        )
+    for kind in (cls.question_type, *cls.also_answers):
+        if kind not in _QUESTION_TYPES:
+            raise ValueError(
+                f"mechanism {name!r}: question_type must be one of {sorted(_QUESTION_TYPES)}, "
+                f"got {kind!r}"
+            )
     for field in (cls.value_field, *cls.value_fields):
         if field not in _VALUE_FIELDS:
             raise ValueError(
@@ -74,7 +76,12 @@ def registered() -> dict[str, type[Mechanism]]:
 
 def mechanisms_for(question_type: str) -> list[type[Mechanism]]:
     """The mechanisms that answer a question type, in registration order."""
-    return [cls for cls in _MECHANISMS.values() if cls.question_type == question_type]
+    return [cls for cls in _MECHANISMS.values() if answers(cls, question_type)]
+
+
+def answers(cls: type[Mechanism], question_type: str) -> bool:
+    """Whether ``cls`` answers questions of ``question_type`` (its own or one it also answers)."""
+    return question_type == cls.question_type or question_type in cls.also_answers
 
 
 def mechanism_name(message: pb.Mechanism) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from deniable.shared.mechanisms._base import Mechanism
 from deniable.shared.mechanisms._registry import (
+    answers,
     mechanism_class,
     mechanism_name,
     mechanisms_for,
@@ -66,7 +67,7 @@ def mechanism_of(question: pb.Question) -> Mechanism:
             f"mechanism.registered.name: unknown mechanism {name[:40]!r} (a {kind} question "
             f"takes {_expected(kind)})"
         ) from None
-    if cls.question_type != kind:
+    if not answers(cls, kind):
         raise InvalidMechanismError(
             f"mechanism: {name} does not apply to a {kind} question (expected {_expected(kind)})"
         )

@@ -65,6 +65,7 @@ class RandomizedResponse(GeneralizedRandomizedResponse):
     name: ClassVar[str] = "randomized_response"
     title: ClassVar[str] = "randomized response"
     question_type: ClassVar[str] = "binary"
+    also_answers: ClassVar[tuple[str, ...]] = ()
     value_field: ClassVar[str] = "bit"
     value_fields: ClassVar[tuple[str, ...]] = ()
 

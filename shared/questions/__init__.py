@@ -1,4 +1,4 @@
-"""Kinds of question (yes/no, multiple choice, numeric): one module each, one registry."""
+"""Kinds of question (yes/no, multiple choice, numeric, joint): one module each, one registry."""
 
 from __future__ import annotations
 
@@ -23,11 +23,13 @@ from deniable.shared.questions._survey import (
 )
 from deniable.shared.questions.binary import BINARY
 from deniable.shared.questions.categorical import CATEGORICAL, MAX_OPTION_TEXT, choose_categorical
+from deniable.shared.questions.joint import JOINT
 from deniable.shared.questions.numeric import MAX_NUMERIC_BOUND, NUMERIC, choose_numeric
 
 __all__ = [
     "BINARY",
     "CATEGORICAL",
+    "JOINT",
     "MAX_NUMERIC_BOUND",
     "MAX_OPTION_TEXT",
     "MAX_SURVEY_EPSILON",

@@ -232,6 +232,27 @@ class QuestionType(ABC):
         """How ``--answer QID=...`` writes an answer in a hint, e.g. ``VALUE``."""
         return "VALUE"
 
+    def parts(self, question: pb.Question) -> list[pb.Question]:
+        """Questions an interactive prompt asks in turn for this one (empty: ask it whole).
+
+        Their answers become one answer through :meth:`combine`.
+        """
+        return []
+
+    def combine(self, question: pb.Question, answers: Sequence[Answer]) -> Answer:
+        """One answer from the answers to :meth:`parts`, in order."""
+        raise ValueError(f"a {self.name} question is answered whole, not in parts")
+
+    def complete_estimate(  # noqa: B027 - optional hook
+        self,
+        question: pb.Question,
+        mechanism: Mechanism,
+        estimate: pb.Estimate,
+        *,
+        simultaneous: bool = False,
+    ) -> None:
+        """Add this type's own fields to an estimate its mechanism made (default: none)."""
+
     @abstractmethod
     def describe(self, question: pb.Question) -> str:
         """One line: the kind of question, its mechanism and its exact ε (``survey show``)."""

@@ -69,7 +69,9 @@ def test_every_built_in_is_registered_once_in_order() -> None:
     assert [cls.name for cls in mechanisms_for("numeric")] == [
         "laplace", "duchi", "piecewise", "hybrid",
     ]  # fmt: skip
-    assert sorted(question_types()) == ["binary", "categorical", "numeric"]
+    # A joint question is answered by a frequency oracle on its product domain.
+    assert [cls.name for cls in mechanisms_for("joint")] == ["grr", "oue", "olh"]
+    assert sorted(question_types()) == ["binary", "categorical", "joint", "numeric"]
     for cls in BUILT_IN:
         assert mechanism_class(cls.name) is cls
         assert cls.title
@@ -168,7 +170,8 @@ def test_an_extension_travels_by_name_with_its_parameters(flip: type[_Flip]) -> 
     [
         ({"name": "Bad-Name"}, r"mechanism name must match \[a-z\]\[a-z0-9_\]\{0,63\}"),
         ({"name": "registered"}, "mechanism name must match"),
-        ({"name": "ok", "question_type": "joint"}, "question_type must be one of"),
+        ({"name": "ok", "question_type": "ranking"}, "question_type must be one of"),
+        ({"name": "ok", "also_answers": ("ranking",)}, "question_type must be one of"),
         ({"name": "ok", "value_field": "vector"}, "value_field must be one of"),
         ({"name": "ok", "value_fields": ("bit", "vector")}, r"must be one of .*, got 'vector'"),
     ],
@@ -189,7 +192,7 @@ def test_built_ins_cannot_be_unregistered() -> None:
 @pytest.mark.parametrize(
     ("item", "message"),
     [
-        ({"id": "q", "text": "t", "type": "joint"}, r"q\.type: expected one of binary, categ"),
+        ({"id": "q", "text": "t", "type": "ranking"}, r"q\.type: expected one of binary, categ"),
         ({"id": "q", "text": "t", "epsilon": 1, "options": ["a"]}, r"unknown keys for a binary"),
         ({"id": "q", "text": "t"}, r"give exactly one of 'alpha' or 'epsilon'"),
         ({"id": "q", "text": "t", "type": "numeric", "min": 0, "max": 1}, "'epsilon' is requir"),

@@ -438,6 +438,98 @@ class NumericQuestion(_message.Message):
 Global___NumericQuestion: _TypeAlias = NumericQuestion  # noqa: Y015
 
 @_typing.final
+class JointQuestion(_message.Message):
+    """A joint question: 2..8 parts answered together as ONE report on the product domain, by a
+    frequency oracle (grr, oue or olh in Question.mechanism) over k = the product of the
+    parts' sizes (at most 1024) cells. Cell c is numbered in row-major order: the first part
+    varies slowest. Its reports use the frequency oracle's Report fields.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def parts(self) -> _containers.RepeatedCompositeFieldContainer[Global___JointPart]: ...
+    def __init__(
+        self,
+        *,
+        parts: _abc.Iterable[Global___JointPart] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["parts", b"parts"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___JointQuestion: _TypeAlias = JointQuestion  # noqa: Y015
+
+@_typing.final
+class JointPart(_message.Message):
+    """One part of a joint question: yes/no, one of several options, or a bounded number
+    reported as the bin it falls in.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    BINARY_FIELD_NUMBER: _builtins.int
+    CATEGORICAL_FIELD_NUMBER: _builtins.int
+    NUMERIC_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    """unique within the question, [A-Za-z0-9_.-]{1,64}"""
+    text: _builtins.str
+    """shown to participants"""
+    @_builtins.property
+    def binary(self) -> Global___BinaryQuestion: ...
+    @_builtins.property
+    def categorical(self) -> Global___CategoricalQuestion: ...
+    @_builtins.property
+    def numeric(self) -> Global___BinnedNumericQuestion: ...
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        text: _builtins.str = ...,
+        binary: Global___BinaryQuestion | None = ...,
+        categorical: Global___CategoricalQuestion | None = ...,
+        numeric: Global___BinnedNumericQuestion | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["binary", b"binary", "categorical", b"categorical", "kind", b"kind", "numeric", b"numeric"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["binary", b"binary", "categorical", b"categorical", "id", b"id", "kind", b"kind", "numeric", b"numeric", "text", b"text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["binary", "categorical", "numeric"]  # noqa: Y015
+    _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
+
+Global___JointPart: _TypeAlias = JointPart  # noqa: Y015
+
+@_typing.final
+class BinnedNumericQuestion(_message.Message):
+    """A number on [edges[0], edges[m]] reported as its bin: bin i is [edges[i], edges[i+1]),
+    the last bin also holds edges[m]. 2..1024 bins, edges finite and increasing.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EDGES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def edges(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
+    def __init__(
+        self,
+        *,
+        edges: _abc.Iterable[_builtins.float] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["edges", b"edges"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BinnedNumericQuestion: _TypeAlias = BinnedNumericQuestion  # noqa: Y015
+
+@_typing.final
 class Privacy(_message.Message):
     """Privacy figures as the server computes them (informational)."""
 
@@ -476,6 +568,7 @@ class Question(_message.Message):
     BINARY_FIELD_NUMBER: _builtins.int
     CATEGORICAL_FIELD_NUMBER: _builtins.int
     NUMERIC_FIELD_NUMBER: _builtins.int
+    JOINT_FIELD_NUMBER: _builtins.int
     MECHANISM_FIELD_NUMBER: _builtins.int
     PRIVACY_FIELD_NUMBER: _builtins.int
     id: _builtins.str
@@ -488,6 +581,8 @@ class Question(_message.Message):
     def categorical(self) -> Global___CategoricalQuestion: ...
     @_builtins.property
     def numeric(self) -> Global___NumericQuestion: ...
+    @_builtins.property
+    def joint(self) -> Global___JointQuestion: ...
     @_builtins.property
     def mechanism(self) -> Global___Mechanism: ...
     @_builtins.property
@@ -502,14 +597,15 @@ class Question(_message.Message):
         binary: Global___BinaryQuestion | None = ...,
         categorical: Global___CategoricalQuestion | None = ...,
         numeric: Global___NumericQuestion | None = ...,
+        joint: Global___JointQuestion | None = ...,
         mechanism: Global___Mechanism | None = ...,
         privacy: Global___Privacy | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["binary", b"binary", "categorical", b"categorical", "kind", b"kind", "mechanism", b"mechanism", "numeric", b"numeric", "privacy", b"privacy"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["binary", b"binary", "categorical", b"categorical", "joint", b"joint", "kind", b"kind", "mechanism", b"mechanism", "numeric", b"numeric", "privacy", b"privacy"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["binary", b"binary", "categorical", b"categorical", "id", b"id", "kind", b"kind", "mechanism", b"mechanism", "numeric", b"numeric", "privacy", b"privacy", "text", b"text"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["binary", b"binary", "categorical", b"categorical", "id", b"id", "joint", b"joint", "kind", b"kind", "mechanism", b"mechanism", "numeric", b"numeric", "privacy", b"privacy", "text", b"text"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["binary", "categorical", "numeric"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["binary", "categorical", "numeric", "joint"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 
@@ -941,6 +1037,9 @@ class Estimate(_message.Message):
     STORED_FIELD_NUMBER: _builtins.int
     NEXT_RELEASE_AT_FIELD_NUMBER: _builtins.int
     CENTRAL_FIELD_NUMBER: _builtins.int
+    MARGINALS_FIELD_NUMBER: _builtins.int
+    ASSOCIATIONS_FIELD_NUMBER: _builtins.int
+    JOINT_COVERAGE_FIELD_NUMBER: _builtins.int
     survey_id: _builtins.str
     question_id: _builtins.str
     n: _builtins.int
@@ -979,6 +1078,7 @@ class Estimate(_message.Message):
     """
     next_release_at: _builtins.int
     """stored reports at which the next release is due (0: none)"""
+    joint_coverage: _builtins.str
     @_builtins.property
     def options(self) -> _containers.RepeatedCompositeFieldContainer[Global___OptionEstimate]:
         """Categorical questions: one entry per option, in the question's order. The top-level
@@ -989,6 +1089,15 @@ class Estimate(_message.Message):
     def central(self) -> Global___CentralPrivacy:
         """Against readers of released estimates only (not the operator, who sees each report)."""
 
+    @_builtins.property
+    def marginals(self) -> _containers.RepeatedCompositeFieldContainer[Global___MarginalEstimate]:
+        """Joint questions: ``options`` holds the cross-tab (one entry per cell, named
+        "part=value, part=value"); these are each part's marginal shares, the covariance and
+        correlation of every two yes/no or numeric parts, and what their intervals promise.
+        """
+
+    @_builtins.property
+    def associations(self) -> _containers.RepeatedCompositeFieldContainer[Global___AssociationEstimate]: ...
     def __init__(
         self,
         *,
@@ -1015,14 +1124,94 @@ class Estimate(_message.Message):
         stored: _builtins.int = ...,
         next_release_at: _builtins.int = ...,
         central: Global___CentralPrivacy | None = ...,
+        marginals: _abc.Iterable[Global___MarginalEstimate] | None = ...,
+        associations: _abc.Iterable[Global___AssociationEstimate] | None = ...,
+        joint_coverage: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["central", b"central"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["alpha", b"alpha", "anytime", b"anytime", "central", b"central", "ci_high", b"ci_high", "ci_low", b"ci_low", "confidence", b"confidence", "coverage", b"coverage", "epsilon", b"epsilon", "epsilon_approx", b"epsilon_approx", "estimand", b"estimand", "estimate", b"estimate", "estimate_raw", b"estimate_raw", "mechanism", b"mechanism", "method", b"method", "n", b"n", "next_release_at", b"next_release_at", "options", b"options", "question_id", b"question_id", "simultaneous", b"simultaneous", "std_error", b"std_error", "std_error_worst", b"std_error_worst", "stored", b"stored", "survey_id", b"survey_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["alpha", b"alpha", "anytime", b"anytime", "associations", b"associations", "central", b"central", "ci_high", b"ci_high", "ci_low", b"ci_low", "confidence", b"confidence", "coverage", b"coverage", "epsilon", b"epsilon", "epsilon_approx", b"epsilon_approx", "estimand", b"estimand", "estimate", b"estimate", "estimate_raw", b"estimate_raw", "joint_coverage", b"joint_coverage", "marginals", b"marginals", "mechanism", b"mechanism", "method", b"method", "n", b"n", "next_release_at", b"next_release_at", "options", b"options", "question_id", b"question_id", "simultaneous", b"simultaneous", "std_error", b"std_error", "std_error_worst", b"std_error_worst", "stored", b"stored", "survey_id", b"survey_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Estimate: _TypeAlias = Estimate  # noqa: Y015
+
+@_typing.final
+class MarginalEstimate(_message.Message):
+    """One part's shares among a joint question's answers: sums of the cross-tab's cells."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PART_FIELD_NUMBER: _builtins.int
+    VALUES_FIELD_NUMBER: _builtins.int
+    part: _builtins.str
+    @_builtins.property
+    def values(self) -> _containers.RepeatedCompositeFieldContainer[Global___OptionEstimate]:
+        """support: the sum of its cells' supports"""
+
+    def __init__(
+        self,
+        *,
+        part: _builtins.str = ...,
+        values: _abc.Iterable[Global___OptionEstimate] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["part", b"part", "values", b"values"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MarginalEstimate: _TypeAlias = MarginalEstimate  # noqa: Y015
+
+@_typing.final
+class AssociationEstimate(_message.Message):
+    """The covariance and correlation of two parts of a joint question (yes/no as 0/1,
+    numeric parts as their bins' midpoints), with delta-method intervals.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PART_A_FIELD_NUMBER: _builtins.int
+    PART_B_FIELD_NUMBER: _builtins.int
+    COVARIANCE_FIELD_NUMBER: _builtins.int
+    COVARIANCE_LOW_FIELD_NUMBER: _builtins.int
+    COVARIANCE_HIGH_FIELD_NUMBER: _builtins.int
+    COVARIANCE_STD_ERROR_FIELD_NUMBER: _builtins.int
+    CORRELATION_FIELD_NUMBER: _builtins.int
+    CORRELATION_LOW_FIELD_NUMBER: _builtins.int
+    CORRELATION_HIGH_FIELD_NUMBER: _builtins.int
+    CORRELATION_STD_ERROR_FIELD_NUMBER: _builtins.int
+    part_a: _builtins.str
+    part_b: _builtins.str
+    covariance: _builtins.float
+    covariance_low: _builtins.float
+    covariance_high: _builtins.float
+    covariance_std_error: _builtins.float
+    correlation: _builtins.float
+    correlation_low: _builtins.float
+    correlation_high: _builtins.float
+    correlation_std_error: _builtins.float
+    def __init__(
+        self,
+        *,
+        part_a: _builtins.str = ...,
+        part_b: _builtins.str = ...,
+        covariance: _builtins.float = ...,
+        covariance_low: _builtins.float = ...,
+        covariance_high: _builtins.float = ...,
+        covariance_std_error: _builtins.float = ...,
+        correlation: _builtins.float = ...,
+        correlation_low: _builtins.float = ...,
+        correlation_high: _builtins.float = ...,
+        correlation_std_error: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["correlation", b"correlation", "correlation_high", b"correlation_high", "correlation_low", b"correlation_low", "correlation_std_error", b"correlation_std_error", "covariance", b"covariance", "covariance_high", b"covariance_high", "covariance_low", b"covariance_low", "covariance_std_error", b"covariance_std_error", "part_a", b"part_a", "part_b", b"part_b"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AssociationEstimate: _TypeAlias = AssociationEstimate  # noqa: Y015
 
 @_typing.final
 class CentralPrivacy(_message.Message):

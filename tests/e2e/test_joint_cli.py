@@ -1,0 +1,144 @@
+"""Joint questions end to end: real daemon, console scripts, one report per joint answer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import Daemon, RunCli
+from tests.e2e.test_end_to_end import create, reports_stored, write_spec
+
+SPEC = {
+    "title": "Honesty",
+    "questions": [
+        {"id": "habits", "text": "About last term", "type": "joint", "epsilon": 2.0,
+         "parts": [
+             {"id": "cheated", "text": "Did you cheat on an exam?"},
+             {"id": "copied", "text": "Did you copy homework?"},
+         ]},
+        {"id": "work", "text": "Your job", "type": "joint", "epsilon": 1.0, "mechanism": "oue",
+         "parts": [
+             {"id": "dept", "text": "Department?", "type": "categorical",
+              "options": ["HR", "IT", "Ops"]},
+             {"id": "hours", "text": "Hours a week?", "type": "numeric",
+              "min": 0, "max": 60, "bins": 3},
+         ]},
+    ],
+}  # fmt: skip
+
+
+def test_joint_survey_answered_and_estimated(
+    run_cli: RunCli, daemon: Daemon, tmp_path: Path
+) -> None:
+    survey_id = create(run_cli, daemon, write_spec(tmp_path, SPEC))
+    shown = run_cli("deniable-aggregator", "survey", "show", "--server", daemon.address, survey_id)
+    assert "joint of cheated (2) x copied (2): 4 cells in one report, grr" in shown.stdout
+    assert "joint of dept (3) x hours (3): 9 cells in one report, oue" in shown.stdout
+    answers = [("yes,no", "IT,45"), ("no,no", "1,0"), ("yes,yes", "ops,60")]
+    for participant, (habits, work) in enumerate(answers):
+        done = run_cli(
+            "deniable", "answer", "--server", daemon.address, survey_id,
+            "--answer", f"habits={habits}", "--answer", f"work={work}", "--yes", "--json",
+            env={"XDG_DATA_HOME": str(tmp_path / f"participant-{participant}")},
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        sent = json.loads(done.stdout)
+        assert sent["stored"] == 2  # ONE report per joint question
+        by_question = {r["question_id"]: r for r in sent["reports"]}
+        assert by_question["habits"]["epsilon"] == 2.0 or by_question["habits"]["epsilon"] > 1.99
+        assert 0 <= by_question["habits"]["option"] < 4
+        assert len(bytes.fromhex(by_question["work"]["bits"])) == 2  # 9 cells, OUE bits
+    # Interactively: asked part by part, one report for the question.
+    done = run_cli(
+        "deniable", "answer", "--server", daemon.address, survey_id, "--interactive",
+        env={"XDG_DATA_HOME": str(tmp_path / "participant-prompted")},
+        input="no\nyes\nHR\n12\ny\n",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert reports_stored(daemon) == 8
+    done = run_cli(
+        "deniable-aggregator", "estimate", "--server", daemon.address, survey_id, "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    estimates = {e["question_id"]: e for e in json.loads(done.stdout)["estimates"]}
+    habits = estimates["habits"]
+    assert habits["n"] == 4
+    assert [o["option"] for o in habits["options"]] == [
+        "cheated=no, copied=no", "cheated=no, copied=yes",
+        "cheated=yes, copied=no", "cheated=yes, copied=yes",
+    ]  # fmt: skip
+    assert sum(o["support"] for o in habits["options"]) == 4  # GRR: one cell per report
+    marginals = {m["part"]: m["values"] for m in habits["marginals"]}
+    assert [v["option"] for v in marginals["cheated"]] == ["no", "yes"]
+    cells = [o["estimate"] for o in habits["options"]]
+    assert abs(marginals["cheated"][1]["estimate"] - (cells[2] + cells[3])) < 1e-12
+    assert abs(marginals["copied"][1]["estimate"] - (cells[1] + cells[3])) < 1e-12
+    for value in marginals["cheated"]:
+        assert 0.0 <= value["ci_low"] <= value["estimate"] <= value["ci_high"] <= 1.0
+    (pair,) = habits["associations"]
+    assert (pair["part_a"], pair["part_b"]) == ("cheated", "copied")
+    assert pair["correlation_low"] <= pair["correlation"] <= pair["correlation_high"]
+    assert "delta method" in habits["joint_coverage"]
+    work = estimates["work"]
+    assert [v["option"] for v in {m["part"]: m for m in work["marginals"]}["hours"]["values"]] == [
+        "[0, 20)", "[20, 40)", "[40, 60]",
+    ]  # fmt: skip
+    assert work["associations"] == []  # a multiple-choice part has no covariance
+    text = run_cli("deniable-aggregator", "estimate", "--server", daemon.address, survey_id)
+    assert text.returncode == 0, text.stderr
+    assert "cross-tab of cheated (rows) by the other parts:" in text.stdout
+    assert "copied=no  copied=yes     total" in text.stdout
+    assert "cheated and copied: covariance" in text.stdout
+
+
+def test_bad_joint_answers_send_nothing(run_cli: RunCli, daemon: Daemon, tmp_path: Path) -> None:
+    survey_id = create(run_cli, daemon, write_spec(tmp_path, SPEC))
+    base = ["deniable", "answer", "--server", daemon.address, survey_id, "--yes",
+            "--answer", "work=IT,3"]  # fmt: skip
+    cases = [
+        ("habits=yes", "answer must be 2 comma-separated values (cheated, copied in order"),
+        ("habits=yes,maybe", "part 'copied': answer must be yes or no, got 'maybe'"),
+        ("habits=yes,no,no", "answer must be 2 comma-separated values"),
+    ]
+    for answer, message in cases:
+        done = run_cli(*base, "--answer", answer)
+        assert done.returncode == 2, done.stderr
+        assert message in done.stderr, done.stderr
+    done = run_cli(*base[:-2], "--answer", "habits=yes,no", "--answer", "work=IT,61")
+    assert done.returncode == 2, done.stderr
+    assert "part 'hours': answer must be a number from 0.0 to 60.0, got '61'" in done.stderr
+    assert reports_stored(daemon) == 0
+
+
+def test_bad_joint_specs_are_usage_errors(run_cli: RunCli, daemon: Daemon, tmp_path: Path) -> None:
+    def joint(*parts: dict[str, object], **extra: object) -> dict[str, object]:
+        return {"id": "q", "text": "t", "type": "joint", "epsilon": 1.0, "parts": list(parts),
+                **extra}  # fmt: skip
+
+    big = [str(i) for i in range(40)]
+    bad = [
+        (joint({"id": "a"}), "spec.questions[0]: parts: need 2..8 parts, got 1"),
+        (joint({"id": "a"}, {"id": "a"}), "parts[1].id: duplicate part id 'a'"),
+        (joint({"id": "a"}, {"id": "b", "type": "ranking"}),
+         "parts[1].type: expected one of binary, categorical, numeric, got 'ranking'"),
+        (joint({"id": "a"}, {"id": "b", "type": "numeric", "min": 0, "max": 1}),
+         "parts[1]: a numeric part needs 'edges', or 'min', 'max' and 'bins'"),
+        (joint({"id": "a"}, {"id": "b", "type": "numeric", "edges": [0, 5, 5]}),
+         "parts[1].numeric.edges[2]: edges must increase, got 5.0 after 5.0"),
+        (joint({"id": "a", "type": "categorical", "options": big},
+               {"id": "b", "type": "categorical", "options": big}),
+         "parts: the parts have 40 x 40 = 1,600 cells, above the maximum 1024; at epsilon 1.0 "
+         "(oue) a cell of average share 1/1600 would need about 144,913,604 participants"),
+        (joint({"id": "a"}, {"id": "b"}, alpha=0.5),
+         "unknown keys for a joint question ['alpha']"),
+    ]  # fmt: skip
+    for question, message in bad:
+        spec = write_spec(tmp_path, {"title": "T", "questions": [question]})
+        done = run_cli(
+            "deniable-aggregator", "survey", "create", "--server", daemon.address,
+            "--admin-token-file", str(daemon.token_file), str(spec),
+        )  # fmt: skip
+        assert done.returncode == 2, (question, done.stderr)
+        assert message in done.stderr, done.stderr
+    listed = run_cli("deniable-aggregator", "survey", "list", "--server", daemon.address, "--json")
+    assert json.loads(listed.stdout) in ([], {"surveys": []}), listed.stdout
