@@ -126,8 +126,9 @@ class FrequencyOracle(Mechanism):
         :meth:`variance_unchecked`. Off the diagonal, when every report supports exactly one
         option (GRR), Cov(s_u, s_v | x) = −P(u | x)P(v | x), whose mean over x is
         −[q*² + q*(p* − q*)(f_u + f_v)]; otherwise the supports of two options are
-        independent given x (OUE's bits exactly; OLH's up to hash collisions of three
-        values, O(1/g²)), so that term is 0 and Cov(f̂_u, f̂_v) = −f_u f_v/n.
+        independent given x (OUE's bits), so that term is 0 and Cov(f̂_u, f̂_v) = −f_u f_v/n.
+        (OLH's supports are not: collisions of the hash of three values correlate them;
+        OLH does not answer joint questions, which need this.)
         """
         share = np.clip(np.asarray(f, dtype=np.float64), 0.0, 1.0)
         cov = -np.outer(share, share) / n

@@ -33,8 +33,10 @@ def complete_joint_estimate(
 ) -> None:
     """Name the cells, and add each part's marginal and every scored pair's association.
 
-    With f̃ the projected cell shares and Σ the covariance of the raw cell estimates at
-    f̃ (:meth:`FrequencyOracle.covariance_unchecked`), a marginal share is aᵀf̃ with
+    With f̃ the projected cell shares, Σ the covariance of the raw cell estimates at f̃
+    (:meth:`FrequencyOracle.covariance_unchecked`) and P = I − 11ᵀ/k, the projection's
+    covariance is PΣP (the projection shifts every cell by the same amount where none is
+    clipped at 0), written Σ below. A marginal share is aᵀf̃ with
     standard error √(aᵀΣa) (a: the indicator of its cells); a covariance or correlation
     g(f̃) has standard error √(∇gᵀΣ∇g). Intervals are estimate ± z·SE, z the normal
     quantile at the confidence (Bonferroni over every marginal value when
@@ -48,7 +50,10 @@ def complete_joint_estimate(
     raw = np.array([option.estimate_raw for option in estimate.options], dtype=np.float64)
     support = np.array([option.support for option in estimate.options], dtype=np.int64)
     sizes = [len(v) for v in values]
-    cov = mechanism.covariance_unchecked(shares, n)
+    # The projected estimate is f̂ − (1ᵀf̂ − 1)/k where no cell is clipped at 0: linear, so
+    # its covariance is PΣP with P = I − 11ᵀ/k (GRR's raw cells already sum to 1: PΣP = Σ).
+    center = np.eye(len(shares)) - 1.0 / len(shares)
+    cov = center @ mechanism.covariance_unchecked(shares, n) @ center
     # index[j][c]: the value of part j in cell c (row-major, the first part slowest)
     index = [grid.reshape(-1) for grid in np.indices(sizes)]
     total = sum(sizes)

@@ -89,6 +89,8 @@ def test_joint_survey_answered_and_estimated(
     assert "cross-tab of cheated (rows) by the other parts:" in text.stdout
     assert "copied=no  copied=yes     total" in text.stdout
     assert "cheated and copied: covariance" in text.stdout
+    checked = run_cli("deniable-aggregator", "check", "--db", daemon.db_url)
+    assert checked.returncode == 0, checked.stderr  # tallies recomputed from the log agree
 
 
 def test_bad_joint_answers_send_nothing(run_cli: RunCli, daemon: Daemon, tmp_path: Path) -> None:
