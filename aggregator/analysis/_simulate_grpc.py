@@ -67,13 +67,15 @@ class GrpcTransport:
     batch_size: int = 1000
     embedded: bool = True
     options: tuple[str, ...] = ()
+    question: pb.Question | None = None
+    """The question to ask, when ``spec`` alone does not define it (a joint question)."""
     reports_sent: int = 0
     submit_seconds: float = 0.0
     surveys: list[str] = field(default_factory=list)
 
     def exchange(self, reports: Any) -> pb.Estimate:
         """Submit one survey's ``reports`` (as ``perturb_many`` returns them); its estimate."""
-        question = simulated_question(self.spec, self.options)
+        question = self.question or simulated_question(self.spec, self.options)
         survey = self.client.create_survey("deniable simulation", [question])
         self.surveys.append(survey.id)
         mechanism = survey.questions[0].mechanism

@@ -1,4 +1,4 @@
-"""Options that ``plan`` and ``simulate`` share for multiple-choice and numeric questions."""
+"""Options that ``plan`` and ``simulate`` share for multiple-choice, numeric and joint questions."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from click.core import ParameterSource
 
 from deniable.aggregator.analysis._distributions import parse_options
 from deniable.aggregator.cli._common import user_errors
+from deniable.aggregator.cli._joint import PART_HELP
 from deniable.shared.mechanisms import registered
 from deniable.shared.questions import CATEGORICAL
 
@@ -24,7 +25,7 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-QUESTION_TYPES = ("binary", "categorical", "numeric")
+QUESTION_TYPES = ("binary", "categorical", "numeric", "joint")
 
 SHOWN_PARAMETERS = (
     "alpha", "q", "g", "p_star", "q_star", "noise_scale", "grid_bits", "beta", "bound", "p_max",
@@ -33,7 +34,7 @@ SHOWN_PARAMETERS = (
 
 
 def kind_options(function: F) -> F:
-    """Add ``--type``, ``--options``, ``--mechanism``, ``--min`` and ``--max``."""
+    """Add ``--type``, ``--options``, ``--mechanism``, ``--min``, ``--max`` and ``--part``."""
     options = [
         click.option(
             "--type",
@@ -41,7 +42,8 @@ def kind_options(function: F) -> F:
             type=click.Choice(QUESTION_TYPES),
             default="binary",
             show_default=True,
-            help="Question type: yes/no, one of k options, or a number on [--min, --max].",
+            help="Question type: yes/no, one of k options, a number on [--min, --max], or "
+            "a joint question of --part parts answered in one report.",
         ),
         click.option(
             "--options",
@@ -55,6 +57,7 @@ def kind_options(function: F) -> F:
         ),
         click.option("--min", "lo", type=float, help="numeric: lower end of the range."),
         click.option("--max", "hi", type=float, help="numeric: upper end of the range."),
+        click.option("--part", "parts", multiple=True, metavar="PART", help=PART_HELP),
     ]
     for option in reversed(options):
         function = option(function)

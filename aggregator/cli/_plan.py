@@ -43,6 +43,7 @@ def plan_command(
     mechanism: str | None,
     lo: float | None,
     hi: float | None,
+    parts: tuple[str, ...],
     alpha: float | None,
     epsilon: float | None,
     margin: float | None,
@@ -56,18 +57,24 @@ def plan_command(
     With --margin it prints the participants needed; with --participants it prints the
     margin achieved. Margins use the normal approximation, n = z^2 * Var1 / margin^2 with
     Var1 the variance of the estimate from one participant (population estimand);
-    Clopper-Pearson and t intervals are slightly wider. For --type categorical or numeric
-    every mechanism of the type is shown side by side, with the one --mechanism auto picks.
+    Clopper-Pearson and t intervals are slightly wider. For --type categorical, numeric or
+    joint every mechanism of the type is shown side by side, with the one --mechanism auto
+    picks; a joint question (--part, once per part) is planned for one cell's share.
     """
     if (margin is None) == (participants is None):
         raise click.UsageError("give exactly one of --margin or --participants")
     if question_type == "binary":
-        reject_options("binary", ["options", "mechanism", "lo", "hi"])
+        reject_options("binary", ["options", "mechanism", "lo", "hi", "parts"])
     else:
-        foreign = ["lo", "hi"] if question_type == "categorical" else ["options", "share", "alpha"]
+        foreign = {
+            "categorical": ["lo", "hi", "parts"],
+            "numeric": ["options", "share", "alpha", "parts"],
+            "joint": ["options", "lo", "hi", "alpha"],
+        }[question_type]
         reject_options(question_type, foreign)
         plan_kind(
-            question_type, options=options, mechanism=mechanism, lo=lo, hi=hi, alpha=alpha,
+            question_type, options=options, mechanism=mechanism, lo=lo, hi=hi, parts=parts,
+            alpha=alpha,
             epsilon=epsilon, margin=margin, participants=participants, confidence=confidence,
             share=share, as_json=as_json,
         )  # fmt: skip

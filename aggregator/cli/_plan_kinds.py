@@ -1,4 +1,4 @@
-"""``deniable-aggregator plan --type categorical|numeric``: every mechanism side by side."""
+"""``deniable-aggregator plan --type categorical|numeric|joint``: every mechanism side by side."""
 
 from __future__ import annotations
 
@@ -6,8 +6,14 @@ import math
 
 import click
 
-from deniable.aggregator.analysis._planner_kinds import KindPlan, plan_categorical, plan_numeric
+from deniable.aggregator.analysis._planner_kinds import (
+    KindPlan,
+    plan_categorical,
+    plan_numeric,
+    plan_question,
+)
 from deniable.aggregator.cli._common import emit_json, user_errors
+from deniable.aggregator.cli._joint import joint_question
 from deniable.aggregator.cli._kinds import categorical_inputs, mechanism_summary, numeric_inputs
 
 __all__ = ["plan_kind"]
@@ -22,6 +28,7 @@ def plan_kind(
     mechanism: str | None,
     lo: float | None,
     hi: float | None,
+    parts: tuple[str, ...],
     alpha: float | None,
     epsilon: float | None,
     margin: float | None,
@@ -30,8 +37,15 @@ def plan_kind(
     share: float | None,
     as_json: bool,
 ) -> None:
-    """Plan a categorical or numeric question and print the comparison."""
-    if question_type == "categorical":
+    """Plan a categorical, numeric or joint question and print the comparison."""
+    if question_type == "joint":
+        _, oracle = joint_question(parts, mechanism, epsilon)
+        with user_errors():
+            result = plan_question(
+                "joint", oracle.k, epsilon=epsilon, mechanism=mechanism or "auto",
+                margin=margin, participants=participants, confidence=confidence, p=share,
+            )  # fmt: skip
+    elif question_type == "categorical":
         names, kind = categorical_inputs(options, mechanism, epsilon, alpha)
         with user_errors():
             result = plan_categorical(
@@ -53,11 +67,13 @@ def plan_kind(
 
 
 def _print_plan(result: KindPlan) -> None:
-    if result.question_type == "categorical":
+    if result.k is not None:
         assumed = (
             "worst-case share" if result.share is None else f"assumed share p = {result.share:g}"
         )
         what = f"one option's share ({result.k} options, {assumed})"
+        if result.question_type == "joint":
+            what = f"one cell's share ({result.k} cells in one report, {assumed})"
         width = ".4f"
     else:
         what = f"the mean (x units on [{result.lo:g}, {result.hi:g}], worst-case values)"

@@ -26,6 +26,7 @@ from deniable.aggregator.cli._common import (
 )
 from deniable.aggregator.cli._kinds import kind_options, reject_options
 from deniable.aggregator.cli._simulate_compare import DEFAULT_REPEATS, compare_command_line
+from deniable.aggregator.cli._simulate_joint import simulate_joint_command
 from deniable.aggregator.cli._simulate_kinds import simulate_kind
 from deniable.shared.mechanisms import RandomizedResponse
 from deniable.shared.stats import ESTIMANDS, METHODS
@@ -40,7 +41,8 @@ from deniable.shared.transport.options import check_server, client_tls_options
 @click.option(
     "--distribution",
     help="categorical: true option shares such as 0.5,0.3,0.2 (non-negative, summing to 1); "
-    "numeric: constant:V, uniform or beta:A,B (a Beta shape on [--min, --max]).",
+    "numeric: constant:V, uniform or beta:A,B (a Beta shape on [--min, --max]); joint: true "
+    "cell shares, the first part slowest.",
 )
 @mechanism_options
 @click.option("--repeats", type=int, default=1, show_default=True, help="Independent surveys.")
@@ -89,6 +91,7 @@ def simulate_command(
     mechanism: str | None,
     lo: float | None,
     hi: float | None,
+    parts: tuple[str, ...],
     distribution: str | None,
     alpha: float | None,
     epsilon: float | None,
@@ -109,11 +112,15 @@ def simulate_command(
 
     --type binary (default): a yes/no question with true share --p. --type categorical:
     --options K (or names) with true shares --distribution. --type numeric: values on
-    [--min, --max] drawn from --distribution. Each simulated participant randomizes their
-    answer with the client library (OS CSPRNG unless --seed is given). The reports go by
-    default over gRPC to an embedded aggregator daemon (127.0.0.1, OS-chosen port, temporary
-    SQLite database), or to --server, which stores them and returns the estimate;
-    --transport inprocess skips the network; --tls-ca (and --tls-cert, --tls-key)
+    [--min, --max] drawn from --distribution. --type joint: parts given by --part (once
+    per part, in order) answered in one report, with true cell shares --distribution (the
+    first part slowest), so the parts are as correlated as you choose; it reports the
+    coverage of the cross-tab's, the marginals' and the correlations' intervals. Each
+    simulated participant randomizes their answer with the client library (OS CSPRNG
+    unless --seed is given). The reports go by default over gRPC to an embedded
+    aggregator daemon (127.0.0.1, OS-chosen port, temporary SQLite database), or to
+    --server, which stores them and returns the estimate; --transport inprocess skips the
+    network; --tls-ca (and --tls-cert, --tls-key)
     connect to --server over TLS. With --repeats > 1 it reports the intervals'
     empirical coverage and the spread of the estimates beside theory.
 
@@ -143,6 +150,17 @@ def simulate_command(
             confidence=confidence, method=method, seed=seed, plot=plot, as_json=as_json,
         )  # fmt: skip
         return
+    if question_type == "joint":
+        reject_options("joint", ["share", "options", "lo", "hi", "alpha", "compare_central"])
+        simulate_joint_command(
+            parts=parts, participants=participants, mechanism=mechanism,
+            distribution=distribution, epsilon=epsilon, repeats=repeats,
+            confidence=confidence, method=method, seed=seed, transport=transport,
+            server=server, admin_token_file=admin_token_file, batch_size=batch_size,
+            as_json=as_json, tls=tls,
+        )  # fmt: skip
+        return
+    reject_options(question_type, ["parts"])
     if question_type != "binary":
         simulate_kind(
             question_type, participants=participants, options=options, mechanism=mechanism,

@@ -12,7 +12,7 @@ from deniable.shared.mechanisms import FrequencyOracle
 from deniable.shared.stats import normal_quantile
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
-__all__ = ["JOINT_COVERAGE", "complete_joint_estimate"]
+__all__ = ["JOINT_COVERAGE", "association_values", "complete_joint_estimate"]
 
 JOINT_COVERAGE = (
     "marginals: sums of the cross-tab's cells, Wald intervals from the covariance of the "
@@ -96,6 +96,21 @@ def complete_joint_estimate(
     estimate.joint_coverage = JOINT_COVERAGE.format(scope=scope) + (
         "; fixed-n, not anytime-valid" if estimate.anytime else ""
     )
+
+
+def association_values(
+    x: NDArray[np.float64], y: NDArray[np.float64], f: NDArray[np.float64]
+) -> tuple[float, float]:
+    """(covariance, correlation) of scores x, y over cells with shares f.
+
+    The correlation is 0 when a part has one value only.
+    """
+    mx, my = float(f @ x), float(f @ y)
+    covariance = float(f @ (x * y)) - mx * my
+    vx, vy = float(f @ (x * x)) - mx * mx, float(f @ (y * y)) - my * my
+    if vx <= 0.0 or vy <= 0.0:
+        return covariance, 0.0
+    return covariance, max(-1.0, min(1.0, covariance / math.sqrt(vx * vy)))
 
 
 def _association(

@@ -19,7 +19,15 @@ from deniable.shared.questions.categorical import AUTO_PREFERENCE, CATEGORICAL
 from deniable.shared.questions.numeric import MAX_NUMERIC_BOUND
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
-__all__ = ["JOINT", "MAX_PARTS", "Joint", "cell_names", "part_questions", "part_values"]
+__all__ = [
+    "JOINT",
+    "MAX_PARTS",
+    "Joint",
+    "cell_names",
+    "joint_truth",
+    "part_questions",
+    "part_values",
+]
 
 MAX_PARTS = 8
 """Most parts a joint question may have (its cells are still at most ``MAX_OPTIONS``)."""
@@ -88,6 +96,38 @@ def part_questions(question: pb.Question) -> list[pb.Question]:
             )
         questions.append(item)
     return questions
+
+
+def joint_truth(
+    question: pb.Question, shares: Sequence[float]
+) -> tuple[list[list[float]], list[tuple[float, float]]]:
+    """Marginals and associations of a population, from its cell shares (for simulations).
+
+    The marginals per part and value; (covariance, correlation) of every two yes/no or
+    numeric parts.
+    """
+    import numpy as np
+
+    from deniable.shared.questions._joint_estimate import association_values
+
+    f = np.asarray(shares, dtype=np.float64)
+    parts = list(question.joint.parts)
+    sizes = [len(part_values(part)) for part in parts]
+    grid = f.reshape(sizes)
+    marginals = [
+        grid.sum(axis=tuple(a for a in range(len(sizes)) if a != j)).tolist()
+        for j in range(len(sizes))
+    ]
+    index = [axis.reshape(-1) for axis in np.indices(sizes)]
+    scores = [part_scores(part) for part in parts]
+    pairs = []
+    for a, b in itertools.combinations(range(len(parts)), 2):
+        score_a, score_b = scores[a], scores[b]
+        if score_a is None or score_b is None:
+            continue
+        x, y = np.asarray(score_a)[index[a]], np.asarray(score_b)[index[b]]
+        pairs.append(association_values(x, y, f))
+    return marginals, pairs
 
 
 def _type_of(part: pb.Question) -> QuestionType:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from scipy import stats
+
 from tests.conftest import Daemon, RunCli
 from tests.e2e.test_end_to_end import create, reports_stored, write_spec
 
@@ -144,3 +146,77 @@ def test_bad_joint_specs_are_usage_errors(run_cli: RunCli, daemon: Daemon, tmp_p
         assert message in done.stderr, done.stderr
     listed = run_cli("deniable-aggregator", "survey", "list", "--server", daemon.address, "--json")
     assert json.loads(listed.stdout) in ([], {"surveys": []}), listed.stdout
+
+
+JOINT_SIM = [
+    "deniable-aggregator", "simulate", "--type", "joint", "--part", "cheated",
+    "--part", "copied", "--epsilon", "2", "--participants", "1500", "--seed", "11",
+]  # fmt: skip
+
+
+def test_simulate_joint_over_grpc_matches_in_process(run_cli: RunCli) -> None:
+    """The embedded daemon's estimate equals the one computed in process from the same seed."""
+    runs = {}
+    for transport in ("grpc", "inprocess"):
+        done = run_cli(*JOINT_SIM, "--distribution", "0.5,0.1,0.1,0.3", "--repeats", "200",
+                       "--transport", transport, "--json")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        runs[transport] = json.loads(done.stdout)
+    grpc, local = runs["grpc"], runs["inprocess"]
+    assert grpc["grpc"]["reports_sent"] == 200 * 1500
+    assert grpc["first"]["options"] == local["first"]["options"]
+    assert grpc["first"]["associations"] == local["first"]["associations"]
+    assert grpc["cell_coverage"] == local["cell_coverage"]
+    (pair,) = grpc["associations"]
+    assert abs(pair["correlation"] - 7 / 12) < 1e-12  # the population's, from the cells
+    # 200 runs at a true 95%: fewer covered than this floor has chance below 1e-4.
+    floor = (stats.binom.ppf(1e-4, 200, 0.95) - 1) / 200
+    assert stats.binom.cdf(floor * 200, 200, 0.95) < 1e-4
+    assert min(grpc["cell_coverage"]) >= floor
+    assert min(min(c) for c in grpc["marginal_coverage"].values()) >= floor
+    assert pair["correlation_coverage"] >= floor
+    assert pair["covariance_coverage"] >= floor
+
+
+def test_plan_joint_is_a_cell_of_the_product_domain(run_cli: RunCli) -> None:
+    done = run_cli("deniable-aggregator", "plan", "--type", "joint", "--part", "a", "--part",
+                   "b=x|y|z", "--epsilon", "1", "--margin", "0.02", "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    joint = json.loads(done.stdout)
+    done = run_cli("deniable-aggregator", "plan", "--type", "categorical", "--options", "6",
+                   "--epsilon", "1", "--margin", "0.02", "--json")  # fmt: skip
+    categorical = json.loads(done.stdout)
+    assert (joint["type"], joint["k"]) == ("joint", 6)
+    by_name = {row["mechanism"]: row for row in categorical["mechanisms"]}
+    assert [row["mechanism"] for row in joint["mechanisms"]] == ["grr", "oue"]  # no OLH
+    for row in joint["mechanisms"]:
+        assert row["participants"] == by_name[row["mechanism"]]["participants"]
+    text = run_cli("deniable-aggregator", "plan", "--type", "joint", "--part", "a", "--part",
+                   "b=x|y|z", "--epsilon", "1", "--margin", "0.02")  # fmt: skip
+    assert "on one cell's share (6 cells in one report, worst-case share)" in text.stdout
+
+
+def test_simulate_and_plan_joint_refuse_bad_input(run_cli: RunCli) -> None:
+    cases = [
+        ([*JOINT_SIM, "--distribution", "0.5,0.5"],
+         "distribution: need 4 cell shares (one per cell, the first part slowest), got 2"),
+        ([*JOINT_SIM, "--distribution", "0.5,0.1,0.1,0.1"], "must be non-negative and sum to 1"),
+        ([*JOINT_SIM], "--type joint needs --distribution: 4 cell shares"),
+        ([*JOINT_SIM, "--distribution", "0.5,0.1,0.1,0.3", "--options", "3"],
+         "--options does not apply to --type joint"),
+        (["deniable-aggregator", "simulate", "--type", "joint", "--epsilon", "1",
+          "--participants", "10", "--distribution", "1"], "--type joint needs --part"),
+        (["deniable-aggregator", "simulate", "--type", "categorical", "--options", "3",
+          "--part", "a", "--epsilon", "1", "--participants", "10", "--distribution",
+          "0.5,0.3,0.2"], "--part does not apply to --type categorical"),
+        (["deniable-aggregator", "plan", "--type", "joint", "--part", "a", "--part",
+          "b=0..10/1", "--epsilon", "1", "--margin", "0.1"],
+         "parts[1].bins: must be an integer 2..1024, got 1"),
+        (["deniable-aggregator", "plan", "--type", "joint", "--part", "a", "--part", "b",
+          "--epsilon", "1", "--margin", "0.1", "--mechanism", "olh"],
+         "unknown kind 'olh' of a joint question; expected one of: auto, grr, oue"),
+    ]  # fmt: skip
+    for args, message in cases:
+        done = run_cli(*args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert message in done.stderr, done.stderr

@@ -16,7 +16,7 @@ TWO_BY_TWO: list[dict[str, object]] = [
     {"id": "cheated", "text": "c"},
     {"id": "copied", "text": "p"},
 ]
-# True cells (no,no), (no,yes), (yes,no), (yes,yes): correlation 0.375.
+# True cells (no,no), (no,yes), (yes,no), (yes,yes): correlation 7/12.
 CELLS = np.array([0.5, 0.1, 0.1, 0.3])
 
 
