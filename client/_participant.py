@@ -93,7 +93,8 @@ def surveys_command(server: str, tls: TlsConfig | None, as_json: bool) -> None:
     multiple=True,
     metavar="QID=VALUE",
     help="Answer question QID without a prompt (repeatable): yes/no/y/n, an option's name "
-    "or number (from 1), or a number in the question's range.",
+    "or number (from 1), or a number in the question's range; a joint question takes its "
+    "parts' answers in order, comma-separated (e.g. QID=yes,HR,12).",
 )
 @click.option(
     "--dry-run",
@@ -143,6 +144,12 @@ def answer_command(
     (--token, --token-file or DENIABLE_TOKEN): each token stores one report per
     question. The token is sent with the reports and never written to your
     ledger or memo.
+
+    A joint question groups a few parts (yes/no, an option, a number falling in
+    one of stated bins) answered together as ONE randomized report at one
+    epsilon: answer it with its parts' answers in order, separated by commas
+    (--answer habits=yes,no; an option whose name holds a comma by its number),
+    or part by part at the prompts.
 
     Answers come from --answer or, when interactive, from prompts; you then
     confirm before anything is sent (--yes skips that). Declining sends nothing

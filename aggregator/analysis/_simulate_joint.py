@@ -164,7 +164,7 @@ def simulate_joint(
             for (a, b), (cov, rho), hits in zip(scored, associations_truth, pair_hits, strict=True)
         ),
         first=_estimate_dict(first),
-        randomness="seeded PCG64 (not a CSPRNG)" if rng is not None else "OS CSPRNG",
+        randomness="seeded-pcg64" if rng is not None else "os-csprng",
         seconds=time.perf_counter() - started,
     )
 

@@ -226,6 +226,11 @@ def create(
                    mechanism auto (default), grr, oue or olh
       numeric      min, max, epsilon; mechanism auto (default), laplace,
                    duchi, piecewise or hybrid
+      joint        parts (2..8, unique ids, each with id, text and type
+                   binary, categorical with options, or numeric with min,
+                   max and bins, or edges), epsilon; mechanism auto
+                   (default), grr or oue on the product of the parts'
+                   sizes (at most 1024 cells), answered in ONE report
     auto picks the mechanism whose estimate has the least worst-case
     variance at the question's epsilon and domain (as plan shows).
     For example {"id": "os", "text": "Which OS?", "type": "categorical",
