@@ -64,8 +64,9 @@ def check_mechanism(question: pb.Question) -> Mechanism:
 
     ε is always recomputed here from the mechanism's parameters; the server's ``privacy``
     field is never read. Refused: a kind of question or mechanism this version does not
-    know, a missing mechanism or one that does not fit the question, invalid parameters,
-    and mechanisms without privacy (ε = inf, such as α = 1). The participant's limits
+    know, a missing mechanism or one that does not fit the question, invalid parameters, a
+    domain outside the surveys' limits (such as a joint question's parts), and mechanisms
+    without privacy (ε = inf, such as α = 1). The participant's limits
     (maximum ε, budget) are checked by :mod:`deniable.client._policy`.
 
     Raises:
@@ -81,6 +82,7 @@ def check_mechanism(question: pb.Question) -> Mechanism:
         )
     try:
         mechanism = mechanism_of(question)
+        question_type(str(question.WhichOneof("kind"))).check(question, "question")
     except ValueError as error:
         raise RefusedError(
             f"{where}: {error}; refusing to answer, nothing was sent. The survey's privacy "

@@ -274,6 +274,50 @@ def _rr(alpha: float) -> pb.Mechanism:
             ),
             "grr (alpha 1.0) gives no privacy",
         ),
+        (
+            pb.Question(
+                id="q",
+                text="Q?",
+                joint=pb.JointQuestion(
+                    parts=[
+                        pb.JointPart(id="a", binary=pb.BinaryQuestion()),
+                        pb.JointPart(id="a", binary=pb.BinaryQuestion()),
+                    ]
+                ),
+                mechanism=_rr(0.5),
+            ),
+            "randomized_response does not apply to a joint question",
+        ),
+        (
+            pb.Question(
+                id="q",
+                text="Q?",
+                joint=pb.JointQuestion(
+                    parts=[
+                        pb.JointPart(id="a", binary=pb.BinaryQuestion()),
+                        pb.JointPart(id="a", binary=pb.BinaryQuestion()),
+                    ]
+                ),
+                mechanism=pb.Mechanism(grr=pb.GeneralizedRandomizedResponse(alpha=0.5)),
+            ),
+            "question.joint.parts[1].id: duplicate part id 'a'",
+        ),
+        (
+            pb.Question(
+                id="q",
+                text="Q?",
+                joint=pb.JointQuestion(
+                    parts=[
+                        pb.JointPart(id="a", binary=pb.BinaryQuestion()),
+                        pb.JointPart(
+                            id="b", numeric=pb.BinnedNumericQuestion(edges=[0, float("inf"), 1])
+                        ),
+                    ]
+                ),
+                mechanism=pb.Mechanism(grr=pb.GeneralizedRandomizedResponse(alpha=0.5)),
+            ),
+            "question.joint.parts[1].numeric.edges[1]: must be finite",
+        ),
     ],
 )
 def test_mechanisms_the_client_refuses(question: pb.Question, message: str) -> None:
