@@ -50,6 +50,12 @@ def test_joint_survey_answered_and_estimated(
         assert by_question["habits"]["epsilon"] == 2.0 or by_question["habits"]["epsilon"] > 1.99
         assert 0 <= by_question["habits"]["option"] < 4
         assert len(bytes.fromhex(by_question["work"]["bits"])) == 2  # 9 cells, OUE bits
+        home = {"XDG_DATA_HOME": str(tmp_path / f"participant-{participant}")}
+        budget = json.loads(run_cli("deniable", "budget", "--json", env=home).stdout)
+        (row,) = budget["aggregators"]
+        # The ledger charges each joint question once, at its one report's epsilon.
+        assert [c["question_id"] for c in row["surveys"][0]["charges"]] == ["habits", "work"]
+        assert row["spent"] == by_question["habits"]["epsilon"] + by_question["work"]["epsilon"]
     # Interactively: asked part by part, one report for the question.
     done = run_cli(
         "deniable", "answer", "--server", daemon.address, survey_id, "--interactive",
@@ -57,6 +63,9 @@ def test_joint_survey_answered_and_estimated(
         input="no\nyes\nHR\n12\ny\n",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+    assert "2 parts, answered together in ONE randomized report:" in done.stdout
+    assert "  Part cheated: Did you cheat on an exam?" in done.stdout
+    assert "Privacy cost now: epsilon <= 3" in done.stdout  # two questions: 2 + 1
     assert reports_stored(daemon) == 8
     done = run_cli(
         "deniable-aggregator", "estimate", "--server", daemon.address, survey_id, "--json"
