@@ -69,7 +69,8 @@ def test_every_built_in_is_registered_once_in_order() -> None:
     assert [cls.name for cls in mechanisms_for("numeric")] == [
         "laplace", "duchi", "piecewise", "hybrid",
     ]  # fmt: skip
-    assert sorted(question_types()) == ["binary", "categorical", "numeric"]
+    assert [cls.name for cls in mechanisms_for("multi_select")] == ["item_rr"]
+    assert sorted(question_types()) == ["binary", "categorical", "multi_select", "numeric"]
     for cls in BUILT_IN:
         assert mechanism_class(cls.name) is cls
         assert cls.title
