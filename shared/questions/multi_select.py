@@ -48,6 +48,8 @@ class MultiSelect(QuestionType):
         items = item.get("items")
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
             raise ValueError("'items' must be a list of strings")
+        if not 2 <= len(items) <= MAX_ITEMS:
+            raise ValueError(f"'items' must list 2..{MAX_ITEMS} items, got {len(items)}")
         return pb.MultiSelectQuestion(items=items)
 
     def domain_args(self, question: pb.Question) -> tuple[Any, ...]:
