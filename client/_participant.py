@@ -93,7 +93,9 @@ def surveys_command(server: str, tls: TlsConfig | None, as_json: bool) -> None:
     multiple=True,
     metavar="QID=VALUE",
     help="Answer question QID without a prompt (repeatable): yes/no/y/n, an option's name "
-    "or number (from 1), or a number in the question's range.",
+    "or number (from 1), a number in the question's range, or for a multi-select question "
+    "any items by name or number separated by commas (QID=apples,pears; QID=none or QID= "
+    "for none).",
 )
 @click.option(
     "--dry-run",

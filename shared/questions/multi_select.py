@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, cast
 
 from deniable.shared.errors import shown
-from deniable.shared.mechanisms import MAX_ITEMS, ItemRandomizedResponse, Mechanism
+from deniable.shared.mechanisms import MAX_ITEMS, ItemRandomizedResponse, Mechanism, Tally
 from deniable.shared.questions._base import Answer, QuestionType, register_question_type
 from deniable.shared.questions.categorical import MAX_OPTION_TEXT
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
@@ -126,6 +126,35 @@ class MultiSelect(QuestionType):
         """The items, numbered from 1, and how to answer."""
         lines = [f"{n:>4}. {item}" for n, item in enumerate(question.multi_select.items, 1)]
         return [*lines, "      Choose any: names or numbers separated by commas, or 'none'."]
+
+    def given_pair(self, question: pb.Question, given: str, item: str) -> tuple[int, int]:
+        """The indices of the items named ``given`` and ``item`` (any case), which differ."""
+        items = [name.strip().lower() for name in question.multi_select.items]
+        pair: list[int] = []
+        for field, name in (("given", given), ("item", item)):
+            if not name:
+                raise ValueError(f"{field}: missing (give both given and item, or neither)")
+            if name.strip().lower() not in items:
+                raise ValueError(
+                    f"{field}: {shown(name)} is not an item of question {question.id!r} "
+                    f"(items: {', '.join(question.multi_select.items)})"
+                )
+            pair.append(items.index(name.strip().lower()))
+        if pair[0] == pair[1]:
+            raise ValueError(f"item: {shown(item)} is the given item; name another one")
+        return pair[0], pair[1]
+
+    def conditional(
+        self,
+        question: pb.Question,
+        mechanism: Mechanism,
+        tally: Tally,
+        pair: tuple[int, int],
+        confidence: float,
+    ) -> pb.ConditionalEstimate:
+        """Among those who chose ``pair[0]``, the share who chose ``pair[1]``."""
+        share = cast(ItemRandomizedResponse, mechanism).conditional(tally, *pair, confidence)
+        return share.wire(list(question.multi_select.items))
 
     def describe(self, question: pb.Question) -> str:
         """``any of [a, b, c], item_rr, epsilon = E (exact) in total, E/k per item``."""
