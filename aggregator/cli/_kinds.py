@@ -24,7 +24,7 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-QUESTION_TYPES = ("binary", "categorical", "numeric")
+QUESTION_TYPES = ("binary", "categorical", "numeric", "multi_select")
 
 SHOWN_PARAMETERS = (
     "alpha", "q", "g", "p_star", "q_star", "noise_scale", "grid_bits", "beta", "bound", "p_max",
@@ -41,16 +41,19 @@ def kind_options(function: F) -> F:
             type=click.Choice(QUESTION_TYPES),
             default="binary",
             show_default=True,
-            help="Question type: yes/no, one of k options, or a number on [--min, --max].",
+            help="Question type: yes/no, one of k options, a number on [--min, --max], or any "
+            "set of k items.",
         ),
         click.option(
             "--options",
             "options",
-            help="categorical: the number of options K, or comma-separated option names.",
+            help="categorical: the number of options K, or comma-separated option names; "
+            "multi_select: the items, likewise.",
         ),
         click.option(
             "--mechanism",
-            help="categorical: auto|grr|oue|olh; numeric: auto|laplace|duchi|piecewise|hybrid "
+            help="categorical: auto|grr|oue|olh; numeric: auto|laplace|duchi|piecewise|hybrid; "
+            "multi_select: auto|item_rr "
             "(default auto: the least worst-case variance).",
         ),
         click.option("--min", "lo", type=float, help="numeric: lower end of the range."),

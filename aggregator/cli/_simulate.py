@@ -40,7 +40,8 @@ from deniable.shared.transport.options import check_server, client_tls_options
 @click.option(
     "--distribution",
     help="categorical: true option shares such as 0.5,0.3,0.2 (non-negative, summing to 1); "
-    "numeric: constant:V, uniform or beta:A,B (a Beta shape on [--min, --max]).",
+    "numeric: constant:V, uniform or beta:A,B (a Beta shape on [--min, --max]); "
+    "multi_select: sets of items and their probabilities, such as a+b:0.3,a:0.2,none:0.5.",
 )
 @mechanism_options
 @click.option("--repeats", type=int, default=1, show_default=True, help="Independent surveys.")
@@ -109,7 +110,10 @@ def simulate_command(
 
     --type binary (default): a yes/no question with true share --p. --type categorical:
     --options K (or names) with true shares --distribution. --type numeric: values on
-    [--min, --max] drawn from --distribution. Each simulated participant randomizes their
+    [--min, --max] drawn from --distribution. --type multi_select: --options items, each
+    participant's set drawn from --distribution (sets and probabilities, so any correlation
+    between items), at --epsilon in total; coverage of item shares, pairs and conditional
+    shares. Each simulated participant randomizes their
     answer with the client library (OS CSPRNG unless --seed is given). The reports go by
     default over gRPC to an embedded aggregator daemon (127.0.0.1, OS-chosen port, temporary
     SQLite database), or to --server, which stores them and returns the estimate;
@@ -141,6 +145,17 @@ def simulate_command(
         compare_command_line(
             share, spec, participants, repeats=repeats if given else DEFAULT_REPEATS,
             confidence=confidence, method=method, seed=seed, plot=plot, as_json=as_json,
+        )  # fmt: skip
+        return
+    if question_type == "multi_select":
+        from deniable.aggregator.cli._simulate_multi import simulate_multi_select_command
+
+        simulate_multi_select_command(
+            participants=participants, options=options, mechanism=mechanism,
+            distribution=distribution, epsilon=epsilon, repeats=repeats,
+            confidence=confidence, method=method, seed=seed, transport=transport,
+            server=server, admin_token_file=admin_token_file, batch_size=batch_size,
+            as_json=as_json, tls=tls,
         )  # fmt: skip
         return
     if question_type != "binary":

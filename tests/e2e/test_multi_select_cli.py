@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from subprocess import CompletedProcess
+
+import pytest
 
 from tests.conftest import Daemon, RunCli
 from tests.e2e.test_end_to_end import create, reports_stored, write_spec
@@ -79,6 +82,9 @@ def test_answer_and_estimate_a_multi_select_question(
     assert "co-occurrence: share choosing both (diagonal: the item's share)" in text.stdout
     assert "  pears" in text.stdout
     assert "among those who chose apples: pears" in text.stdout or "undefined" in text.stdout
+    # check recomputes every tally (items and pairs) from the batch log
+    checked = run_cli("deniable-aggregator", "check", "--db", daemon.db_url)
+    assert checked.returncode == 0, checked.stderr
 
 
 def test_bad_multi_select_input_is_refused_and_nothing_is_stored(
@@ -125,3 +131,78 @@ def test_the_interactive_prompt_lists_the_items_and_reasks_a_bad_answer(
     assert "'kiwis' is not an item" in shown
     assert "epsilon = 1.50 in total, 0.50 per item" in shown
     assert reports_stored(daemon) == 2
+
+
+SETS = "apples+pears:0.3,apples:0.1,pears+plums:0.1,none:0.5"
+TRUTH = {"apples": 0.4, "pears": 0.4, "plums": 0.1}
+
+
+def test_simulate_measures_coverage_of_items_pairs_and_conditional_shares(
+    run_cli: RunCli,
+) -> None:
+    done = run_cli(
+        "deniable-aggregator", "simulate", "--type", "multi_select",
+        "--options", "apples,pears,plums", "--distribution", SETS, "--epsilon", "2",
+        "--participants", "4000", "--repeats", "600", "--seed", "5",
+        "--transport", "inprocess", "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert (data["type"], data["transport"], data["randomness"]) == (
+        "multi_select", "inprocess", "seeded-pcg64",
+    )  # fmt: skip
+    assert data["distribution"] == {"apples+pears": 0.3, "apples": 0.1, "pears+plums": 0.1,
+                                    "none": 0.5}  # fmt: skip
+    assert [data["true_pairs"][i][i] for i in range(3)] == pytest.approx(list(TRUTH.values()))
+    assert data["true_pairs"][0][1] == pytest.approx(0.3)
+    assert data["true_pairs"][1][2] == pytest.approx(0.1)
+    # 0.95 less 3 binomial standard errors over 600 repeats
+    floor = 0.95 - 3 * math.sqrt(0.95 * 0.05 / 600)
+    coverages = [*data["item_coverage"]]
+    coverages += [data["pair_coverage"][i][j] for i in range(3) for j in range(i + 1, 3)]
+    coverages += [data["conditional_coverage"][i][j] for i in range(3) for j in range(3) if i != j]
+    assert len(coverages) == 3 + 3 + 6
+    assert all(c >= floor for c in coverages), coverages
+    assert data["conditional_coverage"][0][0] is None
+
+
+def test_simulate_over_grpc_reads_back_the_same_tallies(run_cli: RunCli) -> None:
+    args = [
+        "deniable-aggregator", "simulate", "--type", "multi_select", "--options", "3",
+        "--distribution", "0+1:0.5,2:0.5", "--epsilon", "1", "--participants", "500",
+        "--repeats", "2", "--seed", "9",
+    ]  # fmt: skip
+    grpc = run_cli(*args, "--json")
+    assert grpc.returncode == 0, grpc.stderr
+    inprocess = run_cli(*args, "--json", "--transport", "inprocess")
+    one, two = json.loads(grpc.stdout), json.loads(inprocess.stdout)
+    assert one["grpc"]["reports_sent"] == 1000
+    assert one["first"] == two["first"]  # same seed, same reports, the daemon's same tally
+    text = run_cli(*args)
+    assert "Co-occurrence (share choosing both): true / estimate" in text.stdout
+    assert "the tallies above were read back with GetEstimate" in text.stdout
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--distribution", "a+c:1"], "--distribution entry 'a+c:1': 'c' is not an item"),
+        (["--distribution", "a:0.5,none:0.4"], "probabilities must sum to 1, got 0.9"),
+        (["--distribution", "a:0.5,a:0.5"], "entry 'a:0.5': that set is listed twice"),
+        (["--distribution", "a"], "--distribution entry 'a' must be SET:P"),
+        (["--distribution", "a:2,none:-1"], "probability must be in [0, 1], got 2.0"),
+        (["--distribution", "a:1", "--alpha", "0.5"], "--alpha does not apply to --type multi"),
+        (["--distribution", "a:1", "--mechanism", "oue"], "unknown kind 'oue' of a multi_select"),
+        ([], "--type multi_select needs --distribution"),
+    ],
+)
+def test_bad_simulate_input_is_a_usage_error(
+    run_cli: RunCli, extra: list[str], message: str
+) -> None:
+    done = run_cli(
+        "deniable-aggregator", "simulate", "--type", "multi_select", "--options", "a,b",
+        "--epsilon", "1", "--participants", "10", "--transport", "inprocess", *extra,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
