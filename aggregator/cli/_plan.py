@@ -23,8 +23,8 @@ from deniable.aggregator.cli._plan_kinds import plan_kind
 @click.option(
     "--margin",
     type=float,
-    help="Wanted half-width of the interval: for a share (binary, categorical) or for the "
-    "mean in the question's units (numeric).",
+    help="Wanted half-width of the interval: for a share (binary, categorical, one item's "
+    "share for multi_select) or for the mean in the question's units (numeric).",
 )
 @click.option("--participants", type=int, help="Number of participants (instead of --margin).")
 @click.option("--confidence", type=float, default=0.95, show_default=True)
@@ -33,7 +33,7 @@ from deniable.aggregator.cli._plan_kinds import plan_kind
     "share",
     type=float,
     help="Assumed true share (binary: yes-share, default 0.5; categorical: one option's "
-    "share, default the worst case).",
+    "share, multi_select: one item's share, default the worst case).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @overflow_is_invalid_input
@@ -58,13 +58,18 @@ def plan_command(
     Var1 the variance of the estimate from one participant (population estimand);
     Clopper-Pearson and t intervals are slightly wider. For --type categorical or numeric
     every mechanism of the type is shown side by side, with the one --mechanism auto picks.
+    For --type multi_select (--options: the items, --epsilon: the question's total, split
+    over the items) the margin is on one item's share.
     """
     if (margin is None) == (participants is None):
         raise click.UsageError("give exactly one of --margin or --participants")
     if question_type == "binary":
         reject_options("binary", ["options", "mechanism", "lo", "hi"])
     else:
-        foreign = ["lo", "hi"] if question_type == "categorical" else ["options", "share", "alpha"]
+        foreign = {
+            "categorical": ["lo", "hi"],
+            "multi_select": ["lo", "hi", "alpha"],
+        }.get(question_type, ["options", "share", "alpha"])
         reject_options(question_type, foreign)
         plan_kind(
             question_type, options=options, mechanism=mechanism, lo=lo, hi=hi, alpha=alpha,

@@ -6,7 +6,13 @@ import math
 
 import click
 
-from deniable.aggregator.analysis._planner_kinds import KindPlan, plan_categorical, plan_numeric
+from deniable.aggregator.analysis._distributions import parse_options
+from deniable.aggregator.analysis._planner_kinds import (
+    KindPlan,
+    plan_categorical,
+    plan_numeric,
+    plan_question,
+)
 from deniable.aggregator.cli._common import emit_json, user_errors
 from deniable.aggregator.cli._kinds import categorical_inputs, mechanism_summary, numeric_inputs
 
@@ -30,13 +36,24 @@ def plan_kind(
     share: float | None,
     as_json: bool,
 ) -> None:
-    """Plan a categorical or numeric question and print the comparison."""
+    """Plan a categorical, numeric or multi-select question and print the comparison."""
     if question_type == "categorical":
         names, kind = categorical_inputs(options, mechanism, epsilon, alpha)
         with user_errors():
             result = plan_categorical(
                 len(names), epsilon=epsilon, alpha=alpha, mechanism=kind, margin=margin,
                 participants=participants, confidence=confidence, p=share,
+            )  # fmt: skip
+    elif question_type == "multi_select":
+        if options is None or epsilon is None:
+            raise click.UsageError(
+                "--type multi_select needs --options (the items, or K) and --epsilon"
+            )
+        with user_errors():
+            items = parse_options(options)
+            result = plan_question(
+                "multi_select", len(items), epsilon=epsilon, mechanism=mechanism or "auto",
+                margin=margin, participants=participants, confidence=confidence, p=share,
             )  # fmt: skip
     else:
         low, high, kind, eps = numeric_inputs(lo, hi, mechanism, epsilon)
@@ -58,6 +75,12 @@ def _print_plan(result: KindPlan) -> None:
             "worst-case share" if result.share is None else f"assumed share p = {result.share:g}"
         )
         what = f"one option's share ({result.k} options, {assumed})"
+        width = ".4f"
+    elif result.question_type == "multi_select":
+        assumed = (
+            "worst-case share" if result.share is None else f"assumed share p = {result.share:g}"
+        )
+        what = f"one item's share ({result.k} items, {assumed})"
         width = ".4f"
     else:
         what = f"the mean (x units on [{result.lo:g}, {result.hi:g}], worst-case values)"
@@ -93,7 +116,12 @@ def _print_plan(result: KindPlan) -> None:
         else f"; auto would choose {result.auto_choice}"
     )
     click.echo(f"Selected: {mechanism_summary(chosen.parameters)}{rule}")
-    if math.isfinite(chosen.epsilon):
+    if "epsilon_per_item" in chosen.parameters:
+        click.echo(
+            f"Privacy: epsilon = {chosen.epsilon:.4f} per answer (exact), "
+            f"{chosen.parameters['epsilon_per_item']:.4f} per item"
+        )
+    elif math.isfinite(chosen.epsilon):
         click.echo(f"Privacy: epsilon = {chosen.epsilon:.4f} per answer (exact)")
     else:
         click.echo("Privacy: none (alpha = 1, epsilon = infinity)")

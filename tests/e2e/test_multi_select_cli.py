@@ -206,3 +206,33 @@ def test_bad_simulate_input_is_a_usage_error(
     assert done.returncode == 2, done.stderr
     assert message in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_plan_gives_the_participants_for_a_margin_on_an_item_share(run_cli: RunCli) -> None:
+    done = run_cli(
+        "deniable-aggregator", "plan", "--type", "multi_select", "--options", "a,b,c",
+        "--epsilon", "2", "--margin", "0.05", "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    q = 1 / (math.exp(2 / 3) + 1)  # ε split evenly over the 3 items
+    one = q * (1 - q) / (1 - 2 * q) ** 2 + 0.25  # a debiased bit's variance, worst share 1/2
+    assert (data["type"], data["mechanism"], data["k"]) == ("multi_select", "item_rr", 3)
+    assert data["mechanisms"][0]["variance_one"] == pytest.approx(one)
+    assert data["participants"] == math.ceil(1.959963984540054**2 * one / 0.05**2)
+    text = run_cli(
+        "deniable-aggregator", "plan", "--type", "multi_select", "--options", "a,b,c",
+        "--epsilon", "2", "--participants", "1000",
+    )  # fmt: skip
+    assert "Margin on one item's share (3 items, worst-case share)" in text.stdout
+    assert "Privacy: epsilon = 2.0000 per answer (exact), 0.6667 per item" in text.stdout
+    for extra, message in [
+        (["--min", "0"], "--min does not apply to --type multi_select"),
+        (["--alpha", "0.5"], "--alpha does not apply to --type multi_select"),
+    ]:
+        bad = run_cli(
+            "deniable-aggregator", "plan", "--type", "multi_select", "--options", "a,b",
+            "--epsilon", "1", "--margin", "0.05", *extra,
+        )  # fmt: skip
+        assert bad.returncode == 2
+        assert message in bad.stderr
