@@ -268,3 +268,25 @@ def test_the_variance_used_for_planning_is_the_worst_item_share() -> None:
 def test_python_integers_beyond_64_bits_are_refused_not_rounded(values: list[int]) -> None:
     with pytest.raises(ValueError, match=r"item-set masks in \[0, 2\^64\)"):
         ItemRandomizedResponse(k=64, q=0.25).perturb_many(values)
+
+
+def test_simultaneous_and_anytime_item_intervals_are_wider_and_say_so() -> None:
+    mechanism = ItemRandomizedResponse(k=3, q=0.25)
+    tally = Tally(400, (150, 200, 120, 90, 60, 70))
+    fixed = mechanism.estimate_items(tally)
+    together = mechanism.estimate_items(tally, simultaneous=True)
+    anytime = mechanism.estimate_items(tally, anytime=True)
+    for wider in (together, anytime):
+        assert all(
+            w_low <= low and high <= w_high
+            for low, high, w_low, w_high in zip(
+                fixed.ci_low, fixed.ci_high, wider.ci_low, wider.ci_high, strict=True
+            )
+        )
+        assert wider.ci_high[0] - wider.ci_low[0] > fixed.ci_high[0] - fixed.ci_low[0]
+        assert wider.pair_ci_low == fixed.pair_ci_low  # pairs: fixed n, per pair
+    assert together.simultaneous
+    assert "simultaneous over 3 items (Bonferroni" in together.coverage
+    assert anytime.anytime
+    assert "anytime-valid confidence sequences" in anytime.coverage
+    assert "pairs: per pair, fixed n" in fixed.coverage
