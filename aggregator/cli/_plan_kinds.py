@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import click
 
@@ -13,8 +14,10 @@ from deniable.aggregator.analysis._planner_kinds import (
     plan_numeric,
     plan_question,
 )
+from deniable.aggregator.analysis._sample_size import margin_for, smallest_n
 from deniable.aggregator.cli._common import emit_json, user_errors
 from deniable.aggregator.cli._kinds import categorical_inputs, mechanism_summary, numeric_inputs
+from deniable.shared.mechanisms import ItemRandomizedResponse
 
 __all__ = ["plan_kind"]
 
@@ -62,11 +65,36 @@ def plan_kind(
                 low, high, epsilon=eps, mechanism=kind, margin=margin,
                 participants=participants, confidence=confidence,
             )  # fmt: skip
+    pair = _pair_plan(result) if question_type == "multi_select" else None
     if as_json:
         data = result.to_dict()
-        emit_json({"type": data.pop("question_type"), **data})
+        extra = {} if pair is None else {"pair": pair}
+        emit_json({"type": data.pop("question_type"), **data, **extra})
     else:
         _print_plan(result)
+        if pair is not None:
+            click.echo(
+                f"A pair's co-occurrence (share choosing both of two items; worst case, "
+                f"Var1 {pair['variance_one']:.5g}): {pair['participants']:,} participants "
+                f"for ±{pair['margin']:.4f}"
+            )
+
+
+def _pair_plan(result: KindPlan) -> dict[str, Any]:
+    """The same margin (or participants) for a pair's co-occurrence, at its worst case."""
+    chosen = next(row for row in result.mechanisms if row.mechanism == result.mechanism)
+    parameters = chosen.parameters
+    mechanism = ItemRandomizedResponse(int(parameters["k"]), float(parameters["q"]))
+    variance = mechanism.pair_variance
+    if result.target_margin is not None:
+        n = smallest_n(result.target_margin, result.confidence, variance)
+    else:
+        n = result.participants
+    return {
+        "participants": n,
+        "margin": margin_for(n, result.confidence, variance),
+        "variance_one": variance(1),
+    }
 
 
 def _print_plan(result: KindPlan) -> None:

@@ -302,3 +302,15 @@ class ItemRandomizedResponse(Mechanism):
         if not 0.0 <= f <= 1.0:
             raise ValueError(f"share must be in [0, 1], got {share!r}")
         return (self.bit_variance + f * (1.0 - f)) / count
+
+    def pair_variance(self, n: int) -> float:
+        """Worst-case Var of a pair's co-occurrence from n participants (for planning).
+
+        Var = [v² + v(f_i + f_j) + f_ij(1 − f_ij)]/n, at its largest over shares that some
+        population has (f_ij <= f_i, f_j and f_i + f_j − f_ij <= 1): on f_i + f_j = 1 + f_ij
+        it is v² + v(1 + f_ij) + f_ij(1 − f_ij), largest at f_ij = min((1 + v)/2, 1).
+        """
+        count = as_count("n", n, minimum=1)
+        v = self.bit_variance
+        both = min((1.0 + v) / 2.0, 1.0)
+        return (v * v + v * (1.0 + both) + both * (1.0 - both)) / count

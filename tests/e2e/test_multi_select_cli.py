@@ -220,12 +220,21 @@ def test_plan_gives_the_participants_for_a_margin_on_an_item_share(run_cli: RunC
     assert (data["type"], data["mechanism"], data["k"]) == ("multi_select", "item_rr", 3)
     assert data["mechanisms"][0]["variance_one"] == pytest.approx(one)
     assert data["participants"] == math.ceil(1.959963984540054**2 * one / 0.05**2)
+    v = one - 0.25  # worst pair: both items always chosen (v ≥ 1 here), Var1 = v² + 2v
+    assert data["pair"]["variance_one"] == pytest.approx(v * v + 2 * v)
+    assert data["pair"]["participants"] == math.ceil(
+        1.959963984540054**2 * (v * v + 2 * v) / 0.05**2
+    )
     text = run_cli(
         "deniable-aggregator", "plan", "--type", "multi_select", "--options", "a,b,c",
         "--epsilon", "2", "--participants", "1000",
     )  # fmt: skip
     assert "Margin on one item's share (3 items, worst-case share)" in text.stdout
     assert "Privacy: epsilon = 2.0000 per answer (exact), 0.6667 per item" in text.stdout
+    assert (
+        "A pair's co-occurrence (share choosing both of two items; worst case, Var1 9.0393)"
+        in text.stdout
+    )
     for extra, message in [
         (["--min", "0"], "--min does not apply to --type multi_select"),
         (["--alpha", "0.5"], "--alpha does not apply to --type multi_select"),

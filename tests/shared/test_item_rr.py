@@ -290,3 +290,17 @@ def test_simultaneous_and_anytime_item_intervals_are_wider_and_say_so() -> None:
     assert anytime.anytime
     assert "anytime-valid confidence sequences" in anytime.coverage
     assert "pairs: per pair, fixed n" in fixed.coverage
+
+
+@pytest.mark.parametrize("q", [0.01, 0.2, 0.3, 0.45])
+def test_the_worst_pair_variance_is_the_largest_over_possible_populations(q: float) -> None:
+    mechanism = ItemRandomizedResponse(k=3, q=q)
+    v = mechanism.bit_variance
+    grid = np.linspace(0.0, 1.0, 101)
+    fi, fj, fij = np.meshgrid(grid, grid, grid, indexing="ij")
+    possible = (fij <= np.minimum(fi, fj) + 1e-12) & (fi + fj - fij <= 1 + 1e-12)
+    largest = float(np.where(possible, v * v + v * (fi + fj) + fij * (1 - fij), 0.0).max())
+    worst = mechanism.pair_variance(1)
+    assert largest <= worst * (1 + 1e-12)
+    assert worst - largest <= 1e-4 * worst  # the grid's step away from the maximum
+    assert mechanism.pair_variance(10) == pytest.approx(worst / 10)
