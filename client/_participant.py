@@ -93,8 +93,10 @@ def surveys_command(server: str, tls: TlsConfig | None, as_json: bool) -> None:
     multiple=True,
     metavar="QID=VALUE",
     help="Answer question QID without a prompt (repeatable): yes/no/y/n, an option's name "
-    "or number (from 1), or a number in the question's range; a joint question takes its "
-    "parts' answers in order, comma-separated (e.g. QID=yes,HR,12).",
+    "or number (from 1), a number in the question's range, for a multi-select question "
+    "any items by name or number separated by commas (QID=apples,pears; QID=none or QID= "
+    "for none); a joint question takes its parts' answers in order, comma-separated (e.g. "
+    "QID=yes,HR,12).",
 )
 @click.option(
     "--dry-run",

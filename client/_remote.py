@@ -166,9 +166,13 @@ class AggregatorClient:
         simultaneous: bool = False,
         anytime: bool = False,
         central_delta: float = 0.0,
+        given: str = "",
+        item: str = "",
     ) -> pb.Estimate:
         """The estimate for one question (see ``GetEstimateRequest`` for the options)."""
         request = pb.GetEstimateRequest(
+            given=given,
+            item=item,
             survey_id=survey_id,
             question_id=question_id,
             confidence=confidence,

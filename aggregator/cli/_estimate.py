@@ -57,11 +57,47 @@ def estimate_to_dict(estimate: pb.Estimate) -> dict[str, Any]:
             for association in estimate.associations
         ]
         data["joint_coverage"] = estimate.joint_coverage
+    if estimate.items:
+        _multi_select_fields(estimate, data)
     if estimate.std_error_worst:
         data["std_error_worst"] = estimate.std_error_worst
     if estimate.HasField("central"):
         data["central"] = central_to_dict(estimate.central)
     return data
+
+
+PAIR_FIELDS = (
+    "first", "second", "estimate", "estimate_raw", "ci_low", "ci_high", "std_error", "support",
+)  # fmt: skip
+CONDITIONAL_FIELDS = (
+    "given", "item", "estimate", "estimate_raw", "ci_low", "ci_high", "std_error", "defined",
+)  # fmt: skip
+
+
+def _multi_select_fields(estimate: pb.Estimate, data: dict[str, Any]) -> None:
+    """Item shares, pairs, the k×k co-occurrence matrices and any conditional share."""
+    names = [item.option for item in estimate.items]
+    data["items"] = [
+        {"item" if field == "option" else field: getattr(item, field) for field in OPTION_FIELDS}
+        for item in estimate.items
+    ]
+    data["pairs"] = [{field: getattr(p, field) for field in PAIR_FIELDS} for p in estimate.pairs]
+    matrices: dict[str, Any] = {"items": names}
+    for field in ("estimate", "ci_low", "ci_high", "std_error"):
+        matrix = [[0.0] * len(names) for _ in names]
+        for index, item in enumerate(estimate.items):
+            matrix[index][index] = getattr(item, field)
+        for pair in estimate.pairs:
+            i, j = names.index(pair.first), names.index(pair.second)
+            matrix[i][j] = matrix[j][i] = getattr(pair, field)
+        matrices[field] = matrix
+    data["cooccurrence"] = matrices
+    if estimate.HasField("conditional"):
+        data["conditional"] = {
+            field: getattr(estimate.conditional, field) for field in CONDITIONAL_FIELDS
+        }
+    for field in ("estimate", "estimate_raw", "ci_low", "ci_high", "std_error", "alpha"):
+        del data[field]  # per item instead
 
 
 def central_to_dict(central: pb.CentralPrivacy) -> dict[str, Any]:
@@ -103,6 +139,14 @@ def central_to_dict(central: pb.CentralPrivacy) -> dict[str, Any]:
     help="δ of the central (ε, δ) shown for a survey released in steps, 0 < δ < 1 "
     "(default: min(1e-6, 1/(100·stored reports)), down to a power of 10).",
 )
+@click.option(
+    "--given",
+    metavar="ITEM",
+    default="",
+    help="Multi-select, with --question and --item: among those who chose ITEM, the share "
+    "who chose --item's (a ratio of estimates; delta-method interval).",
+)
+@click.option("--item", metavar="ITEM", default="", help="The item of --given's share.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def estimate_command(
     server: str,
@@ -114,6 +158,8 @@ def estimate_command(
     simultaneous: bool,
     anytime: bool,
     delta: float | None,
+    given: str,
+    item: str,
     as_json: bool,
 ) -> None:
     """Estimate each question of SURVEY_ID with a confidence interval.
@@ -122,6 +168,9 @@ def estimate_command(
     (unbiased) and projected onto the simplex, with an interval that contains the
     projected one: per option, or with --simultaneous covering all options at once.
     Numeric: the mean, with its interval and the mechanism's worst-case standard error.
+    Multi-select: each item's share and the co-occurrence table (the share choosing
+    both of two items; intervals in --json), and with --given X --item Y, among
+    those who chose X the share who chose Y.
     Each question's note says what its interval promises.
 
     A survey released in steps (survey create --release-step) shows each
@@ -135,6 +184,10 @@ def estimate_command(
         )
     if delta is not None and not 0.0 < delta < 1.0:
         raise click.UsageError(f"--delta must be in (0, 1), got {delta}")
+    if bool(given) != bool(item):
+        raise click.UsageError("--given and --item go together: give both or neither")
+    if given and question_id is None:
+        raise click.UsageError("--given and --item need --question (a multi-select question)")
     results: list[dict[str, Any]] = []
     with remote_errors(server), AggregatorClient(server, tls=tls) as client:
         survey = client.get_survey(survey_id)
@@ -151,6 +204,8 @@ def estimate_command(
                     simultaneous=simultaneous,
                     anytime=anytime,
                     central_delta=delta or 0.0,
+                    given=given,
+                    item=item,
                 )
             except RemoteError as error:
                 # Gated, stepped or asked for a δ: then the refusal is the release gate's or
@@ -185,6 +240,9 @@ def estimate_command(
                 click.echo(_line(f"  {visible(option['option'])}", option, row["epsilon"], ""))
             if "marginals" in row:
                 _joint(row)
+            continue
+        if "items" in row:
+            _multi_select_lines(row)
             continue
         click.echo(_line(visible(row["question_id"]), row, row["epsilon"], f"{row['n']:>9,}"))
         if "std_error_worst" in row:
@@ -231,6 +289,36 @@ def _joint(row: dict[str, Any]) -> None:
             f"{pair['covariance']:.4f} [{pair['covariance_low']:.4f}, "
             f"{pair['covariance_high']:.4f}], correlation {pair['correlation']:.4f} "
             f"[{pair['correlation_low']:.4f}, {pair['correlation_high']:.4f}]"
+        )
+
+
+def _multi_select_lines(row: dict[str, Any]) -> None:
+    """Each item's share, the co-occurrence table and any conditional share."""
+    click.echo(
+        f"{visible(row['question_id']):<16}{row['n']:>9,}  ({visible(row['mechanism'])}, "
+        f"ε {row['epsilon']:.4f} in total; share choosing each item; estimate = unbiased "
+        "clipped to [0, 1])"
+    )
+    for item in row["items"]:
+        click.echo(_line(f"  {visible(item['item'])}", item, row["epsilon"], ""))
+    names = [visible(name)[:10] for name in row["cooccurrence"]["items"]]
+    click.echo(f"{'':<16}co-occurrence: share choosing both (diagonal: the item's share)")
+    click.echo(f"{'':<16}{'':<12}" + "".join(f"{name:>11}" for name in names))
+    for name, cells in zip(names, row["cooccurrence"]["estimate"], strict=True):
+        click.echo(f"{'':<16}{name:<12}" + "".join(f"{cell:>11.4f}" for cell in cells))
+    if "conditional" in row:
+        share = row["conditional"]
+        given, item = visible(share["given"]), visible(share["item"])
+        if not share["defined"]:
+            click.echo(
+                f"{'':<16}among those who chose {given}: {item} undefined (the estimated "
+                f"share choosing {given} is not above 0)"
+            )
+            return
+        click.echo(
+            f"{'':<16}among those who chose {given}: {item} {share['estimate']:.4f} "
+            f"[{share['ci_low']:.4f}, {share['ci_high']:.4f}], std err "
+            f"{share['std_error']:.4f} (ratio of estimates, delta method)"
         )
 
 

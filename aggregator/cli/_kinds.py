@@ -25,7 +25,7 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-QUESTION_TYPES = ("binary", "categorical", "numeric", "joint")
+QUESTION_TYPES = ("binary", "categorical", "numeric", "joint", "multi_select")
 
 SHOWN_PARAMETERS = (
     "alpha", "q", "g", "p_star", "q_star", "noise_scale", "grid_bits", "beta", "bound", "p_max",
@@ -42,17 +42,19 @@ def kind_options(function: F) -> F:
             type=click.Choice(QUESTION_TYPES),
             default="binary",
             show_default=True,
-            help="Question type: yes/no, one of k options, a number on [--min, --max], or "
-            "a joint question of --part parts answered in one report.",
+            help="Question type: yes/no, one of k options, a number on [--min, --max], "
+            "a joint question of --part parts answered in one report, or any set of k items.",
         ),
         click.option(
             "--options",
             "options",
-            help="categorical: the number of options K, or comma-separated option names.",
+            help="categorical: the number of options K, or comma-separated option names; "
+            "multi_select: the items, likewise.",
         ),
         click.option(
             "--mechanism",
-            help="categorical: auto|grr|oue|olh; numeric: auto|laplace|duchi|piecewise|hybrid "
+            help="categorical: auto|grr|oue|olh; numeric: auto|laplace|duchi|piecewise|hybrid; "
+            "multi_select: auto|item_rr "
             "(default auto: the least worst-case variance).",
         ),
         click.option("--min", "lo", type=float, help="numeric: lower end of the range."),

@@ -23,8 +23,8 @@ from deniable.aggregator.cli._plan_kinds import plan_kind
 @click.option(
     "--margin",
     type=float,
-    help="Wanted half-width of the interval: for a share (binary, categorical) or for the "
-    "mean in the question's units (numeric).",
+    help="Wanted half-width of the interval: for a share (binary, categorical, one item's "
+    "share for multi_select) or for the mean in the question's units (numeric).",
 )
 @click.option("--participants", type=int, help="Number of participants (instead of --margin).")
 @click.option("--confidence", type=float, default=0.95, show_default=True)
@@ -33,7 +33,7 @@ from deniable.aggregator.cli._plan_kinds import plan_kind
     "share",
     type=float,
     help="Assumed true share (binary: yes-share, default 0.5; categorical: one option's "
-    "share, default the worst case).",
+    "share, multi_select: one item's share, default the worst case).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @overflow_is_invalid_input
@@ -59,7 +59,9 @@ def plan_command(
     Var1 the variance of the estimate from one participant (population estimand);
     Clopper-Pearson and t intervals are slightly wider. For --type categorical, numeric or
     joint every mechanism of the type is shown side by side, with the one --mechanism auto
-    picks; a joint question (--part, once per part) is planned for one cell's share.
+    picks; a joint question (--part, once per part) is planned for one cell's share. For
+    --type multi_select (--options: the items, --epsilon: the question's total, split over
+    the items) the margin is on one item's share.
     """
     if (margin is None) == (participants is None):
         raise click.UsageError("give exactly one of --margin or --participants")
@@ -70,6 +72,7 @@ def plan_command(
             "categorical": ["lo", "hi", "parts"],
             "numeric": ["options", "share", "alpha", "parts"],
             "joint": ["options", "lo", "hi", "alpha"],
+            "multi_select": ["lo", "hi", "alpha", "parts"],
         }[question_type]
         reject_options(question_type, foreign)
         plan_kind(

@@ -1,20 +1,24 @@
-"""``deniable-aggregator plan --type categorical|numeric|joint``: every mechanism side by side."""
+"""``deniable-aggregator plan --type categorical|numeric|joint|multi_select``: every mechanism side by side."""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import click
 
+from deniable.aggregator.analysis._distributions import parse_options
 from deniable.aggregator.analysis._planner_kinds import (
     KindPlan,
     plan_categorical,
     plan_numeric,
     plan_question,
 )
+from deniable.aggregator.analysis._sample_size import margin_for, smallest_n
 from deniable.aggregator.cli._common import emit_json, user_errors
 from deniable.aggregator.cli._joint import joint_question
 from deniable.aggregator.cli._kinds import categorical_inputs, mechanism_summary, numeric_inputs
+from deniable.shared.mechanisms import ItemRandomizedResponse
 
 __all__ = ["plan_kind"]
 
@@ -37,7 +41,7 @@ def plan_kind(
     share: float | None,
     as_json: bool,
 ) -> None:
-    """Plan a categorical, numeric or joint question and print the comparison."""
+    """Plan a categorical, numeric, joint or multi-select question and print the comparison."""
     if question_type == "joint":
         _, oracle = joint_question(parts, mechanism, epsilon)
         with user_errors():
@@ -52,6 +56,17 @@ def plan_kind(
                 len(names), epsilon=epsilon, alpha=alpha, mechanism=kind, margin=margin,
                 participants=participants, confidence=confidence, p=share,
             )  # fmt: skip
+    elif question_type == "multi_select":
+        if options is None or epsilon is None:
+            raise click.UsageError(
+                "--type multi_select needs --options (the items, or K) and --epsilon"
+            )
+        with user_errors():
+            items = parse_options(options)
+            result = plan_question(
+                "multi_select", len(items), epsilon=epsilon, mechanism=mechanism or "auto",
+                margin=margin, participants=participants, confidence=confidence, p=share,
+            )  # fmt: skip
     else:
         low, high, kind, eps = numeric_inputs(lo, hi, mechanism, epsilon)
         with user_errors():
@@ -59,18 +74,44 @@ def plan_kind(
                 low, high, epsilon=eps, mechanism=kind, margin=margin,
                 participants=participants, confidence=confidence,
             )  # fmt: skip
+    pair = _pair_plan(result) if question_type == "multi_select" else None
     if as_json:
         data = result.to_dict()
-        emit_json({"type": data.pop("question_type"), **data})
+        extra = {} if pair is None else {"pair": pair}
+        emit_json({"type": data.pop("question_type"), **data, **extra})
     else:
         _print_plan(result)
+        if pair is not None:
+            click.echo(
+                f"A pair's co-occurrence (share choosing both of two items; worst case, "
+                f"Var1 {pair['variance_one']:.5g}): {pair['participants']:,} participants "
+                f"for ±{pair['margin']:.4f}"
+            )
+
+
+def _pair_plan(result: KindPlan) -> dict[str, Any]:
+    """The same margin (or participants) for a pair's co-occurrence, at its worst case."""
+    chosen = next(row for row in result.mechanisms if row.mechanism == result.mechanism)
+    parameters = chosen.parameters
+    mechanism = ItemRandomizedResponse(int(parameters["k"]), float(parameters["q"]))
+    variance = mechanism.pair_variance
+    if result.target_margin is not None:
+        n = smallest_n(result.target_margin, result.confidence, variance)
+    else:
+        n = result.participants
+    return {
+        "participants": n,
+        "margin": margin_for(n, result.confidence, variance),
+        "variance_one": variance(1),
+    }
 
 
 def _print_plan(result: KindPlan) -> None:
-    if result.k is not None:
-        assumed = (
-            "worst-case share" if result.share is None else f"assumed share p = {result.share:g}"
-        )
+    assumed = "worst-case share" if result.share is None else f"assumed share p = {result.share:g}"
+    if result.question_type == "multi_select":
+        what = f"one item's share ({result.k} items, {assumed})"
+        width = ".4f"
+    elif result.k is not None:
         what = f"one option's share ({result.k} options, {assumed})"
         if result.question_type == "joint":
             what = f"one cell's share ({result.k} cells in one report, {assumed})"
@@ -109,7 +150,12 @@ def _print_plan(result: KindPlan) -> None:
         else f"; auto would choose {result.auto_choice}"
     )
     click.echo(f"Selected: {mechanism_summary(chosen.parameters)}{rule}")
-    if math.isfinite(chosen.epsilon):
+    if "epsilon_per_item" in chosen.parameters:
+        click.echo(
+            f"Privacy: epsilon = {chosen.epsilon:.4f} per answer (exact), "
+            f"{chosen.parameters['epsilon_per_item']:.4f} per item"
+        )
+    elif math.isfinite(chosen.epsilon):
         click.echo(f"Privacy: epsilon = {chosen.epsilon:.4f} per answer (exact)")
     else:
         click.echo("Privacy: none (alpha = 1, epsilon = infinity)")

@@ -42,7 +42,8 @@ from deniable.shared.transport.options import check_server, client_tls_options
     "--distribution",
     help="categorical: true option shares such as 0.5,0.3,0.2 (non-negative, summing to 1); "
     "numeric: constant:V, uniform or beta:A,B (a Beta shape on [--min, --max]); joint: true "
-    "cell shares, the first part slowest.",
+    "cell shares, the first part slowest; multi_select: sets of items and their "
+    "probabilities, such as a+b:0.3,a:0.2,none:0.5.",
 )
 @mechanism_options
 @click.option("--repeats", type=int, default=1, show_default=True, help="Independent surveys.")
@@ -115,12 +116,14 @@ def simulate_command(
     [--min, --max] drawn from --distribution. --type joint: parts given by --part (once
     per part, in order) answered in one report, with true cell shares --distribution (the
     first part slowest), so the parts are as correlated as you choose; it reports the
-    coverage of the cross-tab's, the marginals' and the correlations' intervals. Each
-    simulated participant randomizes their answer with the client library (OS CSPRNG
-    unless --seed is given). The reports go by default over gRPC to an embedded
-    aggregator daemon (127.0.0.1, OS-chosen port, temporary SQLite database), or to
-    --server, which stores them and returns the estimate; --transport inprocess skips the
-    network; --tls-ca (and --tls-cert, --tls-key)
+    coverage of the cross-tab's, the marginals' and the correlations' intervals. --type
+    multi_select: --options items, each participant's set drawn from --distribution (sets
+    and probabilities, so any correlation between items), at --epsilon in total; coverage
+    of item shares, pairs and conditional shares. Each simulated participant randomizes
+    their answer with the client library (OS CSPRNG unless --seed is given). The reports
+    go by default over gRPC to an embedded aggregator daemon (127.0.0.1, OS-chosen port,
+    temporary SQLite database), or to --server, which stores them and returns the
+    estimate; --transport inprocess skips the network; --tls-ca (and --tls-cert, --tls-key)
     connect to --server over TLS. With --repeats > 1 it reports the intervals'
     empirical coverage and the spread of the estimates beside theory.
 
@@ -137,7 +140,7 @@ def simulate_command(
         reject_options(
             "binary with --compare-central",
             ["options", "mechanism", "lo", "hi", "distribution", "transport", "server",
-             "tls_ca", "tls_cert", "tls_key", "admin_token_file", "batch_size"],
+             "tls_ca", "tls_cert", "tls_key", "admin_token_file", "batch_size", "parts"],
         )  # fmt: skip
         if share is None:
             raise click.UsageError("--compare-central needs --p (the true yes-share)")
@@ -161,6 +164,17 @@ def simulate_command(
         )  # fmt: skip
         return
     reject_options(question_type, ["parts"])
+    if question_type == "multi_select":
+        from deniable.aggregator.cli._simulate_multi import simulate_multi_select_command
+
+        simulate_multi_select_command(
+            participants=participants, options=options, mechanism=mechanism,
+            distribution=distribution, epsilon=epsilon, repeats=repeats,
+            confidence=confidence, method=method, seed=seed, transport=transport,
+            server=server, admin_token_file=admin_token_file, batch_size=batch_size,
+            as_json=as_json, tls=tls,
+        )  # fmt: skip
+        return
     if question_type != "binary":
         simulate_kind(
             question_type, participants=participants, options=options, mechanism=mechanism,

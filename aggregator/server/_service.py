@@ -277,6 +277,13 @@ class AggregatorService:
             raise InvalidArgument(
                 f"method: unknown method {shown(method)}; expected one of: {', '.join(METHODS)}"
             )
+        qtype = question_type(str(question.WhichOneof("kind")))
+        pair = None
+        if request.given or request.item:
+            try:
+                pair = qtype.given_pair(question, request.given, request.item)
+            except ValueError as error:
+                raise InvalidArgument(str(error)) from None
         steps = ReleaseSteps.of(survey.min_reports, survey.release_step)
         check_central_delta(request.central_delta, survey.id, steps)
         # The release first: a batch committed between the two reads only adds to the tally.
@@ -301,6 +308,11 @@ class AggregatorService:
             anytime=request.anytime,
         )
         fields = {"mechanism": mechanism.name, **estimate.wire_fields(question)}
+        if pair is not None:
+            shown_as = Tally(shown_tally.n, shown_tally.sums)
+            fields["conditional"] = qtype.conditional(
+                question, mechanism, shown_as, pair, confidence
+            )
         result = pb.Estimate(
             survey_id=survey.id, question_id=request.question_id, stored=tally.n, **fields
         )

@@ -49,6 +49,7 @@ from deniable.shared.mechanisms._wire import (
 from deniable.shared.mechanisms.duchi import DuchiMechanism
 from deniable.shared.mechanisms.grr import GeneralizedRandomizedResponse
 from deniable.shared.mechanisms.hybrid import HYBRID_THRESHOLD, HybridMechanism
+from deniable.shared.mechanisms.item_rr import MAX_ITEMS, ItemRandomizedResponse
 from deniable.shared.mechanisms.laplace import LaplaceMechanism
 from deniable.shared.mechanisms.olh import OlhReport, OlhReports, OptimizedLocalHashing
 from deniable.shared.mechanisms.oue import OptimizedUnaryEncoding
@@ -64,6 +65,7 @@ BUILT_IN: tuple[type[Mechanism], ...] = (
     DuchiMechanism,
     PiecewiseMechanism,
     HybridMechanism,
+    ItemRandomizedResponse,
 )
 """The built-in mechanisms, registered in this order (plans list each type's in it)."""
 
@@ -73,6 +75,7 @@ for _mechanism in BUILT_IN:
 __all__ = [
     "BUILT_IN",
     "HYBRID_THRESHOLD",
+    "MAX_ITEMS",
     "MAX_OPTIONS",
     "DuchiMechanism",
     "Estimate",
@@ -81,6 +84,7 @@ __all__ = [
     "GeneralizedRandomizedResponse",
     "HybridMechanism",
     "InvalidMechanismError",
+    "ItemRandomizedResponse",
     "LaplaceMechanism",
     "MeanEstimate",
     "MeanTally",

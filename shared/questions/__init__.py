@@ -24,6 +24,7 @@ from deniable.shared.questions._survey import (
 from deniable.shared.questions.binary import BINARY
 from deniable.shared.questions.categorical import CATEGORICAL, MAX_OPTION_TEXT, choose_categorical
 from deniable.shared.questions.joint import JOINT
+from deniable.shared.questions.multi_select import MULTI_SELECT, NONE_ANSWER, chosen_items
 from deniable.shared.questions.numeric import MAX_NUMERIC_BOUND, NUMERIC, choose_numeric
 
 __all__ = [
@@ -34,6 +35,8 @@ __all__ = [
     "MAX_OPTION_TEXT",
     "MAX_SURVEY_EPSILON",
     "MIN_SURVEY_EPSILON",
+    "MULTI_SELECT",
+    "NONE_ANSWER",
     "NUMERIC",
     "QUESTION_ID",
     "SURVEY_ID",
@@ -43,6 +46,7 @@ __all__ = [
     "check_question",
     "choose_categorical",
     "choose_numeric",
+    "chosen_items",
     "least_variance",
     "numeric_mechanism",
     "question_from_spec",

@@ -8,7 +8,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from deniable.shared.mechanisms import Mechanism, mechanism_class, mechanisms_for
+from deniable.shared.mechanisms import Mechanism, Tally, mechanism_class, mechanisms_for
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = [
@@ -252,6 +252,28 @@ class QuestionType(ABC):
         simultaneous: bool = False,
     ) -> None:
         """Add this type's own fields to an estimate its mechanism made (default: none)."""
+    def given_pair(self, question: pb.Question, given: str, item: str) -> tuple[int, int]:
+        """The two items a conditional share names (``GetEstimateRequest.given``, ``.item``).
+
+        Raises:
+            ValueError: this kind of question has no conditional shares (only multi-select
+                questions have), or a name is not one of its items.
+        """
+        raise ValueError(
+            f"given, item: a conditional share applies only to multi-select questions; "
+            f"question {question.id!r} is {self.label}"
+        )
+
+    def conditional(
+        self,
+        question: pb.Question,
+        mechanism: Mechanism,
+        tally: Tally,
+        pair: tuple[int, int],
+        confidence: float,
+    ) -> pb.ConditionalEstimate:
+        """The conditional share of :meth:`given_pair`'s items, as an ``Estimate`` field."""
+        raise ValueError(f"question {question.id!r} is {self.label}: no conditional shares")
 
     @abstractmethod
     def describe(self, question: pb.Question) -> str:

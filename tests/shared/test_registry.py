@@ -71,7 +71,8 @@ def test_every_built_in_is_registered_once_in_order() -> None:
     ]  # fmt: skip
     # A joint question is answered by a frequency oracle on its product domain.
     assert [cls.name for cls in mechanisms_for("joint")] == ["grr", "oue"]
-    assert sorted(question_types()) == ["binary", "categorical", "joint", "numeric"]
+    assert [cls.name for cls in mechanisms_for("multi_select")] == ["item_rr"]
+    assert sorted(question_types()) == ["binary", "categorical", "joint", "multi_select", "numeric"]
     for cls in BUILT_IN:
         assert mechanism_class(cls.name) is cls
         assert cls.title

@@ -248,12 +248,35 @@ class Hybrid(_message.Message):
 Global___Hybrid: _TypeAlias = Hybrid  # noqa: Y015
 
 @_typing.final
-class RegisteredMechanism(_message.Message):
+class ItemRandomizedResponse(_message.Message):
     """A mechanism without a message of its own in this file: an extension that the participant's
     and the aggregator's mechanism registries both know by ``name``. Built-in mechanisms always
     use their own message above; this is for mechanisms added without a protocol change.
+    Per-item randomized response (multi-select questions over k items): each of the k
+    indicator bits (item chosen or not) is flipped independently with probability q, so a
+    report of k bits is at most ((1−q)/q)^k times as likely from one set as from another:
+    ε = k·ln((1−q)/q), each bit getting ε/k. Reports are Report.bits in the OUE layout.
     """
 
+    DESCRIPTOR: _descriptor.Descriptor
+
+    Q_FIELD_NUMBER: _builtins.int
+    q: _builtins.float
+    def __init__(
+        self,
+        *,
+        q: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["q", b"q"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ItemRandomizedResponse: _TypeAlias = ItemRandomizedResponse  # noqa: Y015
+
+@_typing.final
+class RegisteredMechanism(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     @_typing.final
@@ -315,6 +338,7 @@ class Mechanism(_message.Message):
     PIECEWISE_FIELD_NUMBER: _builtins.int
     HYBRID_FIELD_NUMBER: _builtins.int
     REGISTERED_FIELD_NUMBER: _builtins.int
+    ITEM_RR_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def randomized_response(self) -> Global___RandomizedResponse:
         """binary questions"""
@@ -351,6 +375,10 @@ class Mechanism(_message.Message):
     def registered(self) -> Global___RegisteredMechanism:
         """an extension, for its question type"""
 
+    @_builtins.property
+    def item_rr(self) -> Global___ItemRandomizedResponse:
+        """multi-select questions"""
+
     def __init__(
         self,
         *,
@@ -363,12 +391,13 @@ class Mechanism(_message.Message):
         piecewise: Global___Piecewise | None = ...,
         hybrid: Global___Hybrid | None = ...,
         registered: Global___RegisteredMechanism | None = ...,
+        item_rr: Global___ItemRandomizedResponse | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["duchi", b"duchi", "grr", b"grr", "hybrid", b"hybrid", "kind", b"kind", "laplace", b"laplace", "olh", b"olh", "oue", b"oue", "piecewise", b"piecewise", "randomized_response", b"randomized_response", "registered", b"registered"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["duchi", b"duchi", "grr", b"grr", "hybrid", b"hybrid", "item_rr", b"item_rr", "kind", b"kind", "laplace", b"laplace", "olh", b"olh", "oue", b"oue", "piecewise", b"piecewise", "randomized_response", b"randomized_response", "registered", b"registered"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["duchi", b"duchi", "grr", b"grr", "hybrid", b"hybrid", "kind", b"kind", "laplace", b"laplace", "olh", b"olh", "oue", b"oue", "piecewise", b"piecewise", "randomized_response", b"randomized_response", "registered", b"registered"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["duchi", b"duchi", "grr", b"grr", "hybrid", b"hybrid", "item_rr", b"item_rr", "kind", b"kind", "laplace", b"laplace", "olh", b"olh", "oue", b"oue", "piecewise", b"piecewise", "randomized_response", b"randomized_response", "registered", b"registered"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["randomized_response", "grr", "oue", "olh", "laplace", "duchi", "piecewise", "hybrid", "registered"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["randomized_response", "grr", "oue", "olh", "laplace", "duchi", "piecewise", "hybrid", "registered", "item_rr"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 
@@ -412,6 +441,28 @@ class CategoricalQuestion(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CategoricalQuestion: _TypeAlias = CategoricalQuestion  # noqa: Y015
+
+@_typing.final
+class MultiSelectQuestion(_message.Message):
+    """A multi-select question: any subset (the empty set included) of 2..64 items."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ITEMS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def items(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        items: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["items", b"items"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MultiSelectQuestion: _TypeAlias = MultiSelectQuestion  # noqa: Y015
 
 @_typing.final
 class NumericQuestion(_message.Message):
@@ -569,6 +620,7 @@ class Question(_message.Message):
     CATEGORICAL_FIELD_NUMBER: _builtins.int
     NUMERIC_FIELD_NUMBER: _builtins.int
     JOINT_FIELD_NUMBER: _builtins.int
+    MULTI_SELECT_FIELD_NUMBER: _builtins.int
     MECHANISM_FIELD_NUMBER: _builtins.int
     PRIVACY_FIELD_NUMBER: _builtins.int
     id: _builtins.str
@@ -584,6 +636,8 @@ class Question(_message.Message):
     @_builtins.property
     def joint(self) -> Global___JointQuestion: ...
     @_builtins.property
+    def multi_select(self) -> Global___MultiSelectQuestion: ...
+    @_builtins.property
     def mechanism(self) -> Global___Mechanism: ...
     @_builtins.property
     def privacy(self) -> Global___Privacy:
@@ -598,14 +652,15 @@ class Question(_message.Message):
         categorical: Global___CategoricalQuestion | None = ...,
         numeric: Global___NumericQuestion | None = ...,
         joint: Global___JointQuestion | None = ...,
+        multi_select: Global___MultiSelectQuestion | None = ...,
         mechanism: Global___Mechanism | None = ...,
         privacy: Global___Privacy | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["binary", b"binary", "categorical", b"categorical", "joint", b"joint", "kind", b"kind", "mechanism", b"mechanism", "numeric", b"numeric", "privacy", b"privacy"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["binary", b"binary", "categorical", b"categorical", "joint", b"joint", "kind", b"kind", "mechanism", b"mechanism", "multi_select", b"multi_select", "numeric", b"numeric", "privacy", b"privacy"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["binary", b"binary", "categorical", b"categorical", "id", b"id", "joint", b"joint", "kind", b"kind", "mechanism", b"mechanism", "numeric", b"numeric", "privacy", b"privacy", "text", b"text"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["binary", b"binary", "categorical", b"categorical", "id", b"id", "joint", b"joint", "kind", b"kind", "mechanism", b"mechanism", "multi_select", b"multi_select", "numeric", b"numeric", "privacy", b"privacy", "text", b"text"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["binary", "categorical", "numeric", "joint"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["binary", "categorical", "numeric", "joint", "multi_select"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 
@@ -824,7 +879,7 @@ class Report(_message.Message):
     option: _builtins.int
     """grr, older clients: an option index in [0, k), a varint"""
     bits: _builtins.bytes
-    """oue: k bits, option i at bit (i mod 8) of byte i/8, padding 0"""
+    """oue and item_rr: k bits, option i at bit (i mod 8) of byte i/8, padding 0"""
     number: _builtins.float
     """numeric mechanisms: y on the normalized scale, on the grid"""
     encoded: _builtins.bytes
@@ -973,6 +1028,8 @@ class GetEstimateRequest(_message.Message):
     SIMULTANEOUS_FIELD_NUMBER: _builtins.int
     ANYTIME_FIELD_NUMBER: _builtins.int
     CENTRAL_DELTA_FIELD_NUMBER: _builtins.int
+    GIVEN_FIELD_NUMBER: _builtins.int
+    ITEM_FIELD_NUMBER: _builtins.int
     survey_id: _builtins.str
     question_id: _builtins.str
     confidence: _builtins.float
@@ -989,6 +1046,11 @@ class GetEstimateRequest(_message.Message):
     """
     central_delta: _builtins.float
     """δ of the central (ε, δ) reported; 0 means the default."""
+    given: _builtins.str
+    """Multi-select: among those who chose item `given`, the share who chose `item` (names
+    as in the question); both or neither.
+    """
+    item: _builtins.str
     def __init__(
         self,
         *,
@@ -999,10 +1061,12 @@ class GetEstimateRequest(_message.Message):
         simultaneous: _builtins.bool = ...,
         anytime: _builtins.bool = ...,
         central_delta: _builtins.float = ...,
+        given: _builtins.str = ...,
+        item: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["anytime", b"anytime", "central_delta", b"central_delta", "confidence", b"confidence", "method", b"method", "question_id", b"question_id", "simultaneous", b"simultaneous", "survey_id", b"survey_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["anytime", b"anytime", "central_delta", b"central_delta", "confidence", b"confidence", "given", b"given", "item", b"item", "method", b"method", "question_id", b"question_id", "simultaneous", b"simultaneous", "survey_id", b"survey_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1040,6 +1104,9 @@ class Estimate(_message.Message):
     MARGINALS_FIELD_NUMBER: _builtins.int
     ASSOCIATIONS_FIELD_NUMBER: _builtins.int
     JOINT_COVERAGE_FIELD_NUMBER: _builtins.int
+    ITEMS_FIELD_NUMBER: _builtins.int
+    PAIRS_FIELD_NUMBER: _builtins.int
+    CONDITIONAL_FIELD_NUMBER: _builtins.int
     survey_id: _builtins.str
     question_id: _builtins.str
     n: _builtins.int
@@ -1098,6 +1165,22 @@ class Estimate(_message.Message):
 
     @_builtins.property
     def associations(self) -> _containers.RepeatedCompositeFieldContainer[Global___AssociationEstimate]: ...
+    @_builtins.property
+    def items(self) -> _containers.RepeatedCompositeFieldContainer[Global___OptionEstimate]:
+        """Multi-select questions: each item's share (the shares need not sum to 1; estimate is
+        estimate_raw clipped to [0, 1]). The top-level estimate fields are then unset.
+        """
+
+    @_builtins.property
+    def pairs(self) -> _containers.RepeatedCompositeFieldContainer[Global___PairEstimate]:
+        """Multi-select: the share choosing both items, for every pair of items i < j in the
+        question's order (with `items`, the k×k co-occurrence matrix; its diagonal is `items`).
+        """
+
+    @_builtins.property
+    def conditional(self) -> Global___ConditionalEstimate:
+        """Multi-select, when the request names `given` and `item`: the conditional share."""
+
     def __init__(
         self,
         *,
@@ -1127,10 +1210,13 @@ class Estimate(_message.Message):
         marginals: _abc.Iterable[Global___MarginalEstimate] | None = ...,
         associations: _abc.Iterable[Global___AssociationEstimate] | None = ...,
         joint_coverage: _builtins.str = ...,
+        items: _abc.Iterable[Global___OptionEstimate] | None = ...,
+        pairs: _abc.Iterable[Global___PairEstimate] | None = ...,
+        conditional: Global___ConditionalEstimate | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["central", b"central"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["central", b"central", "conditional", b"conditional"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["alpha", b"alpha", "anytime", b"anytime", "associations", b"associations", "central", b"central", "ci_high", b"ci_high", "ci_low", b"ci_low", "confidence", b"confidence", "coverage", b"coverage", "epsilon", b"epsilon", "epsilon_approx", b"epsilon_approx", "estimand", b"estimand", "estimate", b"estimate", "estimate_raw", b"estimate_raw", "joint_coverage", b"joint_coverage", "marginals", b"marginals", "mechanism", b"mechanism", "method", b"method", "n", b"n", "next_release_at", b"next_release_at", "options", b"options", "question_id", b"question_id", "simultaneous", b"simultaneous", "std_error", b"std_error", "std_error_worst", b"std_error_worst", "stored", b"stored", "survey_id", b"survey_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["alpha", b"alpha", "anytime", b"anytime", "associations", b"associations", "central", b"central", "ci_high", b"ci_high", "ci_low", b"ci_low", "conditional", b"conditional", "confidence", b"confidence", "coverage", b"coverage", "epsilon", b"epsilon", "epsilon_approx", b"epsilon_approx", "estimand", b"estimand", "estimate", b"estimate", "estimate_raw", b"estimate_raw", "items", b"items", "joint_coverage", b"joint_coverage", "marginals", b"marginals", "mechanism", b"mechanism", "method", b"method", "n", b"n", "next_release_at", b"next_release_at", "options", b"options", "pairs", b"pairs", "question_id", b"question_id", "simultaneous", b"simultaneous", "std_error", b"std_error", "std_error_worst", b"std_error_worst", "stored", b"stored", "survey_id", b"survey_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1212,6 +1298,99 @@ class AssociationEstimate(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___AssociationEstimate: _TypeAlias = AssociationEstimate  # noqa: Y015
+
+@_typing.final
+class PairEstimate(_message.Message):
+    """The share of participants who chose both of two items of a multi-select question."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FIRST_FIELD_NUMBER: _builtins.int
+    SECOND_FIELD_NUMBER: _builtins.int
+    ESTIMATE_FIELD_NUMBER: _builtins.int
+    ESTIMATE_RAW_FIELD_NUMBER: _builtins.int
+    CI_LOW_FIELD_NUMBER: _builtins.int
+    CI_HIGH_FIELD_NUMBER: _builtins.int
+    STD_ERROR_FIELD_NUMBER: _builtins.int
+    SUPPORT_FIELD_NUMBER: _builtins.int
+    first: _builtins.str
+    second: _builtins.str
+    estimate: _builtins.float
+    """estimate_raw clipped to [0, 1]"""
+    estimate_raw: _builtins.float
+    """unbiased"""
+    ci_low: _builtins.float
+    """normal-approximation interval, clipped to [0, 1]"""
+    ci_high: _builtins.float
+    std_error: _builtins.float
+    support: _builtins.int
+    """reports with both bits set"""
+    def __init__(
+        self,
+        *,
+        first: _builtins.str = ...,
+        second: _builtins.str = ...,
+        estimate: _builtins.float = ...,
+        estimate_raw: _builtins.float = ...,
+        ci_low: _builtins.float = ...,
+        ci_high: _builtins.float = ...,
+        std_error: _builtins.float = ...,
+        support: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ci_high", b"ci_high", "ci_low", b"ci_low", "estimate", b"estimate", "estimate_raw", b"estimate_raw", "first", b"first", "second", b"second", "std_error", b"std_error", "support", b"support"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PairEstimate: _TypeAlias = PairEstimate  # noqa: Y015
+
+@_typing.final
+class ConditionalEstimate(_message.Message):
+    """Among participants who chose `given`, the share who also chose `item` (a ratio of two
+    unbiased estimates; delta-method interval, clipped to [0, 1]).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GIVEN_FIELD_NUMBER: _builtins.int
+    ITEM_FIELD_NUMBER: _builtins.int
+    ESTIMATE_FIELD_NUMBER: _builtins.int
+    ESTIMATE_RAW_FIELD_NUMBER: _builtins.int
+    CI_LOW_FIELD_NUMBER: _builtins.int
+    CI_HIGH_FIELD_NUMBER: _builtins.int
+    STD_ERROR_FIELD_NUMBER: _builtins.int
+    DEFINED_FIELD_NUMBER: _builtins.int
+    given: _builtins.str
+    item: _builtins.str
+    estimate: _builtins.float
+    """estimate_raw clipped to [0, 1]; 0 when undefined"""
+    estimate_raw: _builtins.float
+    """the ratio of the unbiased estimates"""
+    ci_low: _builtins.float
+    ci_high: _builtins.float
+    std_error: _builtins.float
+    defined: _builtins.bool
+    """false when the estimated share choosing `given` is not > 0"""
+    def __init__(
+        self,
+        *,
+        given: _builtins.str = ...,
+        item: _builtins.str = ...,
+        estimate: _builtins.float = ...,
+        estimate_raw: _builtins.float = ...,
+        ci_low: _builtins.float = ...,
+        ci_high: _builtins.float = ...,
+        std_error: _builtins.float = ...,
+        defined: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ci_high", b"ci_high", "ci_low", b"ci_low", "defined", b"defined", "estimate", b"estimate", "estimate_raw", b"estimate_raw", "given", b"given", "item", b"item", "std_error", b"std_error"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ConditionalEstimate: _TypeAlias = ConditionalEstimate  # noqa: Y015
 
 @_typing.final
 class CentralPrivacy(_message.Message):
