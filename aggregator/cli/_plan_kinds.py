@@ -1,4 +1,4 @@
-"""``deniable-aggregator plan --type categorical|numeric|joint|multi_select``: every mechanism side by side."""
+"""``deniable-aggregator plan`` for categorical, numeric, joint and multi-select questions."""
 
 from __future__ import annotations
 

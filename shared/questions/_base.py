@@ -252,6 +252,7 @@ class QuestionType(ABC):
         simultaneous: bool = False,
     ) -> None:
         """Add this type's own fields to an estimate its mechanism made (default: none)."""
+
     def given_pair(self, question: pb.Question, given: str, item: str) -> tuple[int, int]:
         """The two items a conditional share names (``GetEstimateRequest.given``, ``.item``).
 
