@@ -167,20 +167,20 @@ def test_simulate_joint_over_grpc_matches_in_process(run_cli: RunCli) -> None:
     """The embedded daemon's estimate equals the one computed in process from the same seed."""
     runs = {}
     for transport in ("grpc", "inprocess"):
-        done = run_cli(*JOINT_SIM, "--distribution", "0.5,0.1,0.1,0.3", "--repeats", "200",
+        done = run_cli(*JOINT_SIM, "--distribution", "0.5,0.1,0.1,0.3", "--repeats", "60",
                        "--transport", transport, "--json")  # fmt: skip
         assert done.returncode == 0, done.stderr
         runs[transport] = json.loads(done.stdout)
     grpc, local = runs["grpc"], runs["inprocess"]
-    assert grpc["grpc"]["reports_sent"] == 200 * 1500
+    assert grpc["grpc"]["reports_sent"] == 60 * 1500
     assert grpc["first"]["options"] == local["first"]["options"]
     assert grpc["first"]["associations"] == local["first"]["associations"]
     assert grpc["cell_coverage"] == local["cell_coverage"]
     (pair,) = grpc["associations"]
     assert abs(pair["correlation"] - 7 / 12) < 1e-12  # the population's, from the cells
-    # 200 runs at a true 95%: fewer covered than this floor has chance below 1e-4.
-    floor = (stats.binom.ppf(1e-4, 200, 0.95) - 1) / 200
-    assert stats.binom.cdf(floor * 200, 200, 0.95) < 1e-4
+    # 60 runs at a true 95%: fewer covered than this floor has chance below 1e-4.
+    floor = (stats.binom.ppf(1e-4, 60, 0.95) - 1) / 60
+    assert stats.binom.cdf(floor * 60, 60, 0.95) < 1e-4
     assert min(grpc["cell_coverage"]) >= floor
     assert min(min(c) for c in grpc["marginal_coverage"].values()) >= floor
     assert pair["correlation_coverage"] >= floor
