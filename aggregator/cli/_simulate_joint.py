@@ -110,10 +110,16 @@ def _print(result: JointSimulation, grpc_info: dict[str, Any] | None) -> None:
             f"covariance {pair['covariance']:.4f} (truth {truths['covariance']:.4f}, coverage "
             f"{truths['covariance_coverage']:.4f})"
         )
-    click.echo(
-        f"Coverage over {result.repeats:,} repeats (nominal {result.confidence:g} each); all "
-        f"cells at once: {result.cells_all_coverage:.4f}"
-    )
+    if result.repeats == 1:
+        click.echo(
+            "One survey: each coverage is 1 if its interval covered the truth, else 0 "
+            "(--repeats N measures coverage)"
+        )
+    else:
+        click.echo(
+            f"Coverage over {result.repeats:,} repeats (nominal {result.confidence:g} each); "
+            f"all cells at once: {result.cells_all_coverage:.4f}"
+        )
     if grpc_info is not None:
         click.echo(
             f"Transport: gRPC to {grpc_info['address']} "

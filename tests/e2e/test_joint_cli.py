@@ -229,3 +229,10 @@ def test_simulate_and_plan_joint_refuse_bad_input(run_cli: RunCli) -> None:
         done = run_cli(*args)
         assert done.returncode == 2, (args, done.stderr)
         assert message in done.stderr, done.stderr
+
+
+def test_simulate_joint_once_says_what_its_coverage_columns_mean(run_cli: RunCli) -> None:
+    done = run_cli(*JOINT_SIM, "--distribution", "0.5,0.1,0.1,0.3", "--transport", "inprocess")
+    assert done.returncode == 0, done.stderr
+    assert "One survey: each coverage is 1 if its interval covered the truth" in done.stdout
+    assert "Coverage over" not in done.stdout
