@@ -35,6 +35,11 @@ from deniable.aggregator.cli._plan_kinds import plan_kind
     help="Assumed true share (binary: yes-share, default 0.5; categorical: one option's "
     "share, multi_select: one item's share, default the worst case).",
 )
+@click.option(
+    "--distribution",
+    help="joint: assumed true cell shares (the first part slowest, summing to 1), to plan "
+    "also the correlation of every two yes/no or numeric parts for the same --margin.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @overflow_is_invalid_input
 def plan_command(
@@ -50,6 +55,7 @@ def plan_command(
     participants: int | None,
     confidence: float,
     share: float | None,
+    distribution: str | None,
     as_json: bool,
 ) -> None:
     """Plan a survey question: how many participants a margin of error needs.
@@ -59,25 +65,26 @@ def plan_command(
     Var1 the variance of the estimate from one participant (population estimand);
     Clopper-Pearson and t intervals are slightly wider. For --type categorical, numeric or
     joint every mechanism of the type is shown side by side, with the one --mechanism auto
-    picks; a joint question (--part, once per part) is planned for one cell's share. For
+    picks; a joint question (--part, once per part) is planned for one cell's share, and
+    with --distribution (assumed cell shares) for the correlation of its parts too. For
     --type multi_select (--options: the items, --epsilon: the question's total, split over
     the items) the margin is on one item's share.
     """
     if (margin is None) == (participants is None):
         raise click.UsageError("give exactly one of --margin or --participants")
     if question_type == "binary":
-        reject_options("binary", ["options", "mechanism", "lo", "hi", "parts"])
+        reject_options("binary", ["options", "mechanism", "lo", "hi", "parts", "distribution"])
     else:
         foreign = {
-            "categorical": ["lo", "hi", "parts"],
-            "numeric": ["options", "share", "alpha", "parts"],
+            "categorical": ["lo", "hi", "parts", "distribution"],
+            "numeric": ["options", "share", "alpha", "parts", "distribution"],
             "joint": ["options", "lo", "hi", "alpha"],
-            "multi_select": ["lo", "hi", "alpha", "parts"],
+            "multi_select": ["lo", "hi", "alpha", "parts", "distribution"],
         }[question_type]
         reject_options(question_type, foreign)
         plan_kind(
             question_type, options=options, mechanism=mechanism, lo=lo, hi=hi, parts=parts,
-            alpha=alpha,
+            alpha=alpha, distribution=distribution,
             epsilon=epsilon, margin=margin, participants=participants, confidence=confidence,
             share=share, as_json=as_json,
         )  # fmt: skip

@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from deniable.aggregator.analysis._distributions import parse_options
+from deniable.aggregator.analysis._distributions import parse_options, parse_shares
+from deniable.aggregator.analysis._planner_joint import AssociationPlan, plan_associations
 from deniable.aggregator.analysis._planner_kinds import (
     KindPlan,
     plan_categorical,
@@ -34,6 +35,7 @@ def plan_kind(
     hi: float | None,
     parts: tuple[str, ...],
     alpha: float | None,
+    distribution: str | None,
     epsilon: float | None,
     margin: float | None,
     participants: int | None,
@@ -42,13 +44,19 @@ def plan_kind(
     as_json: bool,
 ) -> None:
     """Plan a categorical, numeric, joint or multi-select question and print the comparison."""
+    associations: list[AssociationPlan] | None = None
     if question_type == "joint":
-        _, oracle = joint_question(parts, mechanism, epsilon)
+        question, oracle = joint_question(parts, mechanism, epsilon)
         with user_errors():
             result = plan_question(
                 "joint", oracle.k, epsilon=epsilon, mechanism=mechanism or "auto",
                 margin=margin, participants=participants, confidence=confidence, p=share,
             )  # fmt: skip
+            if distribution is not None:
+                associations = plan_associations(
+                    question, oracle, parse_shares(distribution), margin=margin,
+                    participants=participants, confidence=confidence,
+                )  # fmt: skip
     elif question_type == "categorical":
         names, kind = categorical_inputs(options, mechanism, epsilon, alpha)
         with user_errors():
@@ -77,16 +85,30 @@ def plan_kind(
     pair = _pair_plan(result) if question_type == "multi_select" else None
     if as_json:
         data = result.to_dict()
-        extra = {} if pair is None else {"pair": pair}
+        extra: dict[str, Any] = {} if pair is None else {"pair": pair}
+        if associations is not None:
+            extra["associations"] = [plan.to_dict() for plan in associations]
         emit_json({"type": data.pop("question_type"), **data, **extra})
     else:
         _print_plan(result)
+        _print_associations(associations or [], oracle_name=result.mechanism)
         if pair is not None:
             click.echo(
                 f"A pair's co-occurrence (share choosing both of two items; worst case, "
                 f"Var1 {pair['variance_one']:.5g}): {pair['participants']:,} participants "
                 f"for ±{pair['margin']:.4f}"
             )
+
+
+def _print_associations(plans: list[AssociationPlan], oracle_name: str) -> None:
+    """One line per pair of scored parts: the correlation's plan at the assumed cells."""
+    for plan in plans:
+        click.echo(
+            f"Correlation of {plan.part_a} and {plan.part_b} (assumed {plan.correlation:.4f} "
+            f"from the cells; {oracle_name}, Var1 {plan.correlation_variance_one:.5g}, delta "
+            f"method): {plan.participants:,} participants for ±{plan.correlation_margin:.4f} "
+            f"(covariance ±{plan.covariance_margin:.4f})"
+        )
 
 
 def _pair_plan(result: KindPlan) -> dict[str, Any]:
