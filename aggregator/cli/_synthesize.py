@@ -32,10 +32,12 @@ from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 def _check_out(out: Path) -> None:
     """Refuse an --out that cannot be written (exit code 2) before asking the daemon."""
+    if out.exists():
+        raise click.UsageError(f"--out: {str(out)!r} exists; it is not overwritten")
     parent = out.parent
     if not parent.is_dir():
         raise click.UsageError(f"--out: directory {str(parent)!r} of {str(out)!r} does not exist")
-    if not os.access(parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
+    if not os.access(parent, os.W_OK):
         raise click.UsageError(f"--out: {str(out)!r} is not writable")
 
 
@@ -53,7 +55,7 @@ def _check_out(out: Path) -> None:
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
     required=True,
-    help="The CSV file to write (replaced if it exists; written whole or not at all).",
+    help="The CSV file to write, whole or not at all; an existing file is not overwritten.",
 )
 @click.option(
     "--seed",
@@ -132,14 +134,16 @@ def synthesize_command(
 
 
 def _write(out: Path, header: list[str], rows: Iterable[list[str]]) -> None:
-    """Write the CSV to a temporary file beside ``out``, then move it there whole."""
+    """Write the CSV to a temporary file beside ``out``, then link it there whole.
+
+    The link fails if ``out`` appeared meanwhile: an existing file is never overwritten.
+    """
     handle, temporary = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
     try:
         with os.fdopen(handle, "w", newline="", encoding="utf-8") as file:
             writer = csv.writer(file)
             writer.writerow(header)
             writer.writerows(rows)
-        os.replace(temporary, out)
-    except BaseException:
+        os.link(temporary, out)
+    finally:
         Path(temporary).unlink(missing_ok=True)
-        raise

@@ -190,14 +190,21 @@ def test_the_same_seed_writes_the_same_file(
     assert fresh.read_bytes() != first.read_bytes()
     text = run_cli(
         "deniable-aggregator", "synthesize", "--server", daemon.address, survey_id,
-        "--rows", "5", "--out", str(first),
+        "--rows", "5", "--out", str(tmp_path / "e.csv"),
     )  # fmt: skip
     assert text.returncode == 0, text.stderr
-    assert f"wrote 5 synthetic rows x 8 columns of Habits ({survey_id}) to {first}" in text.stdout
+    assert f"rows x 8 columns of Habits ({survey_id}) to {tmp_path / 'e.csv'}" in text.stdout
     assert "privacy: post-processing" in text.stdout
     assert "costs no privacy" in text.stdout
     assert "independence: columns of different questions are sampled independently" in (text.stdout)
-    assert len(read_columns(first)["late"]) == 5  # replaced whole
+    assert len(read_columns(tmp_path / "e.csv")["late"]) == 5
+    again = run_cli(
+        "deniable-aggregator", "synthesize", "--server", daemon.address, survey_id,
+        "--rows", "5", "--out", str(first),
+    )  # fmt: skip
+    assert again.returncode == 2
+    assert f"--out: {str(first)!r} exists; it is not overwritten" in again.stderr
+    assert first.read_bytes() == second.read_bytes()  # left as it was
 
 
 def test_bad_inputs_exit_with_a_message_and_write_nothing(
