@@ -60,6 +60,11 @@ COMMANDS = {
         "simulate_command",
         "Simulate a survey of a population whose true answers you choose.",
     ),
+    "synthesize": (
+        "deniable.aggregator.cli._synthesize",
+        "synthesize_command",
+        "Write a synthetic CSV table sampled from SURVEY_ID's estimates (no privacy cost).",
+    ),
     "survey": (
         "deniable.aggregator.cli._survey",
         "survey_group",

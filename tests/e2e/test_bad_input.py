@@ -72,6 +72,7 @@ NEEDS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("answer",): ("--server", "127.0.0.1:9", "s1"),
     ("surveys",): ("--server", "127.0.0.1:9"),
     ("estimate",): ("--server", "127.0.0.1:9", "s1"),
+    ("synthesize",): ("--server", "127.0.0.1:9", "s1", "--rows", "10", "--out", "{tmp}/t.csv"),
     ("survey", "create"): ("--server", "127.0.0.1:9", "{spec}"),
     ("survey", "list"): ("--server", "127.0.0.1:9"),
     ("survey", "show"): ("--server", "127.0.0.1:9", "s1"),
