@@ -74,7 +74,7 @@ def synthesize_command(
     seed: int | None,
     as_json: bool,
 ) -> None:
-    """Write a synthetic table of SURVEY_ID: --rows rows sampled from its estimates.
+    """Write a synthetic CSV table sampled from SURVEY_ID's estimates (no privacy cost).
 
     Post-processing of the released estimates: it costs no privacy beyond the
     survey's ε, and no row is any participant's answer. One column per yes/no,
