@@ -16,9 +16,16 @@ def exclusive_lock(path: str) -> IO[bytes]:
     so a crashed aggregator never leaves a stale lock behind.
 
     Raises:
-        StorageError: another process holds the lock.
+        StorageError: another process holds the lock, or the lock file cannot be opened
+            (its folder is missing or not writable), naming the file and the reason.
     """
-    handle = open(path, "ab")  # noqa: SIM115 - the caller owns the handle
+    try:
+        handle = open(path, "ab")  # noqa: SIM115 - the caller owns the handle
+    except OSError as error:
+        raise StorageError(
+            f"cannot open the database's lock file {path!r}: {error.strerror or error}; "
+            "--db must name a file in a folder this process can write"
+        ) from None
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX: no cross-process guard

@@ -86,7 +86,13 @@ class SqliteStorage(Storage):
         self._lockfile: IO[bytes] | None = None
         file_backed = path != ":memory:"
         if file_backed:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise StorageError(
+                    f"cannot create the database's folder {str(Path(path).parent)!r}: "
+                    f"{error.strerror or error}"
+                ) from None
             self._lockfile = exclusive_lock(f"{path}.lock")
         try:
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)

@@ -277,6 +277,17 @@ def test_a_file_database_serves_one_process(tmp_path: Path) -> None:
     open_storage(url).close()  # released on close
 
 
+def test_a_database_where_no_file_can_be_made_is_named(tmp_path: Path) -> None:
+    """A folder that cannot be made, or a lock file that cannot be opened: StorageError."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(StorageError, match=r"cannot create the database's folder '.*a-file'"):
+        open_storage(f"sqlite:///{blocker / 'x.db'}")
+    with pytest.raises(StorageError, match=r"cannot open the database's lock file '/proc/x\.db"):
+        open_storage("sqlite:////proc/x.db")
+    assert blocker.read_text() == "not a folder"
+
+
 def test_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     assert default_database_url() == f"sqlite:///{tmp_path}/deniable/aggregator.db"
