@@ -132,18 +132,30 @@ def parse_answer(text: str, question: pb.Question | None = None) -> Answer:
     return question_type(kind).parse_answer(text, question)
 
 
+def check_answer_syntax(options: Iterable[str]) -> None:
+    """Refuse an ``--answer`` that is not ``QID=VALUE`` before any question is known.
+
+    Raises:
+        InvalidAnswerError: no ``=``, or nothing before it.
+    """
+    for option in options:
+        qid, sep, _ = option.partition("=")
+        if not sep or not qid:
+            raise InvalidAnswerError(f"--answer {option!r}: expected QID=VALUE")
+
+
 def parse_answers(options: Iterable[str], questions: Sequence[pb.Question]) -> dict[str, Answer]:
     """Parse ``--answer QID=VALUE`` options against the survey's questions.
 
     Raises:
         InvalidAnswerError: malformed option, unknown question id, bad or conflicting value.
     """
+    options = list(options)
+    check_answer_syntax(options)
     by_id = {question.id: question for question in questions}
     answers: dict[str, Answer] = {}
     for option in options:
-        qid, sep, value = option.partition("=")
-        if not sep or not qid:
-            raise InvalidAnswerError(f"--answer {option!r}: expected QID=VALUE")
+        qid, _, value = option.partition("=")
         if qid not in by_id:
             raise InvalidAnswerError(
                 f"--answer {option!r}: the survey has no question {qid!r} "

@@ -13,6 +13,7 @@ import click
 from deniable.client._answer import (
     Answer,
     answer_hint,
+    check_answer_syntax,
     check_open,
     parse_answer,
     parse_answers,
@@ -158,6 +159,7 @@ def answer_command(
     and exits 0. Exit codes: see deniable --help.
     """
     policy = policy_from_context(max_epsilon, budget)
+    check_answer_syntax(answer_options)  # before the aggregator is contacted
     if interactive is None:
         interactive = stdin_is_tty()
     say: Say = partial(click.echo, err=as_json)

@@ -155,6 +155,17 @@ def test_unreachable_aggregator_exits_3_with_one_line(run_cli: RunCli) -> None:
     assert done.stdout == ""
 
 
+def test_a_malformed_answer_is_refused_before_the_aggregator_is_contacted(run_cli: RunCli) -> None:
+    """--answer without QID= is a usage error even with no aggregator listening."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    done = run_cli("deniable", "answer", "--server", f"127.0.0.1:{port}", "abc", "--answer", "q")
+    _assert_one_line_error(done, ExitCode.USAGE)
+    assert "--answer 'q': expected QID=VALUE" in done.stderr
+    assert "cannot reach" not in done.stderr
+
+
 def test_invalid_answers_exit_2_and_store_nothing(daemon: Daemon, run_cli: RunCli) -> None:
     survey = _create(daemon.address)
     cases = [
