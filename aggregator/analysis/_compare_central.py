@@ -91,11 +91,6 @@ class ModelsCompared:
         return data
 
 
-def local_theory(epsilon: float, n: int) -> float:
-    """Randomized response's error given the sample: each report varies by (1 − α²)/4."""
-    return math.sqrt(math.exp(epsilon) / n) / math.expm1(epsilon)
-
-
 def central_theory(epsilon: float, n: int) -> float:
     """The discrete Laplace's standard deviation √(2q)/(1 − q), over n."""
     q = math.exp(-epsilon / CENTRAL_SENSITIVITY)
@@ -147,7 +142,8 @@ def compare_local_central(
             ModelErrors(
                 participants=size,
                 local_rmse=float(np.sqrt(np.mean(np.square(local_err)))),
-                local_theory=local_theory(mechanism.epsilon, size),
+                # given the sample: the mechanism's "respondents" variance, (1 − α²)/(4α²n)
+                local_theory=math.sqrt(mechanism.estimator_variance(share, size, "respondents")),
                 central_rmse=float(np.sqrt(np.mean(np.square(central_err)))),
                 central_theory=central_theory(mechanism.epsilon, size),
                 local_width=float(np.mean(widths)),

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from deniable.aggregator.analysis._distributions import check_shares
-from deniable.aggregator.analysis._sample_size import margin_for, smallest_n
+from deniable.aggregator.analysis._sample_size import Variance, margin_for, smallest_n
 from deniable.shared.mechanisms import FrequencyOracle
 from deniable.shared.questions import JOINT
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
@@ -43,6 +43,11 @@ class AssociationPlan:
         return asdict(self)
 
 
+def _per_participant(variance_one: float) -> Variance:
+    """The variance from n participants, Var1/n (every cell covariance scales as 1/n)."""
+    return lambda n: variance_one / n
+
+
 def plan_associations(
     question: pb.Question,
     oracle: FrequencyOracle,
@@ -69,13 +74,7 @@ def plan_associations(
     plans = []
     for pair in one.associations:
         rho_one, cov_one = pair.correlation_std_error**2, pair.covariance_std_error**2
-
-        def rho_variance(n: int, var1: float = rho_one) -> float:
-            return var1 / n
-
-        def cov_variance(n: int, var1: float = cov_one) -> float:
-            return var1 / n
-
+        rho_variance, cov_variance = _per_participant(rho_one), _per_participant(cov_one)
         if margin is None:
             assert participants is not None  # exactly one of the two, checked above
             n = participants

@@ -65,6 +65,36 @@ def _prepare(
     return table, curator.SumSpec.build(table, column, lo, hi, resolution), condition
 
 
+def _query_data(
+    name: str, noisy: Callable[..., Any], data: Path | None, types: str | None, column: str,
+    lo: float | None, hi: float | None, resolution: str | None, where: str | None,
+    confidence: float, neighbours: str, max_rows: int | None, ledger: Path | None,
+    epsilon: float | None, budget: float | None, seed: int | None, *, halves: bool = False,
+) -> tuple[curator.SumSpec, Any, dict[str, Any], dict[str, Any]]:  # fmt: skip
+    """A sum or mean on the data: options checked, ε spent, then the noise drawn.
+
+    ``halves``: ε is split in two (a mean's sum and count), each at least 2^-20. Returns
+    the value specification, the noisy result and the JSON document (with the ledger's
+    ``privacy`` record, also returned alone).
+    """
+    table, spec, condition = _prepare(data, types, column, lo, hi, resolution, where)
+    check_before_spending(table, confidence, neighbours, max_rows)
+    assert epsilon is not None  # check_mode requires it without --from-release
+    if halves and epsilon / 2 < 2.0**-20:
+        raise curator.CuratorError(f"--epsilon {epsilon!r}: a mean needs ε/2 >= 2^-20")
+    query = f"{name} of {column}" + (f" where {where}" if where else "")
+    privacy = spend(table, ledger, epsilon, budget, query)
+    result = noisy(
+        table, spec, condition, epsilon, neighbours,
+        confidence=confidence, source=byte_source(seed),
+    )  # fmt: skip
+    document = {
+        "query": name, "column": column, "where": where, "neighbours": neighbours,
+        **result.to_dict(), "privacy": privacy,
+    }  # fmt: skip
+    return spec, result, privacy, document
+
+
 def _from_release(
     path: Path, column: str, where: str | None, confidence: float
 ) -> tuple[curator.Release, curator.ReleasedAnswer, curator.ReleasedAnswer, dict[str, Any]]:
@@ -138,28 +168,10 @@ def sum_command(
             }
             low, high, value = total.low, total.high, total.value
         else:
-            table, spec, condition = _prepare(data, types, column, lo, hi, resolution, where)
-            check_before_spending(table, confidence, neighbours, max_rows)
-            assert epsilon is not None
-            query = f"sum of {column}" + (f" where {where}" if where else "")
-            privacy = spend(table, ledger, epsilon, budget, query)
-            result = curator.noisy_sum(
-                table,
-                spec,
-                condition,
-                epsilon,
-                neighbours,
-                confidence=confidence,
-                source=byte_source(seed),
-            )
-            document = {
-                "query": "sum",
-                "column": column,
-                "where": where,
-                "neighbours": neighbours,
-                **result.to_dict(),
-                "privacy": privacy,
-            }
+            spec, result, privacy, document = _query_data(
+                "sum", curator.noisy_sum, data, types, column, lo, hi, resolution, where,
+                confidence, neighbours, max_rows, ledger, epsilon, budget, seed,
+            )  # fmt: skip
             low, high, value = result.low, result.high, result.released
     lines = [
         f"Sum of {column}" + (f" where {where}:" if where else ":"),
@@ -242,30 +254,10 @@ def mean_command(
                 "privacy": privacy,
             }
         else:
-            table, spec, condition = _prepare(data, types, column, lo, hi, resolution, where)
-            check_before_spending(table, confidence, neighbours, max_rows)
-            assert epsilon is not None
-            if epsilon / 2 < 2.0**-20:
-                raise curator.CuratorError(f"--epsilon {epsilon!r}: a mean needs ε/2 >= 2^-20")
-            query = f"mean of {column}" + (f" where {where}" if where else "")
-            privacy = spend(table, ledger, epsilon, budget, query)
-            result = curator.noisy_mean(
-                table,
-                spec,
-                condition,
-                epsilon,
-                neighbours,
-                confidence=confidence,
-                source=byte_source(seed),
-            )
-            document = {
-                "query": "mean",
-                "column": column,
-                "where": where,
-                "neighbours": neighbours,
-                **result.to_dict(),
-                "privacy": privacy,
-            }
+            _, result, privacy, document = _query_data(
+                "mean", curator.noisy_mean, data, types, column, lo, hi, resolution, where,
+                confidence, neighbours, max_rows, ledger, epsilon, budget, seed, halves=True,
+            )  # fmt: skip
             value, low, high = result.released, result.low, result.high
     lines = [
         f"Mean of {column}" + (f" where {where}:" if where else ":"),

@@ -12,7 +12,6 @@ from scipy import stats
 from deniable.aggregator.analysis._compare_central import (
     central_theory,
     compare_local_central,
-    local_theory,
     sizes_up_to,
 )
 from deniable.aggregator.analysis._curator_noise import discrete_laplace_pmf, noise_scale
@@ -33,10 +32,15 @@ def test_sizes_are_the_participants_and_their_tenths(
 @pytest.mark.parametrize("epsilon", [0.1, 0.5, 1.0, 2.0, 5.0])
 def test_local_theory_is_the_reports_variance_given_the_sample(epsilon: float) -> None:
     """Each report is yes with probability (1 ± α)/2, so it varies by (1 − α²)/4 either way."""
-    alpha = RandomizedResponse.from_epsilon(epsilon).alpha
-    for n in (1, 10, 1000):
+    mechanism = RandomizedResponse.from_epsilon(epsilon)
+    alpha = mechanism.alpha
+    compared = compare_local_central(0.3, mechanism, (1, 10, 1000), repeats=2, seed=1)
+    for row in compared.rows:
+        n = row.participants
         variance = n * ((1 + alpha) / 2) * ((1 - alpha) / 2) / (n * alpha) ** 2
-        assert local_theory(epsilon, n) ** 2 == pytest.approx(variance, rel=1e-9)
+        assert row.local_theory**2 == pytest.approx(variance, rel=1e-9)
+        closed = math.sqrt(math.exp(mechanism.epsilon) / n) / math.expm1(mechanism.epsilon)
+        assert row.local_theory == pytest.approx(closed, rel=1e-9)
 
 
 @pytest.mark.parametrize("epsilon", [0.1, 0.5, 1.0, 2.0, 5.0])
