@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from deniable.aggregator.server._lifecycle import RunningServer, start_server
 from deniable.aggregator.storage import open_storage
 from deniable.client._remote import AggregatorClient
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
+from tests._postgres import Cluster, require_server
 from tests.e2e._forks import Runner
 
 BIN = Path(sys.executable).parent
@@ -44,6 +46,31 @@ def participant_home(
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     return home
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[Cluster]:
+    """A throwaway PostgreSQL server per test worker; skipped when it is not installed.
+
+    With ``CI_REQUIRE_POSTGRES=1`` (set by ``.ci/run``) missing binaries fail instead.
+    """
+    cluster = Cluster(require_server())
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster: Cluster) -> str:
+    """The libpq URL of a new, empty database on the throwaway server (one per test)."""
+    import psycopg
+
+    name = f"t{uuid.uuid4().hex}"
+    with psycopg.connect(postgres_cluster.url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    return postgres_cluster.url_of(name)
 
 
 @pytest.fixture(scope="session")

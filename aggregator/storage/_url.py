@@ -22,10 +22,21 @@ def default_database_url() -> str:
 
 
 def open_storage(url: str) -> Storage:
-    """Open the backend a URL names: ``sqlite:///absolute/path`` or ``sqlite:///:memory:``."""
+    """Open the backend a URL names.
+
+    ``sqlite:///absolute/path``, ``sqlite:///:memory:``, or a libpq URL
+    ``postgresql://user@host:port/dbname`` (also ``postgres://``; needs the postgres extra).
+    """
     if url.startswith("sqlite:///"):
         from deniable.aggregator.storage._sqlite import SqliteStorage
 
         return SqliteStorage(url.removeprefix("sqlite:///"))
+    if url.startswith(("postgresql://", "postgres://")):
+        from deniable.aggregator.storage._postgres import PostgresStorage
+
+        return PostgresStorage(url)
     scheme = url.split(":", 1)[0] if ":" in url else url
-    raise ValueError(f"unsupported database URL {url!r} (scheme {scheme!r}); use sqlite:///PATH")
+    raise ValueError(
+        f"unsupported database URL {url!r} (scheme {scheme!r}); "
+        "use sqlite:///PATH or postgresql://USER@HOST:PORT/DBNAME"
+    )
