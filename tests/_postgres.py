@@ -80,6 +80,7 @@ class Cluster:
             os.chown(self.root, entry.pw_uid, entry.pw_gid)
             self._as = ("runuser", "-u", user, "--")
         self._started = False
+        self._options = ""
 
     @property
     def url(self) -> str:
@@ -118,9 +119,18 @@ class Cluster:
             f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories='' "
             "-c fsync=off -c full_page_writes=off -c max_connections=200"
         )
+        self._options = options
         self._started = True
+        self.start_server()
+
+    def start_server(self) -> None:
+        """Start the (created) server and wait until it accepts connections."""
         log = str(self.root / "server.log")
-        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", log, "-w", "start")
+        self._run("pg_ctl", "-D", str(self.data), "-o", self._options, "-l", log, "-w", "start")
+
+    def stop_server(self, mode: str = "immediate") -> None:
+        """Stop the server but keep its data (``immediate``: as if it crashed)."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop")
 
     def stop(self) -> None:
         """Stop the server (fast, no checkpoint needed) and delete its directory."""

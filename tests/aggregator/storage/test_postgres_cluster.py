@@ -29,11 +29,19 @@ def test_each_test_gets_its_own_database(postgres_cluster: Cluster, postgres_url
     assert postgres_url.rsplit("/", 1)[1] in names
 
 
-def test_stopping_deletes_the_cluster_and_frees_its_port(postgres_cluster: Cluster) -> None:
+def test_a_stopped_server_restarts_with_its_data_and_stop_deletes_it(
+    postgres_cluster: Cluster,
+) -> None:
     other = Cluster(postgres_cluster.bin_dir)
     other.start()
+    with psycopg.connect(other.url, autocommit=True) as db:
+        db.execute("CREATE TABLE kept (x INTEGER)")
+    other.stop_server()  # a crash: the server goes, its data stays
+    with pytest.raises(psycopg.OperationalError):
+        psycopg.connect(other.url, connect_timeout=5).close()
+    other.start_server()
     with psycopg.connect(other.url) as db:
-        assert db.execute("SELECT 1").fetchone() == (1,)
+        assert db.execute("SELECT count(*) FROM kept").fetchone() == (0,)
     other.stop()
     assert not other.root.exists()
     with pytest.raises(ConnectionRefusedError):
