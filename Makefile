@@ -39,6 +39,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/mechanism_throughput.py
 	$(BIN)/python bench/ingest_throughput.py
 	$(BIN)/python bench/storage_scale.py
+	$(BIN)/python bench/ingest_backends.py
 
 # Regenerate the committed wire code (tests/test_proto_drift.py fails when it is stale).
 # proto/deniable/v1/*.proto is compiled as deniable/shared/wire/v1/*.proto, so that the

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -10,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from deniable.client._files import load_document, write_document
+from deniable.shared.transport import parse_target
 
 __all__ = ["LEDGER_NAME", "Charge", "Ledger", "aggregator_name", "load_ledger", "save_ledger"]
 
@@ -20,28 +20,24 @@ _FIELDS = ("question_id", "mechanism", "epsilon", "report_id", "at")
 
 
 def aggregator_name(target: str) -> str:
-    """The ledger's name for an aggregator: its ``HOST:PORT`` target, normalized.
+    """The ledger's name for an aggregator: its target, normalized (one name per aggregator).
 
     Host names are lowercased without a trailing dot, IP addresses written canonically and
-    the port without leading zeros. Names are not resolved: ``localhost:50051`` and
-    ``127.0.0.1:50051`` are two aggregators to the ledger.
+    the port without leading zeros; ``dns:///HOST:PORT`` is named ``HOST:PORT``, and a
+    list of daemons (``ipv4:A:P,B:P``) by its sorted addresses joined with commas. Names
+    are not resolved: ``localhost:50051`` and ``127.0.0.1:50051`` are two aggregators to
+    the ledger, and so are a list and one of its addresses alone.
+
+    Raises:
+        ValueError: the target is none of the accepted forms (the message names it).
 
     Example:
         >>> aggregator_name("LocalHost.:050051"), aggregator_name("[0:0::1]:7")
         ('localhost:50051', '[::1]:7')
+        >>> aggregator_name("ipv4:127.0.0.1:5002,127.0.0.1:5001")
+        '127.0.0.1:5001,127.0.0.1:5002'
     """
-    host, sep, port = target.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise ValueError(f"aggregator must be HOST:PORT, got {target!r}")
-    bracketed = host.startswith("[") and host.endswith("]")
-    host = host[1:-1] if bracketed else host
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        host = host.lower().rstrip(".")
-    else:
-        host = f"[{address.compressed}]" if address.version == 6 else address.compressed
-    return f"{host}:{int(port)}"
+    return parse_target(target).name
 
 
 @dataclass(frozen=True)

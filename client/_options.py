@@ -49,7 +49,11 @@ def _server_option(required: bool, text: str) -> Callable[[Command], Command]:
     )
 
 
-server_option = _server_option(True, "Address of the aggregator.")
+server_option = _server_option(
+    True,
+    "Address of the aggregator, HOST:PORT; or several daemons of one aggregator as "
+    "dns:///HOST:PORT or ipv4:ADDRESS:PORT,ADDRESS:PORT (a daemon that is down is skipped).",
+)
 optional_server_option = _server_option(False, "Show only this aggregator.")
 
 

@@ -15,6 +15,7 @@ from deniable.shared.transport import (
     RemoteError,
     TlsConfig,
     open_channel,
+    parse_target,
     worth_retrying,
 )
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
@@ -26,7 +27,12 @@ Response = TypeVar("Response")
 
 
 class AggregatorClient:
-    """Calls the ``deniable.v1.Aggregator`` service at ``target`` (``HOST:PORT``).
+    """Calls the ``deniable.v1.Aggregator`` service at ``target``.
+
+    ``target`` is ``HOST:PORT`` or names several daemons of one aggregator (gRPC's
+    ``dns:///HOST:PORT``, ``ipv4:A:P,B:P``, ``ipv6:[A]:P,...``): calls then go round-robin
+    to the daemons that accept connections, and a call that failed on one that died is
+    retried (when it may be) on another.
 
     Idempotent calls (reads, CloseSurvey, SubmitReports, which is idempotent per
     report_id) are retried on UNAVAILABLE and DEADLINE_EXCEEDED, at most ``attempts``
@@ -49,6 +55,7 @@ class AggregatorClient:
     ) -> None:
         if attempts < 1:
             raise ValueError(f"attempts must be >= 1, got {attempts}")
+        parsed = parse_target(target)  # TargetError (a ValueError) naming a bad target
         self.target = target
         self._token = admin_token
         self._timeout = timeout
@@ -56,7 +63,7 @@ class AggregatorClient:
         self._backoff = backoff
         self._sleep = sleep
         self.tls = tls
-        self._channel = open_channel(target, tls, MAX_MESSAGE_BYTES)
+        self._channel = open_channel(target, tls, MAX_MESSAGE_BYTES, balanced=parsed.balanced)
         self.stub = pb_grpc.AggregatorStub(self._channel)
 
     def __enter__(self) -> AggregatorClient:

@@ -188,7 +188,9 @@ def server_option(function: F) -> F:
         show_default=True,
         metavar="HOST:PORT",
         callback=check_server,
-        help="Aggregator address HOST:PORT ([IPv6]:PORT), port 1..65535.",
+        help="Aggregator address HOST:PORT ([IPv6]:PORT), port 1..65535; or several "
+        "daemons of one aggregator as dns:///HOST:PORT or ipv4:ADDRESS:PORT,ADDRESS:PORT "
+        "(calls go round-robin and skip a daemon that is down).",
     )(function)
 
 

@@ -156,14 +156,25 @@ def load_client_tls(ca: Path | None, cert: Path | None, key: Path | None) -> Tls
 
 
 def open_channel(
-    target: str, tls: TlsConfig | None = None, max_message_bytes: int = MAX_MESSAGE_BYTES
+    target: str,
+    tls: TlsConfig | None = None,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
+    *,
+    balanced: bool = False,
 ) -> grpc.Channel:
-    """A channel to ``target``: TLS when ``tls`` is given, else plaintext."""
-    options = [
+    """A channel to ``target``: TLS when ``tls`` is given, else plaintext.
+
+    ``balanced`` (a target naming several daemons) spreads calls round-robin over every
+    address that accepts connections: a daemon that is down is skipped, and a call that
+    failed on it is retried by the caller on another.
+    """
+    options: list[tuple[str, int | str]] = [
         ("grpc.max_send_message_length", max_message_bytes),
         ("grpc.max_receive_message_length", max_message_bytes),
         *CHANNEL_KEEPALIVE,
     ]
+    if balanced:
+        options.append(("grpc.lb_policy_name", "round_robin"))
     if tls is None:
         return grpc.insecure_channel(target, options=options)
     return grpc.secure_channel(target, tls.credentials(), options=options)

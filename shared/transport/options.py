@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -11,21 +10,28 @@ from typing import Any, TypeVar, cast
 import click
 
 from deniable.shared.errors import InvalidArgument
-from deniable.shared.transport import load_client_tls
+from deniable.shared.transport import TargetError, load_client_tls, parse_target
 
-__all__ = ["SERVER", "check_server", "client_tls_options"]
+__all__ = ["check_server", "client_tls_options"]
 
-SERVER = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):([0-9]{1,5})")
 Command = TypeVar("Command", bound=Callable[..., Any])
 
 
 def check_server(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """Accept ``HOST:PORT`` (or ``[IPv6]:PORT``) with a port in 1..65535 (a click callback)."""
+    """Accept an aggregator target, ``HOST:PORT`` or several daemons (a click callback).
+
+    ``[IPv6]:PORT`` too, and ``dns:///HOST:PORT`` or ``ipv4:A:PORT,B:PORT`` for the
+    daemons of one aggregator (see :func:`parse_target`).
+    """
     if value is None:
         return None
-    match = SERVER.fullmatch(value)
-    if not match or not 0 < int(match.group(2)) < 65536:
-        raise InvalidArgument(f"--server {value!r}: expected HOST:PORT, e.g. 127.0.0.1:50051")
+    try:
+        parse_target(value)
+    except TargetError as error:
+        raise InvalidArgument(
+            f"--server {value!r}: {error.reason}; expected HOST:PORT (e.g. 127.0.0.1:50051), "
+            "or several daemons as dns:///HOST:PORT or ipv4:ADDRESS:PORT,ADDRESS:PORT"
+        ) from None
     return value
 
 

@@ -6,6 +6,7 @@ import json
 import math
 import multiprocessing
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -34,10 +35,37 @@ def charge(epsilon: float = 1.0, survey: str = "s", aggregator: str = "h:1") -> 
         ("[0:0:0:0:0:0:0:1]:7", "[::1]:7"),
         ("[::FFFF:1.2.3.4]:7", "[::ffff:102:304]:7"),
         ("localhost:50051", "localhost:50051"),  # not resolved: another name, another budget
+        # Several daemons of one aggregator: one name however the target spells them.
+        ("dns:///Agg.Example.ORG.:0443", "agg.example.org:443"),
+        ("dns:agg.example.org:443", "agg.example.org:443"),
+        ("ipv4:127.0.0.1:5002,127.0.0.1:05001", "127.0.0.1:5001,127.0.0.1:5002"),
+        ("ipv4:127.0.0.1:5001,127.0.0.1:5002,127.0.0.1:5001", "127.0.0.1:5001,127.0.0.1:5002"),
+        ("ipv4:127.0.0.1:5001", "127.0.0.1:5001"),
+        ("ipv6:[0::1]:7,[::2]:7", "[::1]:7,[::2]:7"),
     ],
 )
 def test_aggregator_names_are_normalized(target: str, name: str) -> None:
     assert aggregator_name(target) == name
+
+
+@pytest.mark.parametrize(
+    ("target", "reason"),
+    [
+        ("", "empty"),
+        ("host", "'host' is not HOST:PORT"),
+        ("host:0", "port '0' is not 1..65535"),
+        ("::1:7", "write an IPv6 address as [::1]:PORT"),
+        ("a:1,b:2", "a list of daemons needs ipv4: or ipv6:"),
+        ("ipv4:127.0.0.1:5001,", "an empty address in the list"),
+        ("ipv4:127.0.0.1:5001,agg.example.org:5002", "'agg.example.org' is not an IPv4 address"),
+        ("ipv6:127.0.0.1:5001", "'127.0.0.1' is not an IPv6 address"),
+        ("dns://8.8.8.8/agg.example.org:443", "a DNS server is not supported"),
+        ("unix:/run/aggregator.sock", "not one of HOST:PORT"),
+    ],
+)
+def test_garbage_targets_are_refused_naming_them(target: str, reason: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"target {target!r}: {reason}")):
+        aggregator_name(target)
 
 
 @pytest.mark.parametrize(

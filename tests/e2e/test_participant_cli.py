@@ -97,6 +97,32 @@ def test_answer_sends_one_batch_and_prints_one_json_document(
         assert client.get_estimate(survey.id, "q2").n == 1
 
 
+def _dead_address() -> str:
+    """A loopback address where nothing listens (a daemon that died)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{probe.getsockname()[1]}"
+
+
+def test_a_target_naming_several_daemons_skips_a_dead_one(daemon: Daemon, run_cli: RunCli) -> None:
+    survey = _create(daemon.address)
+    dead = _dead_address()
+    target = f"ipv4:{dead},{daemon.address}"
+    done = run_cli(
+        "deniable", "answer", "--server", target, survey.id,
+        "--answer", "q1=yes", "--answer", "q2=no", "--json", "--yes",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (json.loads(done.stdout)["stored"], _reports(daemon.address, survey.id)) == (2, 2)
+    # One ledger name for the logical aggregator, whatever the order of the list.
+    name = ",".join(sorted([dead, daemon.address]))
+    budget = run_cli("deniable", "budget", "--server", f"ipv4:{daemon.address},{dead}", "--json")
+    assert budget.returncode == 0, budget.stderr
+    [aggregator] = json.loads(budget.stdout)["aggregators"]
+    assert aggregator["aggregator"] == name
+    assert aggregator["spent"] == pytest.approx(1.0986122886681098 + 0.5108256237659907)
+
+
 def test_dry_run_shows_the_reports_and_stores_nothing(daemon: Daemon, run_cli: RunCli) -> None:
     survey = _create(daemon.address)
     done = run_cli(
@@ -385,11 +411,26 @@ def test_help_documents_every_exit_code_and_the_server_variable() -> None:
     assert "--dry-run" in answer
 
 
-@pytest.mark.parametrize("server", ["", "foo bar", "host", "host:0", "host:99999", "[::1"])
-def test_malformed_server_address_is_a_usage_error(server: str) -> None:
+@pytest.mark.parametrize(
+    ("server", "reason"),
+    [
+        ("", "empty"),
+        ("foo bar", "'foo bar' is not HOST:PORT"),
+        ("host", "'host' is not HOST:PORT"),
+        ("host:0", "port '0' is not 1..65535"),
+        ("host:99999", "port '99999' is not 1..65535"),
+        ("[::1", "'[::1' is not HOST:PORT (write [IPv6]:PORT)"),
+        ("h:1,h:2", "a list of daemons needs ipv4: or ipv6: (or dns:///NAME:PORT)"),
+        ("ipv4:127.0.0.1:1,h:2", "'h' is not an IPv4 address"),
+    ],
+)
+def test_malformed_server_address_is_a_usage_error(server: str, reason: str) -> None:
     done = CliRunner().invoke(cli, ["surveys", "--server", server])
     assert done.exit_code == ExitCode.USAGE
-    assert done.stderr == f"Error: --server {server!r}: expected HOST:PORT, e.g. 127.0.0.1:50051\n"
+    assert done.stderr == (
+        f"Error: --server {server!r}: {reason}; expected HOST:PORT (e.g. 127.0.0.1:50051), "
+        "or several daemons as dns:///HOST:PORT or ipv4:ADDRESS:PORT,ADDRESS:PORT\n"
+    )
 
 
 def test_help_documents_the_guardrails_and_their_sources() -> None:
