@@ -48,7 +48,7 @@ COMMANDS = {
     "migrate": (
         "deniable.aggregator.cli._migrate",
         "migrate_command",
-        "Upgrade a database's schema, or copy one database into another.",
+        "Upgrade a database's schema (--db), or copy one database into another (--from, --to).",
     ),
     "plan": (
         "deniable.aggregator.cli._plan",
