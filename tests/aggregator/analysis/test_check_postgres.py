@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
 
+from deniable.aggregator.analysis._check import check
+from deniable.aggregator.storage import Tally
 from deniable.aggregator.storage._postgres import SCHEMA_VERSION
+from deniable.aggregator.storage._postgres_reader import PostgresReader
 from tests._postgres import Cluster
-from tests.aggregator.analysis._check_data import expected_sums
-from tests.aggregator.storage._filled import fill, listed
+from tests.aggregator.analysis._check_data import SPECS, expected_sums, question, reports
+from tests.aggregator.storage._filled import daemon, fill, listed
 from tests.conftest import RunCli
 
 
@@ -87,3 +91,46 @@ def test_unusable_databases_exit_2_with_one_line(
                 "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
             ).fetchone()
         assert tables == ((1,) if case == "newer-schema" else (0,))
+
+
+class CommitBetweenReads:
+    """A log source that has a daemon commit a batch right after the tallies are read."""
+
+    def __init__(self, reader: PostgresReader, commit: Callable[[], None]) -> None:
+        self.reader = reader
+        self.commit = commit
+
+    def surveys(self) -> list[tuple[str, int, bytes]]:
+        return self.reader.surveys()
+
+    def tallies(self) -> dict[tuple[str, str], Tally]:
+        tallies = self.reader.tallies()
+        self.commit()
+        return tallies
+
+    def releases(self) -> dict[tuple[str, str], Tally]:
+        return self.reader.releases()
+
+    def log(self, survey_id: str) -> Iterator[tuple[int, bytes]]:
+        return self.reader.log(survey_id)
+
+
+def test_tallies_and_log_are_read_in_one_snapshot_while_a_daemon_commits(
+    postgres_url: str,
+) -> None:
+    with daemon(postgres_url) as client, PostgresReader(postgres_url) as reader:
+        survey = client.create_survey("Snapshot", [question("yesno", SPECS["yesno"])])
+        client.submit_reports(reports(survey, "yesno", 50, 1))
+        later = iter([reports(survey, "yesno", 30, seed) for seed in (2, 3)])
+
+        def commit() -> None:
+            assert client.submit_reports(next(later)).stored == 30
+
+        with reader.snapshot():
+            inside = check(CommitBetweenReads(reader, commit))
+        with reader.snapshot():  # the next snapshot sees the batch committed meanwhile
+            after = reader.tallies()[survey.id, "yesno"].n
+            rows = len(list(reader.log(survey.id)))
+    assert inside.ok  # read committed instead, the log would hold 30 more reports
+    assert inside.surveys[0].questions[0].recomputed.n == 50
+    assert (after, rows) == (80, 2)
