@@ -34,7 +34,7 @@ class PostgresReader:
         self.url = redacted(url)  # what messages and --json show: never the password
         self.name = self.url
         try:
-            self._db = psycopg.connect(url, connect_timeout=10)
+            self._db = psycopg.connect(url, connect_timeout=10, autocommit=True)
         except psycopg.Error as error:
             raise StorageError(
                 f"cannot open PostgreSQL database {self.name!r}: {_reason(error)}"

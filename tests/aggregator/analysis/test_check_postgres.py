@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from deniable.aggregator.analysis._check import check
-from deniable.aggregator.storage import Tally
+from deniable.aggregator.storage import StorageError, Tally
 from deniable.aggregator.storage._postgres import SCHEMA_VERSION
 from deniable.aggregator.storage._postgres_reader import PostgresReader
 from tests._postgres import Cluster
@@ -131,6 +131,11 @@ def test_tallies_and_log_are_read_in_one_snapshot_while_a_daemon_commits(
         with reader.snapshot():  # the next snapshot sees the batch committed meanwhile
             after = reader.tallies()[survey.id, "yesno"].n
             rows = len(list(reader.log(survey.id)))
+        with (
+            pytest.raises(StorageError, match="read-only transaction"),
+            reader.snapshot(),
+        ):
+            reader._db.execute("CREATE TABLE written (i INTEGER)")  # it cannot write
     assert inside.ok  # read committed instead, the log would hold 30 more reports
     assert inside.surveys[0].questions[0].recomputed.n == 50
     assert (after, rows) == (80, 2)
