@@ -284,23 +284,34 @@ def writing(url: str) -> Iterator[tuple[CopyTarget, str]]:
 
     Raises:
         ValueError: an unsupported URL.
-        StorageError: the target cannot be opened.
+        StorageError: the target cannot be opened or written (nothing of the block is kept).
     """
     if url.startswith(("postgresql://", "postgres://")):
+        import psycopg
+
         from deniable.aggregator.storage._postgres import PostgresStorage, redacted
 
         storage = PostgresStorage(url)
         try:
             with storage.single_transaction():
                 yield storage, redacted(url)
+        except psycopg.Error as error:  # e.g. the server went away: rolled back
+            raise StorageError(
+                f"cannot write PostgreSQL database {redacted(url)!r}: {error}; nothing was copied"
+            ) from None
         finally:
             storage.close()
         return
     from deniable.aggregator.storage._reader import sqlite_path
 
     path = sqlite_path(url)
-    with _staged(path) as staging:
-        yield staging, path
+    try:
+        with _staged(path) as staging:
+            yield staging, path
+    except sqlite3.Error as error:
+        raise StorageError(
+            f"cannot write SQLite database {path!r}: {error}; nothing was copied"
+        ) from None
 
 
 @contextmanager

@@ -174,6 +174,33 @@ def test_replayed_tallies_that_differ_from_the_stored_ones_are_refused(
     assert listed(postgres_url) == []  # rolled back
 
 
+def test_a_failure_while_writing_the_target_keeps_nothing(
+    tmp_path: Path, postgres_url: str, run_cli: RunCli
+) -> None:
+    source = f"sqlite:///{tmp_path / 'source.db'}"
+    with daemon(source) as client:
+        for title in ("One", "Two"):
+            survey = client.create_survey(title, [binary_question("q1")])
+            client.submit_reports(bits(survey, "q1", 5, title))
+    assert migrate(run_cli, "--db", postgres_url)[0] == 0
+    with psycopg.connect(postgres_url, autocommit=True) as db:  # the second log row fails
+        db.execute(
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+            "IF (SELECT count(*) FROM log) > 0 THEN RAISE EXCEPTION 'disk on fire'; END IF; "
+            "RETURN NEW; END $$"
+        )
+        db.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON log FOR EACH ROW EXECUTE FUNCTION refuse()"
+        )
+    code, out, err = migrate(run_cli, "--from", source, "--to", postgres_url)
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1].startswith(
+        f"Error: cannot write PostgreSQL database '{postgres_url}': disk on fire"
+    )
+    assert err.splitlines()[-1].endswith("nothing was copied")
+    assert listed(postgres_url) == []  # the first survey, stored before, was rolled back
+
+
 @pytest.mark.parametrize("case", ["missing", "unreachable", "not-deniable", "scheme", "same"])
 def test_bad_urls_exit_2_naming_them(
     tmp_path: Path, postgres_url: str, run_cli: RunCli, case: str
