@@ -67,8 +67,9 @@ def migrate_command(
 
     \b
     Exit codes: 0 done, 1 copy refused (the target holds surveys, a survey exists in
-    both, or the source's tallies do not replay), 2 invalid usage: a missing or
-    unreadable database, an unsupported URL, or a schema this version does not know.
+    both, or the source's tallies do not replay), 2 invalid usage or a database error: a
+    missing or unreadable database, an unsupported URL, a schema this version does not
+    know, or a failure while writing the target (nothing of the copy is kept).
     """
     if source is not None or target is not None:
         if source is None or target is None:
