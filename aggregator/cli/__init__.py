@@ -45,6 +45,11 @@ COMMANDS = {
         "estimate_command",
         "Estimate each question of SURVEY_ID with a confidence interval.",
     ),
+    "migrate": (
+        "deniable.aggregator.cli._migrate",
+        "migrate_command",
+        "Upgrade a database's schema (--db), or copy one database into another (--from, --to).",
+    ),
     "plan": (
         "deniable.aggregator.cli._plan",
         "plan_command",

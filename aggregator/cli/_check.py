@@ -7,7 +7,7 @@ import click
 from deniable.aggregator.analysis._check import check
 from deniable.aggregator.cli._common import DATABASE_VARIABLE, emit_json, fail
 from deniable.aggregator.storage import StorageError, default_database_url
-from deniable.aggregator.storage._reader import SqliteReader, sqlite_path
+from deniable.aggregator.storage._reader import open_reader
 
 
 @click.command("check")
@@ -15,8 +15,8 @@ from deniable.aggregator.storage._reader import SqliteReader, sqlite_path
     "--db",
     "database",
     envvar=DATABASE_VARIABLE,
-    help="Database URL sqlite:///PATH  [default: sqlite:///$XDG_DATA_HOME/"
-    "deniable/aggregator.db, as serve]",
+    help="Database URL sqlite:///PATH or postgresql://USER@HOST:PORT/DBNAME  "
+    "[default: sqlite:///$XDG_DATA_HOME/deniable/aggregator.db, as serve]",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 def check_command(database: str | None, as_json: bool) -> None:
@@ -30,7 +30,10 @@ def check_command(database: str | None, as_json: bool) -> None:
     It is read-only and safe while `serve` runs on the same database: it opens SQLite
     read-only, takes no lock, writes nothing, and reads the tallies and the whole log in
     one read transaction (one snapshot), so commits made meanwhile cannot cause false
-    mismatches. Progress goes to stderr.
+    mismatches. On PostgreSQL the same holds with any number of daemons serving: one
+    REPEATABLE READ READ ONLY transaction, the log streamed through a server-side cursor,
+    and a question's tally is the sum of its per-batch rows. Messages show the URL
+    without its password. Progress goes to stderr.
 
     \b
     Exit codes: 0 every tally matches, 1 a mismatch (tally, repeated report_id, or
@@ -39,13 +42,12 @@ def check_command(database: str | None, as_json: bool) -> None:
     """
     url = database or default_database_url()
     try:
-        path = sqlite_path(url)
-        with SqliteReader(path) as reader, reader.snapshot():
+        with open_reader(url) as reader, reader.snapshot():
             report = check(reader, progress=lambda message: click.echo(message, err=True))
     except (ValueError, StorageError) as error:
         fail(str(error), 2)
     if as_json:
-        emit_json({"database": url, **report.to_dict()})
+        emit_json({"database": reader.url, **report.to_dict()})
     else:
         questions = sum(len(survey.questions) for survey in report.surveys)
         reports = sum(survey.reports for survey in report.surveys)
@@ -53,7 +55,8 @@ def check_command(database: str | None, as_json: bool) -> None:
             click.echo(f"MISMATCH {line}")
         click.echo(
             f"{'OK' if report.ok else 'FAILED'}: {_count(len(report.surveys), 'survey')}, "
-            f"{_count(questions, 'question')}, {_count(reports, 'report')} in the log of {path}"
+            f"{_count(questions, 'question')}, {_count(reports, 'report')} in the log of "
+            f"{reader.name}"
         )
     if not report.ok:
         raise click.exceptions.Exit(1)

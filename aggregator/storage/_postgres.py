@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
@@ -378,6 +379,21 @@ class PostgresStorage(Storage):
     def close(self) -> None:
         """Close the connection pool (closing twice is allowed)."""
         self._pool.close()
+
+    # --- used by `deniable-aggregator migrate` (see ._copy); kept last for easy merges ---
+
+    def restore_bindings(self, bindings: Sequence[tuple[bytes, str, str, str, bytes]]) -> None:
+        """Store enrollment bindings copied from another database, in one transaction."""
+        from deniable.aggregator.storage._postgres_copy import insert_bindings
+
+        with self._pool.connection() as db, db.transaction():
+            insert_bindings(db, bindings)
+
+    def single_transaction(self) -> AbstractContextManager[None]:
+        """Every call made inside runs in one transaction, committed when the block ends."""
+        from deniable.aggregator.storage._postgres_copy import pinned
+
+        return pinned(self)
 
 
 def _add(sums: tuple[int, ...], delta: Sequence[int]) -> tuple[int, ...]:

@@ -9,15 +9,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from deniable.aggregator.storage._base import StorageError, Tally
 from deniable.aggregator.storage._migrate import SCHEMA_VERSION
 
-__all__ = ["OLDEST_READABLE", "SqliteReader", "sqlite_path"]
+if TYPE_CHECKING:
+    from deniable.aggregator.storage._postgres_reader import PostgresReader
+
+__all__ = ["OLDEST_READABLE", "SqliteReader", "open_reader", "sqlite_path"]
 
 OLDEST_READABLE = 2  # version 2 introduced the batch log; version 1 must be upgraded first
 _TABLES = ("surveys", "tallies", "log")
 _FETCH = 64  # log rows fetched at a time (a row holds one committed batch)
+_TOKENS = 10_000  # token hashes or bindings fetched at a time
 
 
 def sqlite_path(url: str) -> str:
@@ -35,6 +40,31 @@ def sqlite_path(url: str) -> str:
     if not path or path == ":memory:":
         raise ValueError(f"database URL {url!r} names no file; use sqlite:///PATH")
     return path
+
+
+def open_reader(url: str) -> SqliteReader | PostgresReader:
+    """A read-only view of the database a URL names (``sqlite:///PATH`` or a libpq URL).
+
+    Raises:
+        ValueError: an unsupported URL, or one that names no file.
+        StorageError: the database cannot be opened, or is not a deniable database.
+    """
+    if url.startswith(("postgresql://", "postgres://")):
+        try:
+            from deniable.aggregator.storage._postgres_reader import PostgresReader
+        except ImportError:
+            raise ValueError(
+                "a postgresql:// database needs the postgres extra: "
+                "pip install 'deniable[postgres]'"
+            ) from None
+        return PostgresReader(url)
+    if not url.startswith("sqlite:///"):
+        scheme = url.split(":", 1)[0] if ":" in url else url
+        raise ValueError(
+            f"unsupported database URL {url!r} (scheme {scheme!r}); "
+            "use sqlite:///PATH or postgresql://USER@HOST:PORT/DBNAME"
+        )
+    return SqliteReader(sqlite_path(url))
 
 
 class SqliteReader:
@@ -56,6 +86,8 @@ class SqliteReader:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self.name = path  # what messages show
+        self.url = f"sqlite:///{path}"
         if not Path(path).is_file():
             raise StorageError(f"no database file at {path!r}")
         uri = f"file:{urllib.parse.quote(str(Path(path).absolute()))}?mode=ro"
@@ -169,5 +201,46 @@ class SqliteReader:
             while rows := cursor.fetchmany(_FETCH):
                 for seq, reports in rows:
                     yield seq, bytes(reports)
+        finally:
+            cursor.close()
+
+    def _has(self, table: str) -> bool:
+        return (
+            self._db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+            ).fetchone()
+            is not None
+        )
+
+    def token_hashes(self, survey_id: str) -> Iterator[bytes]:
+        """The hashes of the survey's issued enrollment tokens (none before version 4)."""
+        if not self._has("tokens"):
+            return
+        cursor = self._db.execute(
+            "SELECT hash FROM tokens WHERE survey_id = ? ORDER BY hash", (survey_id,)
+        )
+        try:
+            while rows := cursor.fetchmany(_TOKENS):
+                for (token,) in rows:
+                    yield bytes(token)
+        finally:
+            cursor.close()
+
+    def bindings(self, survey_id: str) -> Iterator[tuple[bytes, str, str, str, bytes]]:
+        """Each (token, question) of the survey bound to its report, streamed.
+
+        As (token hash, question id, survey id, report id, SHA-256 of the report's payload).
+        """
+        if not self._has("token_answers"):
+            return
+        cursor = self._db.execute(
+            "SELECT token_hash, question_id, survey_id, report_id, payload_digest "
+            "FROM token_answers WHERE survey_id = ? ORDER BY token_hash, question_id",
+            (survey_id,),
+        )
+        try:
+            while rows := cursor.fetchmany(_TOKENS):
+                for token, question_id, survey, report_id, digest in rows:
+                    yield bytes(token), str(question_id), str(survey), str(report_id), bytes(digest)
         finally:
             cursor.close()

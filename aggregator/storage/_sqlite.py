@@ -371,6 +371,18 @@ class SqliteStorage(Storage):
             self._db.close()
             self._release_lockfile()
 
+    # --- used by `deniable-aggregator migrate` (see ._copy); kept last for easy merges ---
+
+    def restore_bindings(self, bindings: Sequence[Binding]) -> None:
+        """Store enrollment bindings copied from another database, in one transaction."""
+        with self._lock, transaction(self._db):
+            store_bindings(self._db, bindings)
+
+    def unsynced(self) -> None:
+        """Commit without fsync from now on: for a staging copy, synced once when complete."""
+        with self._lock:
+            self._db.execute("PRAGMA synchronous=OFF")
+
 
 def _add(sums: tuple[int, ...], delta: list[int]) -> tuple[int, ...]:
     """Element-wise sum of two tallies' sums, the shorter padded with zeros."""

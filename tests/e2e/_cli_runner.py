@@ -13,6 +13,8 @@ shell, without the ~0.3 s of starting Python and importing.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
 import os
 import sys
@@ -96,6 +98,8 @@ def main() -> None:
     """Answer each invocation on stdin with its exit code and stderr."""
     preload(participant_cli.cli, "deniable")
     preload(aggregator_cli.cli, "deniable-aggregator")
+    with contextlib.suppress(ImportError):  # --db postgresql://: the postgres extra (0.3 s)
+        importlib.import_module("deniable.aggregator.storage._postgres_reader")
     for line in sys.stdin:
         case = json.loads(line)
         if case.get("capture") == "separate":

@@ -211,9 +211,9 @@ def test_duplicates_are_found_in_several_passes_too(filled: Filled) -> None:
             "cannot read SQLite database '{tmp}/not-a-db.txt': file is not a database",
         ),
         (
-            "postgresql://db.example/x",
-            "unsupported database URL 'postgresql://db.example/x' (scheme 'postgresql'); "
-            "use sqlite:///PATH",
+            "mysql://db.example/x",
+            "unsupported database URL 'mysql://db.example/x' (scheme 'mysql'); "
+            "use sqlite:///PATH or postgresql://USER@HOST:PORT/DBNAME",
         ),
         (
             "sqlite:///:memory:",
@@ -225,7 +225,7 @@ def test_duplicates_are_found_in_several_passes_too(filled: Filled) -> None:
             f"{SCHEMA_VERSION}; upgrade deniable",
         ),
     ],
-    ids=["missing", "not-sqlite", "postgresql", "memory", "newer-schema"],
+    ids=["missing", "not-sqlite", "mysql", "memory", "newer-schema"],
 )
 def test_usage_errors_exit_2_with_one_line(
     run_cli: RunCli, tmp_path: Path, url: str, message: str

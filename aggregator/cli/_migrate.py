@@ -1,0 +1,192 @@
+"""``deniable-aggregator migrate``: upgrade a database's schema, or copy one database to another."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import click
+from click.core import ParameterSource
+
+from deniable.aggregator.cli._common import DATABASE_VARIABLE, emit_json, fail
+from deniable.aggregator.storage import StorageError, default_database_url
+from deniable.aggregator.storage._copy import CopyRefusedError, copy, writing
+from deniable.aggregator.storage._lock import exclusive_lock
+from deniable.aggregator.storage._reader import open_reader, sqlite_path
+from deniable.shared.errors import AggregatorError
+
+_POSTGRES = ("postgresql://", "postgres://")
+
+
+@click.command("migrate")
+@click.option(
+    "--db",
+    "database",
+    envvar=DATABASE_VARIABLE,
+    help="Upgrade this database's schema: sqlite:///PATH or "
+    "postgresql://USER@HOST:PORT/DBNAME  [default: as serve]",
+)
+@click.option("--from", "source", metavar="URL", help="Copy from this database (with --to).")
+@click.option("--to", "target", metavar="URL", help="Copy into this database (with --from).")
+@click.option(
+    "--into-non-empty",
+    is_flag=True,
+    help="Copy into a target that already holds surveys (none may have a source survey's id).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@click.pass_context
+def migrate_command(
+    ctx: click.Context,
+    database: str | None,
+    source: str | None,
+    target: str | None,
+    into_non_empty: bool,
+    as_json: bool,
+) -> None:
+    """Upgrade a database's schema (--db), or copy one database into another (--from, --to).
+
+    With --db (or none of these: the database serve uses), bring the schema to this
+    version in one transaction and print the versions before and after; running it again
+    changes nothing. serve does the same when it starts; this does it ahead of time.
+
+    With --from URL --to URL, copy every survey (its id, creation order, state and
+    spec), the report log with its report ids, the tallies, the releases of stepped
+    questions and the enrollment state (token hashes, tokens issued, and which report
+    each token gave for each question) from one database to the other: SQLite to
+    PostgreSQL or back, or between two databases of one kind. Each log row is replayed
+    into the target as the batch it was, so the target rebuilds ids, tallies and
+    releases with its own ingest code; the copy is refused if they differ from the
+    source's stored ones. The source is read in one snapshot, so it may be copied while
+    its daemon serves, but reports stored after the snapshot are not copied (stop the
+    daemons, or copy again into an empty target, to have them). The target is written
+    all or nothing: one transaction on PostgreSQL; for SQLite a staging file
+    (PATH.migrating) that replaces PATH once complete, while PATH.lock keeps a daemon
+    away. A target that holds surveys is refused unless --into-non-empty is given, and
+    even then a survey id held by both is refused. Run check on the target afterwards.
+    Progress goes to stderr. URLs are shown without their password.
+
+    \b
+    Exit codes: 0 done, 1 copy refused (the target holds surveys, a survey exists in
+    both, or the source's tallies do not replay), 2 invalid usage or a database error: a
+    missing or unreadable database, an unsupported URL, a schema this version does not
+    know, or a failure while writing the target (nothing of the copy is kept).
+    """
+    if source is not None or target is not None:
+        if source is None or target is None:
+            raise click.UsageError("--from and --to go together: give both")
+        if ctx.get_parameter_source("database") == ParameterSource.COMMANDLINE:
+            raise click.UsageError("--db upgrades one database; --from and --to copy: not both")
+        if source == target:
+            raise click.UsageError(f"--from and --to name the same database {source!r}")
+        _copy(source, target, into_non_empty, as_json)
+    else:
+        if into_non_empty:
+            raise click.UsageError("--into-non-empty goes with --from and --to")
+        _upgrade(database or default_database_url(), as_json)
+
+
+def _copy(source: str, target: str, into_non_empty: bool, as_json: bool) -> None:
+    def progress(message: str) -> None:
+        click.echo(message, err=True)
+
+    try:
+        with (
+            open_reader(source) as reader,
+            reader.snapshot(),
+            writing(target) as (storage, target_name),
+        ):
+            summary = copy(
+                reader,
+                storage,
+                target_name=target_name,
+                allow_non_empty=into_non_empty,
+                progress=progress,
+            )
+    except (ValueError, StorageError) as error:
+        fail(str(error), 2)
+    except (CopyRefusedError, AggregatorError) as error:
+        fail(str(error), 1)
+    if as_json:
+        emit_json(
+            {
+                "source": reader.url,
+                "target": target_name,
+                "surveys": summary.surveys,
+                "log_rows": summary.log_rows,
+                "reports": summary.reports,
+                "tokens": summary.tokens,
+                "bindings": summary.bindings,
+            }
+        )
+    else:
+        click.echo(
+            f"copied {summary.surveys:,} surveys, {summary.reports:,} reports in "
+            f"{summary.log_rows:,} log rows, {summary.tokens:,} tokens and "
+            f"{summary.bindings:,} token answers from {reader.name} to {target_name}"
+        )
+
+
+def _upgrade(url: str, as_json: bool) -> None:
+    try:
+        if url.startswith(_POSTGRES):
+            name, before, after = _upgrade_postgres(url)
+        else:
+            name, before, after = _upgrade_sqlite(sqlite_path(url))
+    except (ValueError, StorageError) as error:
+        fail(str(error), 2)
+    document: dict[str, Any] = {"database": name, "from_version": before, "to_version": after}
+    if as_json:
+        emit_json(document)
+    elif before == after:
+        click.echo(f"{name}: schema version {after}, already current")
+    else:
+        click.echo(f"{name}: schema version {before} -> {after}")
+
+
+def _upgrade_sqlite(path: str) -> tuple[str, int, int]:
+    """Upgrade a SQLite database in one transaction, holding the daemon's lock file."""
+    from deniable.aggregator.storage._migrate import migrate
+
+    lock = exclusive_lock(f"{path}.lock")
+    try:
+        db = sqlite3.connect(path, isolation_level=None)
+        try:
+            (before,) = db.execute("PRAGMA user_version").fetchone()
+            migrate(db)
+            (after,) = db.execute("PRAGMA user_version").fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error as error:
+        raise StorageError(f"cannot upgrade SQLite database {path!r}: {error}") from None
+    except StorageError as error:
+        raise StorageError(f"{path!r}: {error}") from None
+    finally:
+        lock.close()
+    return path, int(before), int(after)
+
+
+def _upgrade_postgres(url: str) -> tuple[str, int, int]:
+    """Upgrade a PostgreSQL database in one transaction (daemons starting meanwhile wait)."""
+    import psycopg
+
+    from deniable.aggregator.storage._postgres import migrate, redacted
+
+    name = redacted(url)
+
+    def version(db: psycopg.Connection[Any]) -> int:
+        exists = db.execute("SELECT to_regclass('schema_version') IS NOT NULL").fetchone()
+        if exists is None or not exists[0]:
+            return 0
+        row = db.execute("SELECT COALESCE(max(version), 0) FROM schema_version").fetchone()
+        return 0 if row is None else int(row[0])
+
+    try:
+        with psycopg.connect(url, connect_timeout=10, autocommit=True) as db:
+            before = version(db)
+            migrate(db)
+            after = version(db)
+    except psycopg.Error as error:
+        raise StorageError(f"cannot upgrade PostgreSQL database {name!r}: {error}") from None
+    except StorageError as error:
+        raise StorageError(f"{name!r}: {error}") from None
+    return name, before, after
