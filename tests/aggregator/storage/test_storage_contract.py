@@ -30,13 +30,7 @@ Opener = Callable[[], Storage]
 
 
 # What the PostgreSQL backend does not do yet: these cases xfail (strictly) on it only.
-_TOKENS_TODO = "PostgreSQL: submit with an enrollment token (token_answers binding) not built yet"
-NOT_YET_ON_POSTGRES = {
-    "test_issue_tokens_counts_them_for_open_surveys_only": _TOKENS_TODO,
-    "test_a_token_stores_one_report_per_question": _TOKENS_TODO,
-    "test_a_token_answers_only_its_own_survey": _TOKENS_TODO,
-    "test_token_bindings_survive_reopening": _TOKENS_TODO,
-}
+NOT_YET_ON_POSTGRES: dict[str, str] = {}
 
 
 def backend_url(request: pytest.FixtureRequest, tmp_path: Path, name: str) -> str:
@@ -420,7 +414,10 @@ def test_postgres_refuses_a_newer_schema_and_names_the_versions(postgres_url: st
     open_storage(postgres_url).close()
     with psycopg.connect(postgres_url) as db:
         db.execute("UPDATE schema_version SET version = 99")
-    with pytest.raises(StorageError, match="schema version 99, newer than this aggregator's 1"):
+    from deniable.aggregator.storage._postgres import SCHEMA_VERSION
+
+    message = f"schema version 99, newer than this aggregator's {SCHEMA_VERSION}"
+    with pytest.raises(StorageError, match=message):
         open_storage(postgres_url)
 
 
@@ -456,3 +453,64 @@ def test_postgres_reopened_by_a_second_daemon_shares_ids(postgres_url: str) -> N
     finally:
         first.close()
         second.close()
+
+
+def _race(
+    daemons: list[Storage], token: str, reports: list[pb.Report]
+) -> list[SubmitOutcome | Exception]:
+    """Daemon ``i`` submits ``reports[i]`` with the token, both threads released at once."""
+    import threading
+
+    start = threading.Barrier(len(daemons))
+    results: list[SubmitOutcome | Exception] = [RuntimeError("not run")] * len(daemons)
+
+    def send(side: int) -> None:
+        start.wait(timeout=30)
+        try:
+            results[side] = submit_with(daemons[side], token, [reports[side]])
+        except Exception as error:  # the loser's refusal, checked by the caller
+            results[side] = error
+
+    threads = [threading.Thread(target=send, args=(side,)) for side in range(len(daemons))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return results
+
+
+def test_postgres_two_daemons_racing_one_token_store_one_report_per_question(
+    postgres_url: str,
+) -> None:
+    """Two daemons (two storages on one database) send the same token at once.
+
+    Even rounds send different reports for the question: one is stored, the other is
+    refused as an answered question. Odd rounds send the same report: one stores it, the
+    other finds it stored before.
+    """
+    daemons = [open_storage(postgres_url), open_storage(postgres_url)]
+    rounds = 6
+    try:
+        daemons[0].create_survey(enrolled())
+        daemons[0].issue_tokens("s1", [_hash(f"t{i}") for i in range(rounds)])
+        for round_ in range(rounds):
+            if round_ % 2:
+                results = _race(daemons, f"t{round_}", [report(f"r{round_}", 1)] * 2)
+                assert all(isinstance(r, SubmitOutcome) for r in results), results
+                outcomes = sorted((r.stored, r.already_stored) for r in results)  # type: ignore[union-attr]
+                assert outcomes == [(0, 1), (1, 0)]
+            else:
+                sent = [report(f"r{round_}-{side}", side) for side in (0, 1)]
+                results = _race(daemons, f"t{round_}", sent)
+                stored = [r for r in results if isinstance(r, SubmitOutcome)]
+                refused = [r for r in results if isinstance(r, AlreadyExists)]
+                assert len(stored) == len(refused) == 1, results
+                assert stored[0].stored == 1
+                assert "already answered question 'q1'" in str(refused[0])
+        tally = daemons[1].tally("s1", "q1")
+        assert tally is not None
+        assert tally.n == rounds
+        assert tally == recount(daemons[0], "s1", "q1")
+    finally:
+        for storage in daemons:
+            storage.close()
