@@ -4,9 +4,9 @@ The fast path sends the whole batch as one statement in its own transaction (one
 trip, prepared after a few uses): it holds the batch's surveys open (``FOR SHARE``),
 inserts every report id with a plain ``INSERT`` (a stored id, or one another daemon is
 inserting, makes it fail with a unique violation: nothing of it is written), and adds
-one tally row per question and one log row per survey. A uniform yes/no batch's ids and
-payload digests are sent as two byte strings and cut apart by the server, so nothing is
-done per report in Python.
+one tally row per question and one log row per survey. A uniform yes/no batch's ids go
+as one string that the server splits, its bits as another, and its payloads as the two
+digests they can have, so nothing is done per report in Python.
 
 The careful path, for a resend, an enrollment token or a stepped question, runs in a
 transaction: ``INSERT ... ON CONFLICT DO NOTHING`` tells which ids are new, a stored id
@@ -37,11 +37,10 @@ _ALL = np.s_[:]
 
 # The batch's rows as (s survey, r report id, d payload digest, i ordinal from 1).
 _UNIFORM_ROWS = (
-    "SELECT %(survey)s::text AS s, "
-    "convert_from(substring(%(ids)s::bytea FROM (g - 1) * %(width)s + 1 FOR %(width)s), "
-    "'UTF8') AS r, "
-    "sha256(%(stem)s::bytea || substring(%(bits)s::bytea FROM g FOR 1)) AS d, g AS i "
-    "FROM generate_series(1, %(count)s) AS g"
+    "SELECT %(survey)s::text AS s, k.r, "
+    "CASE k.b WHEN '1' THEN %(yes)s::bytea ELSE %(no)s::bytea END AS d, k.i "
+    "FROM unnest(string_to_array(%(ids)s::text, ' '), string_to_array(%(bits)s::text, NULL)) "
+    "WITH ORDINALITY AS k(r, b, i)"
 )
 _LISTED_ROWS = (
     "SELECT * FROM unnest(%(surveys_of)s::text[], %(report_ids)s::text[], "
@@ -95,14 +94,18 @@ def _rows(submission: Submission) -> tuple[str, dict[str, Any]]:
         and isinstance(payloads, UniformPayloads)
         and np.array_equal(ids.groups[0].rows, np.arange(count))
     ):
+        # Report ids never hold a space: the ids joined by spaces, and the bits as '0'/'1'.
         matrix = ids.groups[0].ids
+        spaced = np.empty((count, matrix.shape[1] + 1), dtype=np.uint8)
+        spaced[:, :-1] = matrix
+        spaced[:, -1] = ord(" ")
+        bits = np.asarray(payloads.bits, dtype=np.uint8) + ord("0")
         return _UNIFORM_ROWS, {
             "survey": next(iter(surveys)),
-            "ids": np.ascontiguousarray(matrix).tobytes(),
-            "width": int(matrix.shape[1]),
-            "stem": payloads.stem,
-            "bits": np.asarray(payloads.bits, dtype=np.uint8).tobytes(),
-            "count": count,
+            "ids": spaced.tobytes()[:-1].decode("ascii"),
+            "bits": bits.tobytes().decode("ascii"),
+            "yes": hashlib.sha256(payloads.stem + b"\x01").digest(),
+            "no": hashlib.sha256(payloads.stem + b"\x00").digest(),
         }
     surveys_of = [""] * count
     for group in submission.groups:

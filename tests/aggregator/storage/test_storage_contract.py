@@ -258,6 +258,29 @@ def test_batch_spanning_surveys_and_questions(opener: Opener) -> None:
         assert recount(storage, survey_id, question) == storage.tally(survey_id, question)
 
 
+def test_a_resend_is_recognised_whatever_the_shape_of_its_batch(opener: Opener) -> None:
+    """Reports stored by a uniform yes/no batch, resent in a mixed one, and the reverse."""
+    from deniable.aggregator.storage._ids import UniformPayloads
+
+    storage = opener()
+    storage.create_survey(survey())
+    uniform = submission([report("u1", 1), report("u2", 0)])
+    mixed = submission([report("m-long", 1), report("m", 0, "q2")])
+    assert isinstance(uniform.payloads, UniformPayloads)
+    assert not isinstance(mixed.payloads, UniformPayloads)
+    assert storage.submit(uniform).stored == 2
+    assert storage.submit(mixed).stored == 2
+    again = submit(storage, [report("u1", 1), report("u2", 0), report("x", 1, "q2")])
+    assert (again.stored, again.already_stored) == (1, 2)
+    back = submit(storage, [report("m-long", 1), report("n-long", 1)])  # uniform again
+    assert (back.stored, back.already_stored) == (1, 1)
+    for changed in ([report("u2", 1), report("y", 1, "q2")], [report("m-long", 0)]):
+        rid = changed[0].report_id
+        with pytest.raises(AlreadyExists, match=rf"reports\[0\].report_id: '{rid}' is already"):
+            submit(storage, changed)
+    assert storage.tally("s1", "q1") == recount(storage, "s1", "q1") == Tally(4, (3,))
+
+
 def test_large_batch_crosses_parameter_chunks(opener: Opener) -> None:
     storage = opener()
     storage.create_survey(survey())
