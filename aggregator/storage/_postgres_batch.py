@@ -46,12 +46,15 @@ _LISTED_ROWS = (
     "SELECT * FROM unnest(%(surveys_of)s::text[], %(report_ids)s::text[], "
     "%(digests)s::bytea[]) WITH ORDINALITY AS k(s, r, d, i)"
 )
+# Ids go in sorted, so two batches that share ids wait for each other, never deadlock.
+_ORDER = 'ORDER BY s COLLATE "C", r COLLATE "C"'
 _OPEN = "SELECT id FROM surveys WHERE id = ANY(%(surveys)s::text[]) AND state = %(open)s FOR SHARE"
 _FAST = (
     f"WITH open AS ({_OPEN}), "
     "ok AS (SELECT count(*) = cardinality(%(surveys)s::text[]) AS ok FROM open), "
     "ids AS (INSERT INTO report_ids (survey_id, report_id, payload_digest) "
-    "SELECT k.s, k.r, k.d FROM ({rows}) AS k WHERE (SELECT ok FROM ok)), "
+    "SELECT k.s, k.r, k.d FROM ({rows}) AS k WHERE (SELECT ok FROM ok) "
+    f"{_ORDER}), "
     "tally AS (INSERT INTO tallies (survey_id, question_id, batch, n, sums) "
     "SELECT t.s, t.q, nextval('tally_batches'), t.n, t.sums::bigint[] "
     "FROM unnest(%(tally_s)s::text[], %(tally_q)s::text[], %(tally_n)s::bigint[], "
@@ -68,7 +71,7 @@ _FAST = (
 _CLAIM = (
     "WITH k AS MATERIALIZED ({rows}), "
     "ids AS (INSERT INTO report_ids (survey_id, report_id, payload_digest) "
-    "SELECT s, r, d FROM k ON CONFLICT DO NOTHING RETURNING survey_id, report_id) "
+    f"SELECT s, r, d FROM k {_ORDER} ON CONFLICT DO NOTHING RETURNING survey_id, report_id) "
     "SELECT array(SELECT k.i FROM k WHERE NOT EXISTS "
     "(SELECT 1 FROM ids WHERE ids.survey_id = k.s AND ids.report_id = k.r) ORDER BY k.i)"
 )

@@ -201,3 +201,36 @@ def test_serve_with_postgres_unreachable_is_one_line_naming_the_url(run_script: 
         f"Error: cannot open PostgreSQL database 'postgresql://alice@127.0.0.1:{port}/survey': "
     )
     assert "s3cret" not in done.stderr
+
+
+def test_serialization_failures_and_deadlocks_are_retried_a_bounded_number_of_times(
+    url: str,
+) -> None:
+    from psycopg.errors import DeadlockDetected, SerializationFailure
+    from psycopg_pool import ConnectionPool
+
+    from deniable.aggregator.storage._postgres_errors import CONFLICT_ATTEMPTS, Transactions
+
+    calls: list[int] = []
+
+    def conflicts(failures: int, error: type[Exception]) -> Callable[[object], str]:
+        def work(db: object) -> str:
+            calls.append(1)
+            if len(calls) <= failures:
+                raise error("conflict" if error is not ValueError else "not retried")
+            return "done"
+
+        return work
+
+    with ConnectionPool(redacted(url), min_size=1, max_size=1, open=True) as pool:
+        transactions = Transactions(pool, url)
+        assert transactions.run(conflicts(2, DeadlockDetected)) == "done"
+        assert len(calls) == 3
+        calls.clear()
+        with pytest.raises(Unavailable, match=r"is unavailable \(conflict\).*safe to retry"):
+            transactions.run(conflicts(99, SerializationFailure))
+        assert len(calls) == CONFLICT_ATTEMPTS
+        calls.clear()
+        with pytest.raises(ValueError, match="not retried"):  # other errors pass through
+            transactions.run(conflicts(99, ValueError))
+        assert len(calls) == 1
