@@ -537,3 +537,85 @@ def test_postgres_two_daemons_racing_one_token_store_one_report_per_question(
     finally:
         for storage in daemons:
             storage.close()
+
+
+def _tally_rows(url: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url) as db:
+        row = db.execute("SELECT count(*) FROM tallies WHERE question_id = 'q1'").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_postgres_tally_rows_are_folded_without_changing_the_sum(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two daemons submit while folds run from both and a reader checks every sum it sees.
+
+    A fold must never make a read count a batch twice (its row and the sum holding it) or
+    not at all: the reader's totals only grow, and end at the number of reports stored.
+    """
+    import threading
+
+    from deniable.aggregator.storage import _postgres
+
+    monkeypatch.setattr(_postgres, "COMPACT_EVERY", 5)  # fold often: every ~5th batch
+    monkeypatch.setattr(_postgres, "COMPACT_ROWS", 3)  # and on reads of more than 3 rows
+    daemons = [_postgres.PostgresStorage(postgres_url), _postgres.PostgresStorage(postgres_url)]
+    batches, size = 12, 10
+    try:
+        daemons[0].create_survey(survey())
+        done = threading.Event()
+        seen: list[int] = []
+
+        def send(side: int) -> None:
+            for b in range(batches):
+                reports = [report(f"d{side}-b{b}-r{i}", i % 2) for i in range(size)]
+                assert submit(daemons[side], reports).stored == size
+
+        def fold_and_read() -> None:
+            for step in range(10_000):  # bounded; ends when the senders are done
+                daemons[step % 2].compact("s1", "q1")
+                tally = daemons[(step + 1) % 2].tally("s1", "q1")
+                assert tally is not None
+                seen.append(tally.n)
+                if done.is_set():
+                    return
+
+        senders = [threading.Thread(target=send, args=(side,)) for side in (0, 1)]
+        folder = threading.Thread(target=fold_and_read)
+        for thread in [*senders, folder]:
+            thread.start()
+        for thread in senders:
+            thread.join(timeout=120)
+        done.set()
+        folder.join(timeout=120)
+        total = 2 * batches * size
+        assert seen == sorted(seen), "a read saw fewer reports than an earlier one"
+        assert all(n % size == 0 and n <= total for n in seen)  # whole batches, none twice
+        assert daemons[0].tally("s1", "q1") == recount(daemons[0], "s1", "q1")
+        assert daemons[0].tally("s1", "q1") == Tally(total, (total // 2,))
+        daemons[1].compact("s1", "q1")
+        assert _tally_rows(postgres_url) == 1  # everything folded into batch 0
+        assert daemons[1].tally("s1", "q1") == Tally(total, (total // 2,))
+    finally:
+        for storage in daemons:
+            storage.close()
+
+
+def test_postgres_batches_fold_tally_rows_as_they_go(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deniable.aggregator.storage import _postgres
+
+    monkeypatch.setattr(_postgres, "COMPACT_EVERY", 4)
+    storage = open_storage(postgres_url)
+    try:
+        storage.create_survey(survey())
+        for b in range(12):
+            submit(storage, [report(f"b{b}", 1)])
+        assert _tally_rows(postgres_url) < 1 + 12 - 4  # at least one fold of 4 rows
+        assert storage.tally("s1", "q1") == Tally(12, (12,))
+    finally:
+        storage.close()
