@@ -342,6 +342,10 @@ class PostgresStorage(Storage):
 
         return iter(self._db.run(work))
 
+    def ping(self) -> None:
+        """One round trip to the server: UNAVAILABLE if it cannot be reached."""
+        self._db.run(lambda db: db.execute("SELECT 1"), autocommit=True)
+
     def close(self) -> None:
         """Close the connection pool (closing twice is allowed)."""
         self._pool.close()

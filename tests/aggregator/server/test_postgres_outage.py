@@ -10,8 +10,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import TypeVar
 
+import grpc
 import psycopg
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from deniable.aggregator.server._lifecycle import start_server
 from deniable.aggregator.storage import Tally
@@ -143,11 +145,35 @@ def test_a_connection_lost_mid_batch_rolls_it_back(url: str) -> None:
         storage.close()
 
 
+def health_becomes(address: str, status: int) -> None:
+    """Poll the daemon's health service (both names) until it reports ``status`` (bounded)."""
+    deadline = time.monotonic() + RECOVERY_S
+    with grpc.insecure_channel(address) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        while True:
+            answers = {
+                health.Check(health_pb2.HealthCheckRequest(service=name), timeout=10).status
+                for name in ("", "deniable.v1.Aggregator")
+            }
+            if answers == {status}:
+                return
+            assert time.monotonic() < deadline, f"health stayed {answers}, not {status}"
+            time.sleep(0.1)
+
+
 def test_a_daemon_answers_unavailable_while_postgres_is_down_then_serves(
     cluster: Cluster, url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    running = start_server(PostgresStorage(url, pool_timeout=1.0), ADMIN_TOKEN, "127.0.0.1:0")
+    """And its health service says NOT_SERVING meanwhile, SERVING again after."""
+    running = start_server(
+        PostgresStorage(url, pool_timeout=1.0), ADMIN_TOKEN, "127.0.0.1:0", health_check_s=0.2
+    )
+    serving, not_serving = (
+        health_pb2.HealthCheckResponse.SERVING,
+        health_pb2.HealthCheckResponse.NOT_SERVING,
+    )
     try:
+        health_becomes(running.address, serving)
         with AggregatorClient(running.address, admin_token=ADMIN_TOKEN, attempts=1) as client:
             created = client.create_survey("Outage", [binary_question("q1")])
 
@@ -176,8 +202,10 @@ def test_a_daemon_answers_unavailable_while_postgres_is_down_then_serves(
                 assert f"database {redacted(url)!r} is unavailable" in refused.value.details
                 assert "s3cret" not in refused.value.details
                 assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+                health_becomes(running.address, not_serving)
             finally:
                 cluster.start_server()
+            health_becomes(running.address, serving)
             later = eventually(lambda: client.submit_reports(batch("b", 50)))
             assert (later.stored, later.already_stored) == (50, 0)
             resent = client.submit_reports(batch("a", 100))  # e.g. its reply was lost
