@@ -619,3 +619,57 @@ def test_postgres_batches_fold_tally_rows_as_they_go(
         assert storage.tally("s1", "q1") == Tally(12, (12,))
     finally:
         storage.close()
+
+
+def test_postgres_pool_holds_at_most_the_connections_asked_for(postgres_url: str) -> None:
+    """Two batches held open in their transactions: a third waits for one of their connections."""
+    import threading
+
+    import psycopg
+
+    from deniable.aggregator.storage._postgres import PostgresStorage
+
+    storage = open_storage(postgres_url, connections=2)
+    assert isinstance(storage, PostgresStorage)
+    entered, release = threading.Semaphore(0), threading.Event()
+    steps = ReleaseSteps(first=100, step=100)  # stepped: the tally runs inside the transaction
+
+    def held(rid: str) -> Submission:
+        batch = submission([report(rid, 1)], steps)
+
+        def tally(keep: object) -> list[int]:
+            entered.release()
+            release.wait(timeout=60)
+            return [1]
+
+        return replace(batch, groups=[replace(batch.groups[0], tally=tally)])
+
+    try:
+        storage.create_survey(survey())
+        threads = [
+            threading.Thread(target=storage.submit, args=(held(rid),)) for rid in ("a", "b", "c")
+        ]
+        for thread in threads[:2]:
+            thread.start()
+        for _ in range(2):
+            assert entered.acquire(timeout=60)
+        threads[2].start()
+        for _ in range(600):  # bounded: until the third batch waits for a connection
+            if storage._pool.get_stats().get("requests_waiting", 0) == 1:
+                break
+            threading.Event().wait(0.05)
+        assert storage._pool.get_stats().get("requests_waiting", 0) == 1
+        with psycopg.connect(postgres_url) as admin:
+            row = admin.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            ).fetchone()
+        assert row is not None
+        assert row[0] == 2
+        release.set()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert storage.tally("s1", "q1") == Tally(3, (3,))
+    finally:
+        release.set()
+        storage.close()
