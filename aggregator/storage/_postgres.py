@@ -217,7 +217,7 @@ class PostgresStorage(Storage):
                 (survey.id, [q.id for q in survey.questions]),
             )
 
-        self._db.run(work)
+        self._db.run(work, again=False)
 
     def get_survey(self, survey_id: str) -> pb.Survey | None:
         """The survey with its state, report count and tokens issued, or None."""
@@ -276,7 +276,7 @@ class PostgresStorage(Storage):
                 (survey_id, len(hashes)),
             )
 
-        self._db.run(work)
+        self._db.run(work, again=False)
 
     def submit(self, submission: Submission) -> SubmitOutcome:
         """Store the new reports, their log rows and tally rows in one transaction.

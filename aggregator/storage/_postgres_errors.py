@@ -65,16 +65,24 @@ class Transactions:
     * Any other operational error (connection refused or lost, server shutting down, no
       pooled connection within the pool's timeout) rolls back what the transaction wrote
       and raises :class:`DatabaseUnavailable`. The pool's idle connections are checked
-      first (a restarted server leaves them all dead), and work that failed on a stale
-      connection runs once more on a fresh one.
+      first (a restarted server leaves them all dead), and work that may run twice
+      (storing a batch, whose report ids make a second run count nothing twice; reads)
+      runs once more on a fresh connection first.
     """
 
     def __init__(self, pool: ConnectionPool[Connection], url: str) -> None:
         self.pool = pool
         self.url = url
 
-    def run(self, work: Callable[[Connection], T], *, autocommit: bool = False) -> T:
-        """``work(db)`` in a transaction (or, with ``autocommit``, as single statements)."""
+    def run(
+        self, work: Callable[[Connection], T], *, autocommit: bool = False, again: bool = True
+    ) -> T:
+        """``work(db)`` in a transaction (or, with ``autocommit``, as single statements).
+
+        ``again=False`` for work that must not run twice when a connection is lost: if
+        the loss came after its COMMIT reached the server, a second run would find its
+        own rows (creating a survey, issuing tokens). Such work is UNAVAILABLE at once.
+        """
         conflicts = 0
         stale_retried = False
         while True:
@@ -95,10 +103,10 @@ class Transactions:
                     raise unavailable(self.url, error) from None
                 time.sleep(random.uniform(0, 0.01 * 2**conflicts))
             except psycopg.OperationalError as error:
-                if isinstance(error, PoolTimeout) or stale_retried:
+                self._check_pool()
+                if isinstance(error, PoolTimeout) or stale_retried or not again:
                     raise unavailable(self.url, error) from None
                 stale_retried = True
-                self._check_pool()
                 _logger.warning(
                     "database connection failed; retrying once on a fresh connection",
                     extra={"db": redacted(self.url), "error": one_line(error)},

@@ -231,7 +231,7 @@ def test_serve_with_postgres_unreachable_is_one_line_naming_the_url(run_script: 
     assert "s3cret" not in done.stderr
 
 
-def test_serialization_failures_and_deadlocks_are_retried_a_bounded_number_of_times(
+def test_conflicts_and_lost_connections_are_retried_a_bounded_number_of_times(
     url: str,
 ) -> None:
     from psycopg.errors import DeadlockDetected, SerializationFailure
@@ -261,4 +261,11 @@ def test_serialization_failures_and_deadlocks_are_retried_a_bounded_number_of_ti
         calls.clear()
         with pytest.raises(ValueError, match="not retried"):  # other errors pass through
             transactions.run(conflicts(99, ValueError))
+        assert len(calls) == 1
+        calls.clear()  # a lost connection: work that may run twice runs once more
+        assert transactions.run(conflicts(1, psycopg.OperationalError)) == "done"
+        assert len(calls) == 2
+        calls.clear()  # work that must not (it may have committed) is UNAVAILABLE at once
+        with pytest.raises(Unavailable, match="safe to retry"):
+            transactions.run(conflicts(1, psycopg.OperationalError), again=False)
         assert len(calls) == 1
