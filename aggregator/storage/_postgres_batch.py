@@ -8,6 +8,9 @@ one tally row per question and one log row per survey. A uniform yes/no batch's 
 as one string that the server splits, its bits as another, and its payloads as the two
 digests they can have, so nothing is done per report in Python.
 
+Both statements are prepared on each pooled connection at their first use (their text
+depends only on the batch's shape), so the server plans them once.
+
 The careful path, for a resend, an enrollment token or a stepped question, runs in a
 transaction: ``INSERT ... ON CONFLICT DO NOTHING`` tells which ids are new, a stored id
 with another payload refuses the batch, and tally and log rows count the new reports.
@@ -168,7 +171,7 @@ def fast(db: Connection, submission: Submission) -> Written | None:
         log_reports=log_reports,
     )
     try:
-        row = db.execute(_FAST.replace("{rows}", rows), params).fetchone()
+        row = db.execute(_FAST.replace("{rows}", rows), params, prepare=True).fetchone()
     except psycopg.errors.UniqueViolation:
         return None  # a stored id (or one being stored): nothing of the statement was written
     assert row is not None
@@ -229,7 +232,7 @@ def _claim(db: Connection, submission: Submission) -> NDArray[np.bool_]:
         AlreadyExists: an id is stored in its survey with a different payload.
     """
     rows, params = _rows(submission)
-    row = db.execute(_CLAIM.replace("{rows}", rows), params).fetchone()
+    row = db.execute(_CLAIM.replace("{rows}", rows), params, prepare=True).fetchone()
     assert row is not None
     old = np.asarray(row[0], dtype=np.intp) - 1
     fresh = np.ones(len(submission.report_ids), dtype=bool)

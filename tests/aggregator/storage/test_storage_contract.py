@@ -673,3 +673,20 @@ def test_postgres_pool_holds_at_most_the_connections_asked_for(postgres_url: str
     finally:
         release.set()
         storage.close()
+
+
+def test_postgres_prepares_the_batch_statement_at_its_first_use(postgres_url: str) -> None:
+    from deniable.aggregator.storage._postgres import PostgresStorage
+
+    storage = open_storage(postgres_url, connections=1)
+    assert isinstance(storage, PostgresStorage)
+    try:
+        storage.create_survey(survey())
+        assert submit(storage, [report("a", 1), report("b", 0)]).stored == 2
+        with storage._pool.connection() as db:  # the one pooled connection
+            prepared = [
+                str(row[0]) for row in db.execute("SELECT statement FROM pg_prepared_statements")
+            ]
+        assert any("INSERT INTO report_ids" in statement for statement in prepared), prepared
+    finally:
+        storage.close()
