@@ -161,7 +161,7 @@ def serve_command(
         # generated one only once the database opened.
         given = load_or_create_token(admin_token_file, data_dir()) if admin_token_file else None
         try:
-            storage = open_storage(url)
+            storage = open_storage(url, connections=limits.workers)
         except StorageError as error:
             raise click.ClickException(str(error)) from None
         token, token_path, created = given or load_or_create_token(None, data_dir())

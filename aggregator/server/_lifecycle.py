@@ -22,6 +22,7 @@ from deniable.aggregator.server._service import AggregatorService
 from deniable.aggregator.server._servicer import AggregatorServicer, add_to_server
 from deniable.aggregator.server._tls import ServerTls
 from deniable.aggregator.storage import Storage
+from deniable.shared.errors import Unavailable
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = [
@@ -39,9 +40,58 @@ DEFAULT_LISTEN = "127.0.0.1:50051"
 # A full batch of 10,000 yes/no reports is about 1 MB on the wire; allow headroom.
 MAX_MESSAGE_BYTES = ServerLimits().max_message_bytes
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Aggregator"].full_name
+HEALTH_CHECK_S = 2.0  # how often the health service asks whether the database is reachable
 
 
 T = TypeVar("T")
+
+
+class _DatabaseWatch:
+    """A thread that turns the health service NOT_SERVING while the database is unreachable.
+
+    Every ``period`` seconds it pings the storage (:meth:`Storage.ping`); a change is
+    reported to the health service, for the whole server and for the Aggregator service.
+    A load balancer then sends calls to the daemons that can store them.
+    """
+
+    def __init__(
+        self, storage: Storage, health: health.aio.HealthServicer, loop: _Loop, period: float
+    ) -> None:
+        self.storage = storage
+        self.health = health
+        self.loop = loop
+        self.period = period
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="db-health", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        serving = True
+        while not self.stopping.wait(self.period):
+            try:
+                self.storage.ping()
+                reachable = True
+            except Unavailable as error:
+                reachable = False
+                if serving:
+                    log.warning("database unreachable", extra={"detail": error.message})
+            if reachable == serving or self.stopping.is_set():
+                continue
+            serving = reachable
+            status = (
+                health_pb2.HealthCheckResponse.SERVING
+                if serving
+                else health_pb2.HealthCheckResponse.NOT_SERVING
+            )
+            for name in ("", SERVICE_NAME):
+                self.loop.run(self.health.set(name, status))
+            if serving:
+                log.info("database reachable again")
+
+    def stop(self) -> None:
+        """Stop watching (the thread ends after its current ping)."""
+        self.stopping.set()
+        self.thread.join(timeout=30)
 
 
 class _Loop:
@@ -83,6 +133,7 @@ class RunningServer:
     )
     _loop: _Loop | None = None
     _executor: futures.ThreadPoolExecutor | None = None
+    _watch: _DatabaseWatch | None = None
 
     @property
     def address(self) -> str:
@@ -98,6 +149,8 @@ class RunningServer:
         """Report NOT_SERVING, let in-flight calls finish, then close the database."""
         assert self._loop is not None
         assert self._executor is not None
+        if self._watch is not None:
+            self._watch.stop()
         self.enter_graceful_shutdown()
         self._loop.run(self.server.stop(grace))
         self._loop.close()
@@ -113,6 +166,7 @@ def start_server(
     *,
     limits: ServerLimits | None = None,
     tls: ServerTls | None = None,
+    health_check_s: float = HEALTH_CHECK_S,
 ) -> RunningServer:
     """Start serving ``storage`` on ``listen`` (port 0 picks a free port).
 
@@ -127,6 +181,8 @@ def start_server(
         limits: message size, batch size, concurrency, in-flight bytes, workers and
             keepalive (default: :class:`ServerLimits`'s documented defaults).
         tls: serve TLS (mutual TLS when it has a client CA); default plaintext.
+        health_check_s: how often the health service pings the database: NOT_SERVING
+            while it is unreachable, SERVING again once it answers.
 
     Raises:
         InvalidArgument: ``listen`` is not such an address (checked before anything starts).
@@ -144,6 +200,7 @@ def start_server(
         executor.shutdown(wait=False)
         raise
     running._loop, running._executor = loop, executor
+    running._watch = _DatabaseWatch(storage, running.health, loop, health_check_s)
     return running
 
 

@@ -175,3 +175,11 @@ class Storage(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release the backend's resources (closing twice is allowed)."""
+
+    def ping(self) -> None:
+        """Raise :class:`~deniable.shared.errors.Unavailable` if the database is unreachable.
+
+        The daemon's health service calls it now and then. An embedded database is always
+        reachable: the default does nothing.
+        """
+        return

@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
-from urllib.parse import urlsplit, urlunsplit
 
-import numpy as np
 import psycopg
-from numpy.typing import NDArray
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool
 
 from deniable.aggregator.storage._base import (
-    ReportGroup,
-    Selection,
     Storage,
     StorageError,
     Submission,
@@ -23,7 +18,16 @@ from deniable.aggregator.storage._base import (
     Tally,
 )
 from deniable.aggregator.storage._log_format import expand
-from deniable.shared.errors import AlreadyExists, FailedPrecondition, NotFound
+from deniable.aggregator.storage._postgres_batch import (
+    Written,
+    careful,
+    fast,
+    released_row,
+    sum_rows,
+)
+from deniable.aggregator.storage._postgres_errors import Transactions, one_line, redacted
+from deniable.aggregator.storage._postgres_tally import COMPACT_EVERY, COMPACT_ROWS, compact
+from deniable.shared.errors import FailedPrecondition, NotFound
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["MIGRATIONS", "PostgresStorage", "redacted"]
@@ -88,20 +92,16 @@ MIGRATIONS: tuple[str, ...] = (
         UNIQUE (survey_id, report_id)
     );
     """,
+    # Version 2: no foreign key from report_ids to surveys. Every batch already holds its
+    # surveys open (FOR SHARE) before inserting ids, and the key's check cost a lookup
+    # per report: about half of the time the server spent inserting a batch's ids.
+    """
+    ALTER TABLE report_ids DROP CONSTRAINT IF EXISTS report_ids_survey_id_fkey;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 Connection = psycopg.Connection[TupleRow]
 _MIGRATION_LOCK = 0x64656E69  # pg_advisory_xact_lock key: one daemon migrates at a time
-
-
-def redacted(url: str) -> str:
-    """The URL without its password, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username}@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def migrate(db: Connection) -> None:
@@ -129,25 +129,65 @@ def migrate(db: Connection) -> None:
 
 
 class PostgresStorage(Storage):
-    """A backend that any number of daemons can share (work in progress).
+    """A backend that any number of daemons can share.
 
-    Every batch is one transaction. Its report ids go in with one multi-row
-    ``INSERT ... ON CONFLICT DO NOTHING``: the primary key of ``report_ids`` decides which
-    are new, so a report is counted once whichever daemon receives it and however often
-    it is resent (a concurrent insert of the same id waits for the first to commit).
-    Each batch adds one tally row per question it touches; reads sum them.
+    Every batch is one transaction. Its report ids go in under the primary key of
+    ``report_ids``, which decides which are new, so a report is counted once whichever
+    daemon receives it and however often it is resent (a concurrent insert of the same
+    id waits for the first to commit). A batch of new reports is one statement, one round
+    trip (:mod:`._postgres_batch`). Each batch adds one tally row per question it
+    touches; reads sum them, and old rows are folded into the question's first row now
+    and then (:mod:`._postgres_tally`). An enrollment token binds each (token, question)
+    to one report in the batch's transaction (:mod:`._postgres_tokens`).
+
+    A lost database (refused or dropped connections, a server shutting down, no pooled
+    connection within ``pool_timeout`` seconds) raises
+    :class:`~._postgres_errors.DatabaseUnavailable`, UNAVAILABLE: nothing of the call is
+    committed, and once the server is back the pool reconnects by itself.
+
+    Args:
+        url: a libpq URL; its password never appears in messages.
+        connections: most pooled connections (match the server's worker threads).
+        pool_timeout: seconds a call waits for a connection before UNAVAILABLE.
+        connect_timeout: seconds per connection attempt, unless the URL sets one.
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        connections: int = 16,
+        pool_timeout: float = 5.0,
+        connect_timeout: int = 5,
+    ) -> None:
         self.url = url
         try:
-            with psycopg.connect(url, connect_timeout=10) as db:
+            options = conninfo_to_dict(url)
+        except psycopg.Error as error:
+            raise StorageError(
+                f"cannot open PostgreSQL database {redacted(url)!r}: {one_line(error)}"
+            ) from None
+        kwargs: dict[str, object] = {}
+        if "connect_timeout" not in options:
+            kwargs["connect_timeout"] = connect_timeout
+        try:
+            with psycopg.connect(url, **kwargs) as db:  # type: ignore[arg-type]
                 migrate(db)
         except psycopg.Error as error:
             raise StorageError(
-                f"cannot open PostgreSQL database {redacted(url)!r}: {error}"
+                f"cannot open PostgreSQL database {redacted(url)!r}: {one_line(error)}"
             ) from None
-        self._pool = ConnectionPool(url, min_size=1, max_size=8, open=True)
+        self._pool: ConnectionPool[Connection] = ConnectionPool(
+            url,
+            kwargs=kwargs,
+            min_size=1,
+            max_size=max(1, connections),
+            timeout=pool_timeout,
+            reconnect_timeout=max(10.0, 2 * pool_timeout),
+            name="deniable",
+            open=True,
+        )
+        self._db = Transactions(self._pool, url)
 
     def _survey(self, db: Connection, row: TupleRow) -> pb.Survey:
         survey_id, spec, state = row
@@ -166,47 +206,59 @@ class PostgresStorage(Storage):
 
     def create_survey(self, survey: pb.Survey) -> None:
         """Store a new open survey and a zero tally row (batch 0) per question."""
-        with self._pool.connection() as db, db.transaction():
+
+        def work(db: Connection) -> None:
             db.execute(
                 "INSERT INTO surveys (id, state, spec) VALUES (%s, %s, %s)",
                 (survey.id, pb.SURVEY_STATE_OPEN, survey.SerializeToString()),
             )
-            with db.cursor() as cursor:
-                cursor.executemany(
-                    "INSERT INTO tallies (survey_id, question_id, batch, n, sums) "
-                    "VALUES (%s, %s, 0, 0, '{}')",
-                    [(survey.id, q.id) for q in survey.questions],
-                )
+            db.execute(
+                "INSERT INTO tallies (survey_id, question_id, batch, n, sums) "
+                "SELECT %s, unnest(%s::text[]), 0, 0, '{}'",
+                (survey.id, [q.id for q in survey.questions]),
+            )
+
+        self._db.run(work, again=False)
 
     def get_survey(self, survey_id: str) -> pb.Survey | None:
         """The survey with its state, report count and tokens issued, or None."""
-        with self._pool.connection() as db, db.transaction():
+
+        def work(db: Connection) -> pb.Survey | None:
             row = db.execute(
                 "SELECT id, spec, state FROM surveys WHERE id = %s", (survey_id,)
             ).fetchone()
             return None if row is None else self._survey(db, row)
 
+        return self._db.run(work)
+
     def list_surveys(self, include_closed: bool) -> list[pb.Survey]:
         """Surveys in creation order, open ones only unless ``include_closed``."""
-        with self._pool.connection() as db, db.transaction():
+
+        def work(db: Connection) -> list[pb.Survey]:
             rows = db.execute(
                 "SELECT id, spec, state FROM surveys WHERE state = %s OR %s ORDER BY seq",
                 (pb.SURVEY_STATE_OPEN, include_closed),
             ).fetchall()
             return [self._survey(db, row) for row in rows]
 
+        return self._db.run(work)
+
     def close_survey(self, survey_id: str) -> pb.Survey | None:
         """Mark the survey closed (closing twice is a no-op)."""
-        with self._pool.connection() as db, db.transaction():
+
+        def work(db: Connection) -> None:
             db.execute(
                 "UPDATE surveys SET state = %s WHERE id = %s",
                 (pb.SURVEY_STATE_CLOSED, survey_id),
             )
+
+        self._db.run(work)
         return self.get_survey(survey_id)
 
     def issue_tokens(self, survey_id: str, hashes: Sequence[bytes]) -> None:
         """Store the hashes of an open survey's new tokens, and count them, in one transaction."""
-        with self._pool.connection() as db, db.transaction():
+
+        def work(db: Connection) -> None:
             row = db.execute(
                 "SELECT state FROM surveys WHERE id = %s FOR SHARE", (survey_id,)
             ).fetchone()
@@ -225,127 +277,27 @@ class PostgresStorage(Storage):
                 (survey_id, len(hashes)),
             )
 
+        self._db.run(work, again=False)
+
     def submit(self, submission: Submission) -> SubmitOutcome:
-        """Store the new reports, their log rows and tally rows in one transaction."""
-        if submission.token_hash is not None:
-            raise NotImplementedError("enrollment tokens are not supported on PostgreSQL yet")
-        with self._pool.connection() as db, db.transaction():
-            self._check_open(db, submission)
-            fresh = self._claim(db, submission)
-            for group in sorted(submission.groups, key=lambda g: (g.survey_id, g.question_id)):
-                self._add_tally(db, group, fresh)
-            by_survey: dict[str, list[NDArray[np.intp]]] = {}
-            for group in submission.groups:
-                by_survey.setdefault(group.survey_id, []).append(group.rows[fresh[group.rows]])
-            for survey_id, parts in by_survey.items():
-                rows = np.sort(np.concatenate(parts))
-                if len(rows):
-                    db.execute(
-                        "INSERT INTO log (survey_id, reports) VALUES (%s, %s)",
-                        (survey_id, submission.encode(rows)),
-                    )
-        stored = int(np.count_nonzero(fresh))
-        return SubmitOutcome(stored, len(submission.report_ids) - stored)
+        """Store the new reports, their log rows and tally rows in one transaction.
 
-    def _check_open(self, db: Connection, submission: Submission) -> None:
-        """Refuse a batch with a report for a closed (or unknown) survey; hold them open."""
-        surveys = sorted({group.survey_id for group in submission.groups})
-        rows = db.execute(
-            "SELECT id FROM surveys WHERE id = ANY(%s) AND state = %s FOR SHARE",
-            (surveys, pb.SURVEY_STATE_OPEN),
-        ).fetchall()
-        open_ = {row[0] for row in rows}
-        for group in submission.groups:
-            if group.survey_id not in open_:
-                first = submission.positions[int(group.rows[0])]
-                raise FailedPrecondition(f"reports[{first}]: survey {group.survey_id!r} is closed")
-
-    def _claim(self, db: Connection, submission: Submission) -> NDArray[np.bool_]:
-        """Insert the batch's ids in one statement; which rows are new.
-
-        Raises:
-            AlreadyExists: an id is stored in its survey with a different payload.
+        A batch without a token or a stepped question, all of it new, is one statement;
+        otherwise (or when that statement finds a stored id) the careful path runs.
         """
-        count = len(submission.report_ids)
-        surveys = [""] * count
-        for group in submission.groups:
-            for row in group.rows.tolist():
-                surveys[row] = group.survey_id
-        ids = [rid.decode("ascii") for rid in submission.report_ids]
-        digests = [hashlib.sha256(payload).digest() for payload in submission.payloads]
-        inserted = db.execute(
-            "INSERT INTO report_ids (survey_id, report_id, payload_digest) "
-            "SELECT * FROM unnest(%s::text[], %s::text[], %s::bytea[]) "
-            "ON CONFLICT DO NOTHING RETURNING survey_id, report_id",
-            (surveys, ids, digests),
-        ).fetchall()
-        new = {(row[0], row[1]) for row in inserted}
-        fresh = np.fromiter(((s, r) in new for s, r in zip(surveys, ids, strict=True)), bool, count)
-        old = np.flatnonzero(~fresh)
-        if len(old):
-            stored = dict(
-                ((row[0], row[1]), bytes(row[2]))
-                for row in db.execute(
-                    "SELECT r.survey_id, r.report_id, r.payload_digest FROM report_ids r "
-                    "JOIN unnest(%s::text[], %s::text[]) AS k(s, i) "
-                    "ON r.survey_id = k.s AND r.report_id = k.i",
-                    ([surveys[i] for i in old], [ids[i] for i in old]),
-                )
-            )
-            for i in old.tolist():
-                if stored[surveys[i], ids[i]] != digests[i]:
-                    raise AlreadyExists(
-                        f"reports[{submission.positions[i]}].report_id: {ids[i]!r} is already "
-                        f"stored in survey {surveys[i]!r} with a different report"
-                    )
-        return fresh
+        written: Written | None = None
+        if submission.token_hash is None and all(g.releases is None for g in submission.groups):
+            written = self._db.run(lambda db: fast(db, submission), autocommit=True)
+        if written is None:
+            written = self._db.run(lambda db: careful(db, submission))
+        for survey_id, question_id, batch in written.tally_rows:
+            if batch % COMPACT_EVERY == 0:
+                self.compact(survey_id, question_id)
+        return SubmitOutcome(written.stored, len(submission.report_ids) - written.stored)
 
-    def _add_tally(self, db: Connection, group: ReportGroup, fresh: NDArray[np.bool_]) -> None:
-        """Add the group's new reports as one tally row; store a release when one is due."""
-        mask: NDArray[np.bool_] = fresh[group.rows]
-        count = int(np.count_nonzero(mask))
-        keep: Selection = mask
-        if not count:
-            return
-        key = (group.survey_id, group.question_id)
-        delta = group.tally(keep)
-        if group.releases is not None:  # serialize the question's batches: lock batch 0
-            db.execute(
-                "SELECT 1 FROM tallies WHERE survey_id = %s AND question_id = %s AND batch = 0 "
-                "FOR UPDATE",
-                key,
-            )
-            old = self._sum(db, key)
-        db.execute(
-            "INSERT INTO tallies (survey_id, question_id, batch, n, sums) "
-            "VALUES (%s, %s, nextval('tally_batches'), %s, %s)",
-            (*key, count, delta),
-        )
-        if group.releases is not None:
-            new = Tally(old.n + count, _add(old.sums, delta))
-            last = self._released(db, key)
-            if group.releases.due(last.n, new.n):
-                db.execute(
-                    "INSERT INTO releases (survey_id, question_id, n, sums) "
-                    "VALUES (%s, %s, %s, %s) ON CONFLICT (survey_id, question_id) "
-                    "DO UPDATE SET n = excluded.n, sums = excluded.sums",
-                    (*key, new.n, list(new.sums)),
-                )
-
-    def _sum(self, db: Connection, key: tuple[str, str]) -> Tally:
-        total = Tally(0)
-        rows = db.execute(
-            "SELECT n, sums FROM tallies WHERE survey_id = %s AND question_id = %s", key
-        ).fetchall()
-        for n, sums in rows:
-            total = Tally(total.n + int(n), _add(total.sums, [int(s) for s in sums]))
-        return total
-
-    def _released(self, db: Connection, key: tuple[str, str]) -> Tally:
-        row = db.execute(
-            "SELECT n, sums FROM releases WHERE survey_id = %s AND question_id = %s", key
-        ).fetchone()
-        return Tally(0) if row is None else Tally(int(row[0]), tuple(int(s) for s in row[1]))
+    def compact(self, survey_id: str, question_id: str) -> int:
+        """Fold the question's tally rows into one; how many rows were folded (0: busy)."""
+        return self._db.run(lambda db: compact(db, (survey_id, question_id)))
 
     def _known(self, db: Connection, key: tuple[str, str]) -> bool:
         return (
@@ -357,24 +309,43 @@ class PostgresStorage(Storage):
         )
 
     def tally(self, survey_id: str, question_id: str) -> Tally | None:
-        """The sum of the question's tally rows (one per batch), or None if unknown."""
+        """The sum of the question's tally rows, or None if unknown (folds many rows)."""
         key = (survey_id, question_id)
-        with self._pool.connection() as db, db.transaction():
-            return self._sum(db, key) if self._known(db, key) else None
+
+        def work(db: Connection) -> tuple[Tally, int] | None:
+            return sum_rows(db, key) if self._known(db, key) else None
+
+        found = self._db.run(work)
+        if found is None:
+            return None
+        total, rows = found
+        if rows > COMPACT_ROWS:
+            self.compact(survey_id, question_id)
+        return total
 
     def released(self, survey_id: str, question_id: str) -> Tally | None:
         """The tally last released (``Tally(0)`` before the first), or None if unknown."""
         key = (survey_id, question_id)
-        with self._pool.connection() as db, db.transaction():
-            return self._released(db, key) if self._known(db, key) else None
+
+        def work(db: Connection) -> Tally | None:
+            return released_row(db, key) if self._known(db, key) else None
+
+        return self._db.run(work)
 
     def log(self, survey_id: str) -> Iterator[bytes]:
         """The survey's log rows in commit order (read in one snapshot)."""
-        with self._pool.connection() as db:
+
+        def work(db: Connection) -> list[bytes]:
             rows = db.execute(
                 "SELECT reports FROM log WHERE survey_id = %s ORDER BY seq", (survey_id,)
             ).fetchall()
-        return iter([expand(bytes(reports)) for (reports,) in rows])
+            return [expand(bytes(reports)) for (reports,) in rows]
+
+        return iter(self._db.run(work))
+
+    def ping(self) -> None:
+        """One round trip to the server: UNAVAILABLE if it cannot be reached."""
+        self._db.run(lambda db: db.execute("SELECT 1"), autocommit=True)
 
     def close(self) -> None:
         """Close the connection pool (closing twice is allowed)."""
@@ -386,20 +357,10 @@ class PostgresStorage(Storage):
         """Store enrollment bindings copied from another database, in one transaction."""
         from deniable.aggregator.storage._postgres_copy import insert_bindings
 
-        with self._pool.connection() as db, db.transaction():
-            insert_bindings(db, bindings)
+        self._db.run(lambda db: insert_bindings(db, bindings), again=False)
 
     def single_transaction(self) -> AbstractContextManager[None]:
         """Every call made inside runs in one transaction, committed when the block ends."""
         from deniable.aggregator.storage._postgres_copy import pinned
 
         return pinned(self)
-
-
-def _add(sums: tuple[int, ...], delta: Sequence[int]) -> tuple[int, ...]:
-    """Element-wise sum of two tallies' sums, the shorter padded with zeros."""
-    width = max(len(sums), len(delta))
-    return tuple(
-        (sums[i] if i < len(sums) else 0) + (delta[i] if i < len(delta) else 0)
-        for i in range(width)
-    )

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from deniable.aggregator.storage._postgres import Connection
@@ -17,36 +17,14 @@ __all__ = ["insert_bindings", "pinned"]
 Binding = tuple[bytes, str, str, str, bytes]
 
 
-class _Pinned:
-    """Stands in for the connection pool: always the same connection, never closed."""
-
-    def __init__(self, db: Connection) -> None:
-        self._db = db
-
-    @contextmanager
-    def connection(self, timeout: float | None = None) -> Iterator[Connection]:
-        yield self._db
-
-    def close(self) -> None:
-        """The connection belongs to :func:`pinned`, which ends its transaction."""
-
-
-@contextmanager
-def pinned(storage: PostgresStorage) -> Iterator[None]:
+def pinned(storage: PostgresStorage) -> AbstractContextManager[None]:
     """Run every call on ``storage`` made inside on one connection, in one transaction.
 
-    The storage's methods open their own transaction blocks on the connection they take
-    from the pool; on the pinned connection, already in a transaction, those blocks are
-    savepoints. The transaction commits when the block ends normally and is rolled back
-    on any exception, so the calls made inside are stored all or nothing.
+    The storage's methods run their work as savepoints of that transaction, which commits
+    when the block ends normally and is rolled back on any exception, so the calls made
+    inside are stored all or nothing.
     """
-    pool = storage._pool
-    with pool.connection() as db, db.transaction():
-        storage._pool = _Pinned(db)  # type: ignore[assignment]
-        try:
-            yield
-        finally:
-            storage._pool = pool
+    return storage._db.pinned()
 
 
 def insert_bindings(db: Connection, bindings: Sequence[Binding]) -> None:

@@ -21,11 +21,13 @@ def default_database_url() -> str:
     return f"sqlite:///{data_dir() / 'aggregator.db'}"
 
 
-def open_storage(url: str) -> Storage:
+def open_storage(url: str, *, connections: int | None = None) -> Storage:
     """Open the backend a URL names.
 
     ``sqlite:///absolute/path``, ``sqlite:///:memory:``, or a libpq URL
     ``postgresql://user@host:port/dbname`` (also ``postgres://``; needs the postgres extra).
+    ``connections``: PostgreSQL's most pooled connections (the daemon's worker threads);
+    SQLite has one connection.
     """
     if url.startswith("sqlite:///"):
         from deniable.aggregator.storage._sqlite import SqliteStorage
@@ -34,7 +36,11 @@ def open_storage(url: str) -> Storage:
     if url.startswith(("postgresql://", "postgres://")):
         from deniable.aggregator.storage._postgres import PostgresStorage
 
-        return PostgresStorage(url)
+        return (
+            PostgresStorage(url)
+            if connections is None
+            else PostgresStorage(url, connections=connections)
+        )
     scheme = url.split(":", 1)[0] if ":" in url else url
     raise ValueError(
         f"unsupported database URL {url!r} (scheme {scheme!r}); "

@@ -94,11 +94,6 @@ def test_two_daemons_serve_one_aggregator(pair: tuple[RunningServer, RunningServ
         assert a.get_survey(survey.id).state == pb.SURVEY_STATE_CLOSED
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="batches that share ids in different orders deadlock in report_ids (INTERNAL): "
-    "the PostgreSQL write path must claim ids in one order or retry the transaction",
-)
 def test_overlapping_batches_sent_to_both_daemons_count_each_report_once(
     pair: tuple[RunningServer, RunningServer], postgres_url: str
 ) -> None:

@@ -88,9 +88,6 @@ def test_copy_sqlite_to_postgresql_and_back(
         assert client.submit_reports(resent, enrollment_token=filled.used).already_stored == 1
 
 
-@pytest.mark.xfail(
-    strict=True, raises=RemoteError, reason="enrollment tokens on PostgreSQL: not built yet"
-)
 def test_copied_enrollment_binds_tokens_on_postgresql(
     tmp_path: Path, postgres_url: str, run_cli: RunCli
 ) -> None:

@@ -29,22 +29,9 @@ from tests.conftest import binary_question
 Opener = Callable[[], Storage]
 
 
-# What the PostgreSQL backend does not do yet: these cases xfail (strictly) on it only.
-_TOKENS_TODO = "PostgreSQL: submit with an enrollment token (token_answers binding) not built yet"
-NOT_YET_ON_POSTGRES = {
-    "test_issue_tokens_counts_them_for_open_surveys_only": _TOKENS_TODO,
-    "test_a_token_stores_one_report_per_question": _TOKENS_TODO,
-    "test_a_token_answers_only_its_own_survey": _TOKENS_TODO,
-    "test_token_bindings_survive_reopening": _TOKENS_TODO,
-}
-
-
 def backend_url(request: pytest.FixtureRequest, tmp_path: Path, name: str) -> str:
     """A new database of the named backend (PostgreSQL: a new database on the test server)."""
     if name == "postgres":
-        todo = NOT_YET_ON_POSTGRES.get(request.function.__name__)
-        if todo is not None:
-            request.applymarker(pytest.mark.xfail(strict=True, reason=todo))
         return str(request.getfixturevalue("postgres_url"))
     if name == "sqlite-memory":
         return "sqlite:///:memory:"
@@ -264,6 +251,29 @@ def test_batch_spanning_surveys_and_questions(opener: Opener) -> None:
         assert recount(storage, survey_id, question) == storage.tally(survey_id, question)
 
 
+def test_a_resend_is_recognised_whatever_the_shape_of_its_batch(opener: Opener) -> None:
+    """Reports stored by a uniform yes/no batch, resent in a mixed one, and the reverse."""
+    from deniable.aggregator.storage._ids import UniformPayloads
+
+    storage = opener()
+    storage.create_survey(survey())
+    uniform = submission([report("u1", 1), report("u2", 0)])
+    mixed = submission([report("m-long", 1), report("m", 0, "q2")])
+    assert isinstance(uniform.payloads, UniformPayloads)
+    assert not isinstance(mixed.payloads, UniformPayloads)
+    assert storage.submit(uniform).stored == 2
+    assert storage.submit(mixed).stored == 2
+    again = submit(storage, [report("u1", 1), report("u2", 0), report("x", 1, "q2")])
+    assert (again.stored, again.already_stored) == (1, 2)
+    back = submit(storage, [report("m-long", 1), report("n-long", 1)])  # uniform again
+    assert (back.stored, back.already_stored) == (1, 1)
+    for changed in ([report("u2", 1), report("y", 1, "q2")], [report("m-long", 0)]):
+        rid = changed[0].report_id
+        with pytest.raises(AlreadyExists, match=rf"reports\[0\].report_id: '{rid}' is already"):
+            submit(storage, changed)
+    assert storage.tally("s1", "q1") == recount(storage, "s1", "q1") == Tally(4, (3,))
+
+
 def test_large_batch_crosses_parameter_chunks(opener: Opener) -> None:
     storage = opener()
     storage.create_survey(survey())
@@ -420,7 +430,10 @@ def test_postgres_refuses_a_newer_schema_and_names_the_versions(postgres_url: st
     open_storage(postgres_url).close()
     with psycopg.connect(postgres_url) as db:
         db.execute("UPDATE schema_version SET version = 99")
-    with pytest.raises(StorageError, match="schema version 99, newer than this aggregator's 1"):
+    from deniable.aggregator.storage._postgres import SCHEMA_VERSION
+
+    message = f"schema version 99, newer than this aggregator's {SCHEMA_VERSION}"
+    with pytest.raises(StorageError, match=message):
         open_storage(postgres_url)
 
 
@@ -456,3 +469,217 @@ def test_postgres_reopened_by_a_second_daemon_shares_ids(postgres_url: str) -> N
     finally:
         first.close()
         second.close()
+
+
+def _race(
+    daemons: list[Storage], token: str, reports: list[pb.Report]
+) -> list[SubmitOutcome | Exception]:
+    """Daemon ``i`` submits ``reports[i]`` with the token, both threads released at once."""
+    import threading
+
+    start = threading.Barrier(len(daemons))
+    results: list[SubmitOutcome | Exception] = [RuntimeError("not run")] * len(daemons)
+
+    def send(side: int) -> None:
+        start.wait(timeout=30)
+        try:
+            results[side] = submit_with(daemons[side], token, [reports[side]])
+        except Exception as error:  # the loser's refusal, checked by the caller
+            results[side] = error
+
+    threads = [threading.Thread(target=send, args=(side,)) for side in range(len(daemons))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return results
+
+
+def test_postgres_two_daemons_racing_one_token_store_one_report_per_question(
+    postgres_url: str,
+) -> None:
+    """Two daemons (two storages on one database) send the same token at once.
+
+    Even rounds send different reports for the question: one is stored, the other is
+    refused as an answered question. Odd rounds send the same report: one stores it, the
+    other finds it stored before.
+    """
+    daemons = [open_storage(postgres_url), open_storage(postgres_url)]
+    rounds = 6
+    try:
+        daemons[0].create_survey(enrolled())
+        daemons[0].issue_tokens("s1", [_hash(f"t{i}") for i in range(rounds)])
+        for round_ in range(rounds):
+            if round_ % 2:
+                results = _race(daemons, f"t{round_}", [report(f"r{round_}", 1)] * 2)
+                assert all(isinstance(r, SubmitOutcome) for r in results), results
+                outcomes = sorted((r.stored, r.already_stored) for r in results)  # type: ignore[union-attr]
+                assert outcomes == [(0, 1), (1, 0)]
+            else:
+                sent = [report(f"r{round_}-{side}", side) for side in (0, 1)]
+                results = _race(daemons, f"t{round_}", sent)
+                stored = [r for r in results if isinstance(r, SubmitOutcome)]
+                refused = [r for r in results if isinstance(r, AlreadyExists)]
+                assert len(stored) == len(refused) == 1, results
+                assert stored[0].stored == 1
+                assert "already answered question 'q1'" in str(refused[0])
+        tally = daemons[1].tally("s1", "q1")
+        assert tally is not None
+        assert tally.n == rounds
+        assert tally == recount(daemons[0], "s1", "q1")
+    finally:
+        for storage in daemons:
+            storage.close()
+
+
+def _tally_rows(url: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url) as db:
+        row = db.execute("SELECT count(*) FROM tallies WHERE question_id = 'q1'").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_postgres_tally_rows_are_folded_without_changing_the_sum(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two daemons submit while folds run from both and a reader checks every sum it sees.
+
+    A fold must never make a read count a batch twice (its row and the sum holding it) or
+    not at all: the reader's totals only grow, and end at the number of reports stored.
+    """
+    import threading
+
+    from deniable.aggregator.storage import _postgres
+
+    monkeypatch.setattr(_postgres, "COMPACT_EVERY", 5)  # fold often: every ~5th batch
+    monkeypatch.setattr(_postgres, "COMPACT_ROWS", 3)  # and on reads of more than 3 rows
+    daemons = [_postgres.PostgresStorage(postgres_url), _postgres.PostgresStorage(postgres_url)]
+    batches, size = 12, 10
+    try:
+        daemons[0].create_survey(survey())
+        done = threading.Event()
+        seen: list[int] = []
+
+        def send(side: int) -> None:
+            for b in range(batches):
+                reports = [report(f"d{side}-b{b}-r{i}", i % 2) for i in range(size)]
+                assert submit(daemons[side], reports).stored == size
+
+        def fold_and_read() -> None:
+            for step in range(10_000):  # bounded; ends when the senders are done
+                daemons[step % 2].compact("s1", "q1")
+                tally = daemons[(step + 1) % 2].tally("s1", "q1")
+                assert tally is not None
+                seen.append(tally.n)
+                if done.is_set():
+                    return
+
+        senders = [threading.Thread(target=send, args=(side,)) for side in (0, 1)]
+        folder = threading.Thread(target=fold_and_read)
+        for thread in [*senders, folder]:
+            thread.start()
+        for thread in senders:
+            thread.join(timeout=120)
+        done.set()
+        folder.join(timeout=120)
+        total = 2 * batches * size
+        assert seen == sorted(seen), "a read saw fewer reports than an earlier one"
+        assert all(n % size == 0 and n <= total for n in seen)  # whole batches, none twice
+        assert daemons[0].tally("s1", "q1") == recount(daemons[0], "s1", "q1")
+        assert daemons[0].tally("s1", "q1") == Tally(total, (total // 2,))
+        daemons[1].compact("s1", "q1")
+        assert _tally_rows(postgres_url) == 1  # everything folded into batch 0
+        assert daemons[1].tally("s1", "q1") == Tally(total, (total // 2,))
+    finally:
+        for storage in daemons:
+            storage.close()
+
+
+def test_postgres_batches_fold_tally_rows_as_they_go(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deniable.aggregator.storage import _postgres
+
+    monkeypatch.setattr(_postgres, "COMPACT_EVERY", 4)
+    storage = open_storage(postgres_url)
+    try:
+        storage.create_survey(survey())
+        for b in range(12):
+            submit(storage, [report(f"b{b}", 1)])
+        assert _tally_rows(postgres_url) < 1 + 12 - 4  # at least one fold of 4 rows
+        assert storage.tally("s1", "q1") == Tally(12, (12,))
+    finally:
+        storage.close()
+
+
+def test_postgres_pool_holds_at_most_the_connections_asked_for(postgres_url: str) -> None:
+    """Two batches held open in their transactions: a third waits for one of their connections."""
+    import threading
+
+    import psycopg
+
+    from deniable.aggregator.storage._postgres import PostgresStorage
+
+    storage = open_storage(postgres_url, connections=2)
+    assert isinstance(storage, PostgresStorage)
+    entered, release = threading.Semaphore(0), threading.Event()
+    steps = ReleaseSteps(first=100, step=100)  # stepped: the tally runs inside the transaction
+
+    def held(rid: str) -> Submission:
+        batch = submission([report(rid, 1)], steps)
+
+        def tally(keep: object) -> list[int]:
+            entered.release()
+            release.wait(timeout=60)
+            return [1]
+
+        return replace(batch, groups=[replace(batch.groups[0], tally=tally)])
+
+    try:
+        storage.create_survey(survey())
+        threads = [
+            threading.Thread(target=storage.submit, args=(held(rid),)) for rid in ("a", "b", "c")
+        ]
+        for thread in threads[:2]:
+            thread.start()
+        for _ in range(2):
+            assert entered.acquire(timeout=60)
+        threads[2].start()
+        for _ in range(600):  # bounded: until the third batch waits for a connection
+            if storage._pool.get_stats().get("requests_waiting", 0) == 1:
+                break
+            threading.Event().wait(0.05)
+        assert storage._pool.get_stats().get("requests_waiting", 0) == 1
+        with psycopg.connect(postgres_url) as admin:
+            row = admin.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            ).fetchone()
+        assert row is not None
+        assert row[0] == 2
+        release.set()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert storage.tally("s1", "q1") == Tally(3, (3,))
+    finally:
+        release.set()
+        storage.close()
+
+
+def test_postgres_prepares_the_batch_statement_at_its_first_use(postgres_url: str) -> None:
+    from deniable.aggregator.storage._postgres import PostgresStorage
+
+    storage = open_storage(postgres_url, connections=1)
+    assert isinstance(storage, PostgresStorage)
+    try:
+        storage.create_survey(survey())
+        assert submit(storage, [report("a", 1), report("b", 0)]).stored == 2
+        with storage._pool.connection() as db:  # the one pooled connection
+            prepared = [
+                str(row[0]) for row in db.execute("SELECT statement FROM pg_prepared_statements")
+            ]
+        assert any("INSERT INTO report_ids" in statement for statement in prepared), prepared
+    finally:
+        storage.close()
