@@ -98,6 +98,12 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE report_ids DROP CONSTRAINT IF EXISTS report_ids_survey_id_fkey;
     """,
+    # Version 3: tally sums of any size, as SQLite stores them. A numeric mechanism's sums
+    # are exact integers on a fine grid and outgrow 64 bits within a few reports.
+    """
+    ALTER TABLE tallies ALTER COLUMN sums TYPE NUMERIC[];
+    ALTER TABLE releases ALTER COLUMN sums TYPE NUMERIC[];
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 Connection = psycopg.Connection[TupleRow]

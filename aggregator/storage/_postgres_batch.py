@@ -59,7 +59,7 @@ _FAST = (
     "SELECT k.s, k.r, k.d FROM ({rows}) AS k WHERE (SELECT ok FROM ok) "
     f"{_ORDER}), "
     "tally AS (INSERT INTO tallies (survey_id, question_id, batch, n, sums) "
-    "SELECT t.s, t.q, nextval('tally_batches'), t.n, t.sums::bigint[] "
+    "SELECT t.s, t.q, nextval('tally_batches'), t.n, t.sums::numeric[] "
     "FROM unnest(%(tally_s)s::text[], %(tally_q)s::text[], %(tally_n)s::bigint[], "
     "%(tally_sums)s::text[]) AS t(s, q, n, sums) WHERE (SELECT ok FROM ok) "
     "RETURNING survey_id, question_id, batch), "

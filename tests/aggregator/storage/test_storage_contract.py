@@ -178,6 +178,42 @@ def test_a_release_is_the_tally_at_the_commit_that_reaches_its_point(durable_url
         reopened.close()
 
 
+def big_submission(reports: list[pb.Report], releases: ReleaseSteps | None = None) -> Submission:
+    """A batch whose tally sums need more than 64 bits, as a numeric mechanism's can.
+
+    (Duchi's sums are exact integers on a fine grid: a few reports' sum of squares
+    already exceeds a signed 64-bit integer.)
+    """
+    plain = submission(reports, releases)
+    groups = [
+        replace(group, tally=lambda keep, g=group: [2**100 * len(g.rows[keep]), -(2**70)])
+        for group in plain.groups
+    ]
+    return replace(plain, groups=groups)
+
+
+@pytest.mark.parametrize("stepped", [False, True])
+def test_tally_sums_are_exact_beyond_64_bits(durable_url: str, stepped: bool) -> None:
+    steps = ReleaseSteps(first=2, step=2) if stepped else None
+    storage = open_storage(durable_url)
+    try:
+        storage.create_survey(survey())
+        storage.submit(big_submission([report("a", 1), report("b", 0)], steps))
+        storage.submit(big_submission([report("c", 1)], steps))
+        storage.submit(big_submission([report("a", 1)], steps))  # a resend adds nothing
+        expected = Tally(3, (3 * 2**100, -2 * 2**70))
+        assert storage.tally("s1", "q1") == expected
+        if stepped:
+            assert storage.released("s1", "q1") == Tally(2, (2 * 2**100, -(2**70)))
+    finally:
+        storage.close()
+    reopened = open_storage(durable_url)
+    try:
+        assert reopened.tally("s1", "q1") == expected
+    finally:
+        reopened.close()
+
+
 def test_conflicting_resend_stores_nothing_of_the_batch(opener: Opener) -> None:
     storage = opener()
     storage.create_survey(survey())
