@@ -12,6 +12,7 @@ import pytest
 
 from deniable.aggregator.storage import (
     ReportGroup,
+    Selection,
     Storage,
     StorageError,
     Submission,
@@ -185,10 +186,11 @@ def big_submission(reports: list[pb.Report], releases: ReleaseSteps | None = Non
     already exceeds a signed 64-bit integer.)
     """
     plain = submission(reports, releases)
-    groups = [
-        replace(group, tally=lambda keep, g=group: [2**100 * len(g.rows[keep]), -(2**70)])
-        for group in plain.groups
-    ]
+
+    def huge(group: ReportGroup, keep: Selection) -> list[int]:
+        return [2**100 * len(group.rows[keep]), -(2**70)]
+
+    groups = [replace(group, tally=partial(huge, group)) for group in plain.groups]
     return replace(plain, groups=groups)
 
 
