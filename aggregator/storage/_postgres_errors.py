@@ -24,6 +24,9 @@ T = TypeVar("T")
 Connection = psycopg.Connection[TupleRow]
 
 CONFLICT_ATTEMPTS = 5  # serialization failures and deadlocks: tries before UNAVAILABLE
+# While the database is known to be down, a call waits this long (seconds) for a pooled
+# connection, not the pool's whole timeout: clients get UNAVAILABLE before their deadline.
+DOWN_POOL_TIMEOUT = 0.5
 
 
 class DatabaseUnavailable(Unavailable):
@@ -68,12 +71,16 @@ class Transactions:
       first (a restarted server leaves them all dead), and work that may run twice
       (storing a batch, whose report ids make a second run count nothing twice; reads)
       runs once more on a fresh connection first.
+    * Until a call succeeds again, calls wait at most :data:`DOWN_POOL_TIMEOUT` for a
+      connection, so that during an outage clients get UNAVAILABLE at once rather than
+      reaching their deadline.
     """
 
     def __init__(self, pool: ConnectionPool[Connection], url: str) -> None:
         self.pool = pool
         self.url = url
         self._pinned: Connection | None = None
+        self.down = False  # the last call found the database unreachable
 
     @contextlib.contextmanager
     def pinned(self) -> Iterator[None]:
@@ -109,22 +116,26 @@ class Transactions:
         stale_retried = False
         while True:
             try:
-                with self.pool.connection() as db:
+                with self.pool.connection(DOWN_POOL_TIMEOUT if self.down else None) as db:
                     if autocommit:
                         db.autocommit = True
                         try:
-                            return work(db)
+                            result = work(db)
                         finally:
                             if not db.closed:
                                 db.autocommit = False
-                    with db.transaction():
-                        return work(db)
+                    else:
+                        with db.transaction():
+                            result = work(db)
+                self.down = False
+                return result
             except (SerializationFailure, DeadlockDetected) as error:
                 conflicts += 1
                 if conflicts >= CONFLICT_ATTEMPTS:
                     raise unavailable(self.url, error) from None
                 time.sleep(random.uniform(0, 0.01 * 2**conflicts))
             except psycopg.OperationalError as error:
+                self.down = True
                 self._check_pool()
                 if isinstance(error, PoolTimeout) or stale_retried or not again:
                     raise unavailable(self.url, error) from None
