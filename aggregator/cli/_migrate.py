@@ -13,6 +13,7 @@ from deniable.aggregator.storage import StorageError, default_database_url
 from deniable.aggregator.storage._copy import CopyRefusedError, copy, writing
 from deniable.aggregator.storage._lock import exclusive_lock
 from deniable.aggregator.storage._reader import open_reader, sqlite_path
+from deniable.aggregator.storage._url import POSTGRES_EXTRA
 from deniable.shared.errors import AggregatorError
 
 _POSTGRES = ("postgresql://", "postgres://")
@@ -167,9 +168,12 @@ def _upgrade_sqlite(path: str) -> tuple[str, int, int]:
 
 def _upgrade_postgres(url: str) -> tuple[str, int, int]:
     """Upgrade a PostgreSQL database in one transaction (daemons starting meanwhile wait)."""
-    import psycopg
+    try:
+        import psycopg
 
-    from deniable.aggregator.storage._postgres import migrate, redacted
+        from deniable.aggregator.storage._postgres import migrate, redacted
+    except ImportError:
+        raise StorageError(POSTGRES_EXTRA) from None
 
     name = redacted(url)
 

@@ -36,6 +36,7 @@ from deniable.aggregator.storage._base import (
 from deniable.aggregator.storage._decode import Group, decode_batch
 from deniable.aggregator.storage._lock import exclusive_lock
 from deniable.aggregator.storage._log_format import expand
+from deniable.aggregator.storage._url import POSTGRES_EXTRA
 from deniable.shared.errors import AggregatorError
 from deniable.shared.mechanisms import Mechanism, ReportValueError, mechanism_of
 from deniable.shared.privacy import ReleaseSteps
@@ -287,10 +288,12 @@ def writing(url: str) -> Iterator[tuple[CopyTarget, str]]:
         StorageError: the target cannot be opened or written (nothing of the block is kept).
     """
     if url.startswith(("postgresql://", "postgres://")):
-        import psycopg
+        try:
+            import psycopg
 
-        from deniable.aggregator.storage._postgres import PostgresStorage, redacted
-
+            from deniable.aggregator.storage._postgres import PostgresStorage, redacted
+        except ImportError:
+            raise StorageError(POSTGRES_EXTRA) from None
         storage = PostgresStorage(url)
         try:
             with storage.single_transaction():

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from deniable.aggregator.storage._base import StorageError, Tally
 from deniable.aggregator.storage._migrate import SCHEMA_VERSION
+from deniable.aggregator.storage._url import POSTGRES_EXTRA
 
 if TYPE_CHECKING:
     from deniable.aggregator.storage._postgres_reader import PostgresReader
@@ -53,10 +54,7 @@ def open_reader(url: str) -> SqliteReader | PostgresReader:
         try:
             from deniable.aggregator.storage._postgres_reader import PostgresReader
         except ImportError:
-            raise ValueError(
-                "a postgresql:// database needs the postgres extra: "
-                "pip install 'deniable[postgres]'"
-            ) from None
+            raise ValueError(POSTGRES_EXTRA) from None
         return PostgresReader(url)
     if not url.startswith("sqlite:///"):
         scheme = url.split(":", 1)[0] if ":" in url else url

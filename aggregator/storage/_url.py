@@ -5,9 +5,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from deniable.aggregator.storage._base import Storage
+from deniable.aggregator.storage._base import Storage, StorageError
 
-__all__ = ["data_dir", "default_database_url", "open_storage"]
+__all__ = ["POSTGRES_EXTRA", "data_dir", "default_database_url", "open_storage"]
+
+POSTGRES_EXTRA = (
+    "a postgresql:// database needs the postgres extra: pip install 'deniable[postgres]'"
+)
 
 
 def data_dir() -> Path:
@@ -28,14 +32,20 @@ def open_storage(url: str, *, connections: int | None = None) -> Storage:
     ``postgresql://user@host:port/dbname`` (also ``postgres://``; needs the postgres extra).
     ``connections``: PostgreSQL's most pooled connections (the daemon's worker threads);
     SQLite has one connection.
+
+    Raises:
+        ValueError: an unsupported URL.
+        StorageError: the database cannot be opened, or the postgres extra is missing.
     """
     if url.startswith("sqlite:///"):
         from deniable.aggregator.storage._sqlite import SqliteStorage
 
         return SqliteStorage(url.removeprefix("sqlite:///"))
     if url.startswith(("postgresql://", "postgres://")):
-        from deniable.aggregator.storage._postgres import PostgresStorage
-
+        try:
+            from deniable.aggregator.storage._postgres import PostgresStorage
+        except ImportError:
+            raise StorageError(POSTGRES_EXTRA) from None
         return (
             PostgresStorage(url)
             if connections is None
