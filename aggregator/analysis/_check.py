@@ -63,14 +63,6 @@ class LogSource(Protocol):
         """The survey's log rows as (sequence number, stored bytes), in commit order."""
 
 
-def _add(sums: tuple[int, ...], delta: list[int]) -> tuple[int, ...]:
-    """Element-wise sum; a missing entry counts as zero (as the running tallies do)."""
-    length = max(len(sums), len(delta))
-    return tuple(
-        a + b for a, b in zip(padded(sums, length), padded(tuple(delta), length), strict=True)
-    )
-
-
 def _same(tally: Tally, other: Tally | None) -> bool:
     """Equal counts and sums, a missing sum counting as zero."""
     if other is None or tally.n != other.n:
@@ -191,7 +183,7 @@ class _SurveyChecker:
             contributions.append((qid, len(group.rows), tally))
         for qid, n, tally in contributions:
             old = self.recomputed[qid]
-            self.recomputed[qid] = Tally(old.n + n, _add(old.sums, tally))
+            self.recomputed[qid] = old.plus(n, tally)
             if _same(self.recomputed[qid], self.released.get(qid)):
                 self.release_seen.add(qid)
         return batch

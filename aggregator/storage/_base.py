@@ -102,6 +102,15 @@ class Tally:
         """The first sum, or 0: the yes count of a yes/no question."""
         return self.sums[0] if self.sums else 0
 
+    def plus(self, n: int, delta: Sequence[int]) -> Tally:
+        """This tally with ``n`` more reports adding ``delta``; a missing sum counts as 0."""
+        width = max(len(self.sums), len(delta))
+        sums = tuple(
+            (self.sums[i] if i < len(self.sums) else 0) + (int(delta[i]) if i < len(delta) else 0)
+            for i in range(width)
+        )
+        return Tally(self.n + n, sums)
+
 
 class Storage(ABC):
     """Surveys, the report log and running tallies.

@@ -286,7 +286,7 @@ def _add_tally(db: Connection, group: ReportGroup, fresh: NDArray[np.bool_]) -> 
     ).fetchone()
     assert row is not None
     if group.releases is not None:
-        new = Tally(old.n + count, add(old.sums, delta))
+        new = old.plus(count, delta)
         last = released_row(db, key)
         if group.releases.due(last.n, new.n):
             db.execute(
@@ -305,7 +305,7 @@ def sum_rows(db: Connection, key: tuple[str, str]) -> tuple[Tally, int]:
         "SELECT n, sums FROM tallies WHERE survey_id = %s AND question_id = %s", key
     ).fetchall()
     for n, sums in rows:
-        total = Tally(total.n + int(n), add(total.sums, [int(s) for s in sums]))
+        total = total.plus(int(n), sums)
     return total, len(rows)
 
 
@@ -315,12 +315,3 @@ def released_row(db: Connection, key: tuple[str, str]) -> Tally:
         "SELECT n, sums FROM releases WHERE survey_id = %s AND question_id = %s", key
     ).fetchone()
     return Tally(0) if row is None else Tally(int(row[0]), tuple(int(s) for s in row[1]))
-
-
-def add(sums: tuple[int, ...], delta: Sequence[int]) -> tuple[int, ...]:
-    """Element-wise sum of two tallies' sums, the shorter padded with zeros."""
-    width = max(len(sums), len(delta))
-    return tuple(
-        (sums[i] if i < len(sums) else 0) + (delta[i] if i < len(delta) else 0)
-        for i in range(width)
-    )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import psycopg
 from psycopg.rows import TupleRow
 
-from deniable.aggregator.storage._postgres_batch import add
+from deniable.aggregator.storage._base import Tally
 
 __all__ = ["COMPACT_EVERY", "COMPACT_ROWS", "compact"]
 
@@ -45,13 +45,12 @@ def compact(db: Connection, key: tuple[str, str]) -> int:
     ).fetchall()
     if not folded:
         return 0
-    n, sums = int(zero[0]), tuple(int(s) for s in zero[1])
+    total = Tally(int(zero[0])).plus(0, zero[1])
     for rows_n, rows_sums in folded:
-        n += int(rows_n)
-        sums = add(sums, [int(s) for s in rows_sums])
+        total = total.plus(int(rows_n), rows_sums)
     db.execute(
         "UPDATE tallies SET n = %s, sums = %s "
         "WHERE survey_id = %s AND question_id = %s AND batch = 0",
-        (n, list(sums), *key),
+        (total.n, list(total.sums), *key),
     )
     return len(folded)

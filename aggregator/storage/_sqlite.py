@@ -301,7 +301,7 @@ class SqliteStorage(Storage):
                     continue
             key = (group.survey_id, group.question_id)
             old = tallies.get(key) or self._tallies.get(key) or self._read_tally(key)
-            new = tallies[key] = Tally(old.n + count, _add(old.sums, group.tally(keep)))
+            new = tallies[key] = old.plus(count, group.tally(keep))
             self._db.execute(
                 "UPDATE tallies SET n = ?, sums = ? WHERE survey_id = ? AND question_id = ?",
                 (new.n, json.dumps(new.sums), *key),
@@ -382,10 +382,3 @@ class SqliteStorage(Storage):
         """Commit without fsync from now on: for a staging copy, synced once when complete."""
         with self._lock:
             self._db.execute("PRAGMA synchronous=OFF")
-
-
-def _add(sums: tuple[int, ...], delta: list[int]) -> tuple[int, ...]:
-    """Element-wise sum of two tallies' sums, the shorter padded with zeros."""
-    if len(sums) < len(delta):
-        sums = sums + (0,) * (len(delta) - len(sums))
-    return tuple(total + (delta[i] if i < len(delta) else 0) for i, total in enumerate(sums))
