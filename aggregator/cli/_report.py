@@ -116,16 +116,18 @@ def report_command(
                 results.append(QuestionResult(question, None, error.details))
                 continue
             results.append(QuestionResult(question, estimate_to_dict(estimate)))
-    page = render_report(
-        ReportData(
-            survey=survey,
-            results=results,
-            confidence=confidence,
-            method=method,
-            generated=datetime.now(UTC),
-            version=version("deniable"),
-        )
-    ).encode("utf-8")
+    data = ReportData(
+        survey=survey,
+        results=results,
+        confidence=confidence,
+        method=method,
+        generated=datetime.now(UTC),
+        version=version("deniable"),
+    )
+    try:
+        page = render_report(data).encode("utf-8")
+    except ValueError as error:  # an estimate the charts cannot draw (not finite, reversed)
+        fail(f"cannot draw the report of survey {survey.id!r}: {error}", 1)
     if out == "-":
         click.echo(page, nl=False)
         return

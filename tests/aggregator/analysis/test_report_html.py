@@ -225,3 +225,15 @@ def test_the_page_is_self_contained(pages: dict[str, str]) -> None:
         assert "@import" not in page
         assert "<script" not in page
         assert "@media print" in page
+
+
+def test_an_estimate_that_cannot_be_drawn_is_refused_naming_it() -> None:
+    question = pb.Question(id="q", text="t", binary=pb.BinaryQuestion())
+    estimate = {"n": 5, "estimate": 0.5, "estimate_raw": 0.5, "ci_low": 0.6, "ci_high": 0.4}
+    survey = pb.Survey(id="s", title="T", questions=[question])
+    data = ReportData(
+        survey, [QuestionResult(question, estimate)], 0.95, "wilson",
+        datetime(2026, 1, 1, tzinfo=UTC), "1",
+    )  # fmt: skip
+    with pytest.raises(ValueError, match=r"'q': interval \[0.6, 0.4\] is reversed"):
+        render_report(data)
