@@ -55,6 +55,11 @@ COMMANDS = {
         "plan_command",
         "Plan a survey question: how many participants a margin of error needs.",
     ),
+    "report": (
+        "deniable.aggregator.cli._report",
+        "report_command",
+        "Write SURVEY_ID's estimates as one self-contained HTML page.",
+    ),
     "serve": (
         "deniable.aggregator.cli._serve",
         "serve_command",

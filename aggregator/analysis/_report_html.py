@@ -1,0 +1,327 @@
+"""The survey report: one self-contained HTML page (inline CSS and SVG, no script, no requests)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from deniable.aggregator.analysis._report_svg import Interval, escape, heat_map, interval_chart
+from deniable.client import RefusedError, check_mechanism
+from deniable.shared.questions.joint import cell_names, part_values
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
+
+__all__ = ["QuestionResult", "ReportData", "participant_text", "render_report"]
+
+STATES = {pb.SURVEY_STATE_OPEN: "open", pb.SURVEY_STATE_CLOSED: "closed"}
+
+# No script may run and nothing may be fetched, even if a survey string escaped escaping:
+# the page's own styles are inline, its charts inline SVG.
+POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 60em;
+       padding: 0 1em; color: #111; line-height: 1.4; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; }
+h2 { font-size: 1.25em; border-bottom: 1px solid #ccc; padding-bottom: 0.2em; }
+section.question { margin: 2em 0; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 0.2em 1em; }
+dl.facts dt { font-weight: 600; }
+dl.facts dd { margin: 0; }
+p.notice { background: #fff4d6; border-left: 4px solid #d9a400; padding: 0.5em 0.8em; }
+blockquote.privacy { border-left: 4px solid #7aa6d6; margin: 0.5em 0; padding: 0.2em 0.8em;
+                     background: #f3f8fd; }
+svg.chart { max-width: 100%; height: auto; display: block; margin: 0.5em 0;
+            font-size: 12px; font-family: system-ui, sans-serif; }
+svg.chart .bar { fill: #c6dbef; }
+svg.chart .interval, svg.chart .cap { stroke: #08306b; stroke-width: 2; }
+svg.chart .point { fill: #d94801; }
+svg.chart .axis line { stroke: #555; }
+table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.15em 0.5em; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+.muted { color: #555; }
+@media print {
+  body { margin: 0; max-width: none; font-size: 10.5pt; }
+  section.question { break-inside: avoid; page-break-inside: avoid; }
+  h2 { break-after: avoid; page-break-after: avoid; }
+  p.notice, blockquote.privacy { background: none; }
+  svg.chart { max-width: 17cm; }
+}
+@page { margin: 15mm; }
+"""
+
+
+@dataclass(frozen=True)
+class QuestionResult:
+    """A question and its estimate as ``estimate_to_dict`` gives it, or why there is none."""
+
+    question: pb.Question
+    estimate: dict[str, Any] | None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """Everything the page shows: the survey, each question's result, and how it was made."""
+
+    survey: pb.Survey
+    results: Sequence[QuestionResult]
+    confidence: float
+    method: str
+    generated: datetime
+    version: str
+
+
+def participant_text(question: pb.Question) -> str:
+    """What a participant's device shows about the question's privacy before answering.
+
+    The same code as ``deniable answer``: the client's check of the mechanism and the
+    mechanism's plain-language explanation, or the client's refusal when it refuses.
+    """
+    try:
+        mechanism = check_mechanism(question)
+    except RefusedError as error:
+        return f"Participants' devices refuse this question: {error}"
+    return f"{mechanism.explain()} Exact epsilon: {mechanism.epsilon!r}, computed on the device."
+
+
+def _fmt(value: float, digits: int = 4) -> str:
+    if not math.isfinite(value):
+        return "∞" if value > 0 else "undefined"
+    return f"{value:,.{digits}f}"
+
+
+def _facts(rows: Sequence[tuple[str, str]]) -> str:
+    """A definition list; ``rows`` hold escaped HTML."""
+    items = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows)
+    return f'<dl class="facts">{items}</dl>'
+
+
+def _table(header: Sequence[str], rows: Sequence[Interval], extra: Sequence[str] = ()) -> str:
+    """The numbers behind a chart: estimate and interval per row (and one more column)."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = []
+    for index, row in enumerate(rows):
+        more = f"<td>{extra[index]}</td>" if extra else ""
+        body.append(
+            f"<tr><td>{escape(row.label)}</td><td>{_fmt(row.estimate)}</td>"
+            f"<td>[{_fmt(row.low)}, {_fmt(row.high)}]</td>{more}</tr>"
+        )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _intervals(entries: Sequence[dict[str, Any]], key: str = "option") -> list[Interval]:
+    return [Interval(str(e[key]), e["estimate"], e["ci_low"], e["ci_high"]) for e in entries]
+
+
+def _charts(question: pb.Question, data: dict[str, Any]) -> str:
+    """The question's chart(s) and the numbers behind them, by the estimate's shape."""
+    qid = question.id
+    if "items" in data:
+        return _multi_select(qid, data)
+    if "marginals" in data:
+        return _joint(question, data)
+    if "options" in data:
+        rows = _intervals(data["options"])
+        chart = interval_chart(rows, 0.0, 1.0, title=f"{qid}: share of each option", bars=True)
+        support = [f"{o['support']:,}" for o in data["options"]]
+        return chart + _table(("option", "share", "interval", "supporting reports"), rows, support)
+    row = Interval(qid, data["estimate"], data["ci_low"], data["ci_high"])
+    if question.WhichOneof("kind") == "numeric":
+        low, high = question.numeric.min, question.numeric.max
+        chart = interval_chart([row], low, high, title=f"{qid}: mean", bars=False)
+        worst = data.get("std_error_worst", 0.0)
+        note = f"std error {_fmt(data['std_error'])}" + (
+            f", worst case {_fmt(worst)}" if worst else ""
+        )
+        return chart + f'<p class="muted">Mean on [{low:g}, {high:g}]; {note}.</p>'
+    chart = interval_chart([row], 0.0, 1.0, title=f"{qid}: share answering yes", bars=False)
+    return chart + (
+        f'<p class="muted">Share answering yes: {_fmt(row.estimate)} '
+        f"[{_fmt(row.low)}, {_fmt(row.high)}]; unbiased {_fmt(data['estimate_raw'])}, "
+        f"std error {_fmt(data['std_error'])}.</p>"
+    )
+
+
+def _joint(question: pb.Question, data: dict[str, Any]) -> str:
+    """The cross-tab as a heat map (first part by the others), marginals, associations."""
+    qid = question.id
+    marginals = data["marginals"]
+    parts_of = list(question.joint.parts)
+    first = [f"{parts_of[0].id}={value}" for value in part_values(parts_of[0])]
+    # the other parts' values in cell order: the cells' names without the first part
+    names = cell_names(pb.Question(joint=pb.JointQuestion(parts=parts_of[1:])))
+    cells = data["options"]
+    if len(cells) != len(first) * len(names):
+        raise ValueError(
+            f"question {qid!r}: {len(cells)} cells, but its parts make {len(first)}×{len(names)}"
+        )
+    columns = len(names)
+    grid = [
+        [c["estimate"] for c in cells[r * columns : (r + 1) * columns]] for r in range(len(first))
+    ]
+    tips = [
+        [
+            f"{c['option']}: {c['estimate']:.4f} [{c['ci_low']:.4f}, {c['ci_high']:.4f}]"
+            for c in cells[r * columns : (r + 1) * columns]
+        ]
+        for r in range(len(first))
+    ]
+    parts = [
+        f"<h3>Cross-tab: {escape(str(marginals[0]['part']))} (rows) by the other parts</h3>",
+        heat_map(first, names, grid, title=f"{qid}: cross-tab", tooltips=tips),
+    ]
+    for marginal in marginals:
+        part = str(marginal["part"])
+        rows = _intervals(marginal["values"])
+        parts.append(f"<h3>Marginal of {escape(part)}</h3>")
+        parts.append(interval_chart(rows, 0.0, 1.0, title=f"{qid}: {part}", bars=True))
+    if data.get("associations"):
+        body = "".join(
+            f"<tr><td>{escape(str(a['part_a']))} and {escape(str(a['part_b']))}</td>"
+            f"<td>{_fmt(a['covariance'])} [{_fmt(a['covariance_low'])}, "
+            f"{_fmt(a['covariance_high'])}]</td><td>{_fmt(a['correlation'])} "
+            f"[{_fmt(a['correlation_low'])}, {_fmt(a['correlation_high'])}]</td></tr>"
+            for a in data["associations"]
+        )
+        parts.append(
+            "<table><thead><tr><th>parts</th><th>covariance</th><th>correlation</th></tr>"
+            f"</thead><tbody>{body}</tbody></table>"
+        )
+    return "".join(parts)
+
+
+def _multi_select(qid: str, data: dict[str, Any]) -> str:
+    """Each item's share with its interval, and the co-occurrence matrix as a heat map."""
+    rows = _intervals(data["items"], "item")
+    matrix = data["cooccurrence"]
+    names = [str(name) for name in matrix["items"]]
+    tips = [
+        [
+            f"{names[i]} and {names[j]}: {matrix['estimate'][i][j]:.4f} "
+            f"[{matrix['ci_low'][i][j]:.4f}, {matrix['ci_high'][i][j]:.4f}]"
+            for j in range(len(names))
+        ]
+        for i in range(len(names))
+    ]
+    return (
+        interval_chart(rows, 0.0, 1.0, title=f"{qid}: share choosing each item", bars=True)
+        + "<h3>Co-occurrence: the share choosing both (diagonal: the item's share)</h3>"
+        + heat_map(names, names, matrix["estimate"], title=f"{qid}: co-occurrence", tooltips=tips)
+    )
+
+
+def _release(survey: pb.Survey, data: dict[str, Any]) -> str:
+    """The release gate's state for one estimate: released from how many of the stored."""
+    if not survey.min_reports and not survey.release_step:
+        return f"every estimate is from all stored reports ({data['n']:,})"
+    text = f"released from {data['n']:,} of {data['stored']:,} stored reports"
+    if data["next_release_at"]:
+        text += f"; next release at {data['next_release_at']:,} stored reports"
+    return text
+
+
+def _question(survey: pb.Survey, result: QuestionResult) -> str:
+    question, data = result.question, result.estimate
+    heading = (
+        f"{escape(question.id)}: {escape(question.text)}" if question.text else escape(question.id)
+    )
+    parts = [f'<section class="question" id="q-{escape(question.id)}"><h2>{heading}</h2>']
+    if data is None or data["n"] == 0:
+        reason = result.reason or "no reports yet"
+        parts.append(f'<p class="notice">No estimate yet: {escape(reason)}</p>')
+    else:
+        parts.append(_charts(question, data))
+        epsilon = _fmt(data["epsilon"], 6)
+        facts = [
+            ("n", f"{data['n']:,} reports"),
+            ("release", escape(_release(survey, data))),
+            ("local ε (exact)", f"{epsilon}: holds against everyone, the operator included"),
+        ]
+        central = data.get("central")
+        if central is not None:
+            facts.append(
+                (
+                    "central (ε, δ)",
+                    f"({_fmt(central['epsilon'], 6)}, {central['delta']:.1e}) in steps of "
+                    f"{central['step']:,} reports: {escape(str(central['holds_against']))}",
+                )
+            )
+        facts.append(("mechanism", escape(str(data["mechanism"]))))
+        facts.append(
+            (
+                "interval",
+                f"{data['confidence']:.6g} confidence, {escape(str(data['method']))}; estimand: "
+                f"{escape(str(data['estimand']))}",
+            )
+        )
+        if data.get("coverage"):
+            facts.append(("what it promises", escape(str(data["coverage"]))))
+        if data.get("joint_coverage"):
+            facts.append(("joint intervals", escape(str(data["joint_coverage"]))))
+        parts.append(_facts(facts))
+    parts.append(
+        "<h3>What participants were told</h3>"
+        f'<blockquote class="privacy">{escape(participant_text(question))}</blockquote>'
+        "</section>"
+    )
+    return "".join(parts)
+
+
+def _gate(survey: pb.Survey) -> str:
+    """The survey's release gate and steps, and its composed central (ε, δ), in words."""
+    if not survey.min_reports and not survey.release_step:
+        return "none: estimates are from all stored reports; only the local ε applies"
+    words = []
+    if survey.min_reports:
+        words.append(f"no estimate below {survey.min_reports:,} reports per question")
+    if survey.release_step:
+        words.append(f"estimates refreshed every {survey.release_step:,} reports per question")
+    return "; ".join(words)
+
+
+def render_report(data: ReportData) -> str:
+    """The whole page; every string from the survey is escaped."""
+    survey = data.survey
+    created = datetime.fromtimestamp(survey.created_unix_ms / 1000, UTC)
+    facts = [
+        ("survey id", escape(survey.id)),
+        ("state", STATES.get(survey.state, "unknown")),
+        ("reports stored", f"{survey.reports:,}"),
+        ("questions", f"{len(survey.questions):,}"),
+        ("created", created.strftime("%Y-%m-%d %H:%M:%S UTC")),
+        ("release gate", escape(_gate(survey))),
+    ]
+    if survey.HasField("central"):
+        central = survey.central
+        facts.append(
+            (
+                "central (ε, δ) of the survey",
+                f"({_fmt(central.epsilon, 6)}, {central.delta:.1e}) over "
+                f"{central.questions} question(s), against readers of released estimates; "
+                "the operator, who sees every report, is held only to each question's local ε",
+            )
+        )
+    facts += [
+        ("intervals", f"{data.confidence:.6g} confidence, {escape(data.method)} (as requested)"),
+        ("generated", data.generated.strftime("%Y-%m-%d %H:%M:%S UTC")),
+        ("deniable", escape(data.version)),
+    ]
+    body = "".join(_question(survey, result) for result in data.results)
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<link rel="icon" href="data:,">'
+        f"<title>{escape(survey.title)}: deniable report</title>"
+        f"<style>{STYLE}</style></head><body>"
+        f"<header><h1>{escape(survey.title)}</h1>{_facts(facts)}"
+        '<p class="muted">Each estimate is from randomized reports: no participant\'s '
+        "true answer was sent. A point is the estimate, the line with caps its interval."
+        "</p></header><main>"
+        f"{body}</main></body></html>\n"
+    )

@@ -1,0 +1,154 @@
+"""``deniable-aggregator report``: one self-contained HTML page of a survey's estimates."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from datetime import UTC, datetime
+from importlib.metadata import version
+from pathlib import Path
+
+import click
+
+from deniable.aggregator.analysis._report_html import QuestionResult, ReportData, render_report
+from deniable.aggregator.cli._common import (
+    emit_json,
+    fail,
+    remote_errors,
+    server_option,
+    tls_options,
+)
+from deniable.aggregator.cli._estimate import estimate_to_dict
+from deniable.client import AggregatorClient
+from deniable.shared.stats import MAX_CONFIDENCE, METHODS
+from deniable.shared.text import visible
+from deniable.shared.transport import RemoteError, TlsConfig
+
+
+def _check_out(out: str) -> None:
+    """Refuse an --out that cannot be written, in one line (exit 2), before asking the daemon."""
+    path = Path(out)
+    if path.is_dir():
+        fail(f"cannot write --out {out!r}: it is a directory", 2)
+    if not path.parent.is_dir():
+        fail(f"cannot write --out {out!r}: directory {str(path.parent)!r} does not exist", 2)
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        fail(f"cannot write --out {out!r}: not writable", 2)
+
+
+def _write(out: Path, page: bytes) -> None:
+    """Write the page to a temporary file beside ``out``, then rename it there: whole or not."""
+    handle, temporary = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(page)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, out)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+@click.command("report")
+@server_option
+@tls_options
+@click.argument("survey_id")
+@click.option(
+    "--out",
+    metavar="FILE",
+    required=True,
+    help="The HTML file to write (replaced whole, never half-written); - for stdout.",
+)
+@click.option(
+    "--confidence",
+    type=float,
+    default=0.95,
+    show_default=True,
+    help="Confidence level of the intervals, 0 < C <= 0.999999999 (1 - 1e-9).",
+)
+@click.option(
+    "--method", type=click.Choice(list(METHODS)), default="clopper-pearson", show_default=True
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON document saying what was written (not with --out -).",
+)
+def report_command(
+    server: str,
+    tls: TlsConfig | None,
+    survey_id: str,
+    out: str,
+    confidence: float,
+    method: str,
+    as_json: bool,
+) -> None:
+    """Write SURVEY_ID's estimates as one self-contained HTML page.
+
+    Per question: the estimate and its interval as a chart (yes/no and numeric:
+    a point with its interval; multiple choice and multi-select: bars with error
+    bars; a joint question's cross-tab and a multi-select question's
+    co-occurrence as heat maps), n, the exact local ε, the central (ε, δ) of a
+    survey released in steps, the release gate, what each interval promises,
+    and the privacy text participants' devices showed. The page makes no network
+    request and runs no script (styles and SVG charts are inline), prints on
+    paper, and shows every survey string as text, never as markup.
+    """
+    if not 0.0 < confidence <= MAX_CONFIDENCE:
+        raise click.UsageError(
+            f"confidence must be in (0, {MAX_CONFIDENCE!r}] (at most 1 - 1e-9), got {confidence}"
+        )
+    if out == "-" and as_json:
+        raise click.UsageError("--json describes a written file; with --out - the page is stdout")
+    if out != "-":
+        _check_out(out)
+    results: list[QuestionResult] = []
+    with remote_errors(server), AggregatorClient(server, tls=tls) as client:
+        survey = client.get_survey(survey_id)
+        for question in survey.questions:
+            try:
+                estimate = client.get_estimate(survey_id, question.id, confidence, method)
+            except RemoteError as error:
+                if error.code != "FAILED_PRECONDITION":
+                    raise
+                # No reports yet, below the release gate, or before the first release step.
+                results.append(QuestionResult(question, None, error.details))
+                continue
+            results.append(QuestionResult(question, estimate_to_dict(estimate)))
+    data = ReportData(
+        survey=survey,
+        results=results,
+        confidence=confidence,
+        method=method,
+        generated=datetime.now(UTC),
+        version=version("deniable"),
+    )
+    try:
+        page = render_report(data).encode("utf-8")
+    except ValueError as error:  # an estimate the charts cannot draw (not finite, reversed)
+        fail(f"cannot draw the report of survey {survey.id!r}: {error}", 1)
+    if out == "-":
+        click.echo(page, nl=False)
+        return
+    try:
+        _write(Path(out), page)
+    except OSError as error:
+        fail(f"cannot write --out {out!r}: {error.strerror or error}", 2)
+    estimated = sum(result.estimate is not None for result in results)
+    if as_json:
+        emit_json(
+            {
+                "survey_id": survey.id,
+                "file": out,
+                "bytes": len(page),
+                "questions": len(results),
+                "estimated": estimated,
+                "waiting": [r.question.id for r in results if r.estimate is None],
+            }
+        )
+        return
+    click.echo(
+        f"wrote the report of {visible(survey.title)} ({visible(survey.id)}) to {out}: "
+        f"{len(results)} questions, {estimated} with estimates, {len(page):,} bytes"
+    )
