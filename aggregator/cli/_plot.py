@@ -1,0 +1,67 @@
+"""``--plot FILE``: the file's format from its suffix, matplotlib headless, one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from deniable.aggregator.cli._simulate_compare import PLOT_EXTRA
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+__all__ = ["FORMATS", "check_plot_path", "epsilon_axis", "pyplot", "save"]
+
+FORMATS = (".png", ".svg")
+"""The suffixes ``--plot`` draws (the format follows the suffix)."""
+
+
+def check_plot_path(path: Path | None) -> None:
+    """Refuse a ``--plot`` file whose suffix is not a format drawn (a usage error, exit 2)."""
+    if path is not None and path.suffix.lower() not in FORMATS:
+        raise click.BadParameter(
+            f"{str(path)!r} must end in .png or .svg (the format follows the suffix)",
+            param_hint="--plot",
+        )
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the headless Agg backend, imported only when a plot is drawn.
+
+    Raises:
+        click.UsageError: matplotlib is not installed (one line naming the plot extra).
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        matplotlib.rcParams["svg.fonttype"] = "none"  # text as text: small, searchable SVG
+        matplotlib.rcParams["svg.hashsalt"] = "deniable"  # stable ids: reproducible SVGs
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise click.UsageError(f"--plot needs matplotlib: {PLOT_EXTRA}") from None
+    return plt
+
+
+def save(figure: Figure, path: Path) -> None:
+    """Write ``figure`` to ``path`` (format from the suffix) and close it."""
+    plt = pyplot()
+    try:
+        figure.savefig(path, metadata={"Date": None} if path.suffix.lower() == ".svg" else None)
+    except OSError as error:
+        raise click.FileError(str(path), hint=error.strerror or str(error)) from None
+    finally:
+        plt.close(figure)
+
+
+def epsilon_axis(axes: Axes) -> None:
+    """ε on a log₂ x axis labelled with plain numbers (0.5, 1, 2, ...)."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    axes.set_xscale("log", base=2)
+    axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    axes.xaxis.set_minor_formatter(NullFormatter())
+    axes.set_xlabel("epsilon per answer")
