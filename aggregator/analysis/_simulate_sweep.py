@@ -18,7 +18,6 @@ __all__ = [
     "SweepPoint",
     "SweepResult",
     "coverage_band",
-    "parse_epsilons",
     "point_of",
     "sweep",
 ]
@@ -28,9 +27,6 @@ DEFAULT_EPSILONS = (0.5, 1.0, 2.0, 4.0)
 
 BAND_LEVEL = 0.95
 """Share of Binomial(repeats, nominal) inside the coverage band."""
-
-MAX_EPSILONS = 50
-"""At most this many ε values in one sweep (each runs every repeat)."""
 
 
 @dataclass(frozen=True)
@@ -98,31 +94,6 @@ class SweepResult:
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain dict."""
         return asdict(self)
-
-
-def parse_epsilons(text: str) -> tuple[float, ...]:
-    """``0.5,1,2,4`` as finite positive values, distinct and increasing.
-
-    Raises:
-        ValueError: a value is not a number, not finite and positive, repeated or out of
-            order, or there are none or more than ``MAX_EPSILONS`` (naming the value).
-    """
-    values: list[float] = []
-    for part in text.split(","):
-        try:
-            value = float(part)
-        except ValueError:
-            raise ValueError(
-                f"epsilons must be numbers separated by commas, got {part!r}"
-            ) from None
-        if not (math.isfinite(value) and value > 0):
-            raise ValueError(f"each epsilon must be finite and positive, got {part.strip()!r}")
-        if values and value <= values[-1]:
-            raise ValueError(f"epsilons must increase, got {part.strip()!r} after {values[-1]:g}")
-        values.append(value)
-    if len(values) > MAX_EPSILONS:
-        raise ValueError(f"at most {MAX_EPSILONS} epsilons, got {len(values)}")
-    return tuple(values)
 
 
 def coverage_band(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,10 +14,47 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["FORMATS", "check_plot_path", "epsilon_axis", "pyplot", "save"]
+__all__ = [
+    "FORMATS",
+    "MAX_EPSILONS",
+    "check_plot_path",
+    "epsilon_axis",
+    "parse_epsilons",
+    "pyplot",
+    "save",
+]
 
 FORMATS = (".png", ".svg")
 """The suffixes ``--plot`` draws (the format follows the suffix)."""
+
+
+MAX_EPSILONS = 50
+"""At most this many ε values in one ``--epsilons`` (a sweep runs every repeat at each)."""
+
+
+def parse_epsilons(text: str) -> tuple[float, ...]:
+    """``0.5,1,2,4`` as finite positive values, distinct and increasing.
+
+    Raises:
+        ValueError: a value is not a number, not finite and positive, repeated or out of
+            order, or there are none or more than ``MAX_EPSILONS`` (naming the value).
+    """
+    values: list[float] = []
+    for part in text.split(","):
+        try:
+            value = float(part)
+        except ValueError:
+            raise ValueError(
+                f"epsilons must be numbers separated by commas, got {part!r}"
+            ) from None
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"each epsilon must be finite and positive, got {part.strip()!r}")
+        if values and value <= values[-1]:
+            raise ValueError(f"epsilons must increase, got {part.strip()!r} after {values[-1]:g}")
+        values.append(value)
+    if len(values) > MAX_EPSILONS:
+        raise ValueError(f"at most {MAX_EPSILONS} epsilons, got {len(values)}")
+    return tuple(values)
 
 
 def check_plot_path(path: Path | None) -> None:

@@ -11,9 +11,14 @@ import click
 
 from deniable.aggregator.analysis._planner import Plan, plan
 from deniable.aggregator.analysis._planner_kinds import KindPlan, plan_question
-from deniable.aggregator.analysis._simulate_sweep import parse_epsilons
 from deniable.aggregator.cli._common import user_errors
-from deniable.aggregator.cli._plot import check_plot_path, epsilon_axis, pyplot, save
+from deniable.aggregator.cli._plot import (
+    check_plot_path,
+    epsilon_axis,
+    parse_epsilons,
+    pyplot,
+    save,
+)
 from deniable.shared.mechanisms import RandomizedResponse
 
 if TYPE_CHECKING:

@@ -25,11 +25,16 @@ from deniable.aggregator.analysis._simulate_sweep import (
     DEFAULT_EPSILONS,
     Simulate,
     SweepResult,
-    parse_epsilons,
     sweep,
 )
 from deniable.aggregator.cli._common import emit_json, user_errors
-from deniable.aggregator.cli._plot import check_plot_path, epsilon_axis, pyplot, save
+from deniable.aggregator.cli._plot import (
+    check_plot_path,
+    epsilon_axis,
+    parse_epsilons,
+    pyplot,
+    save,
+)
 from deniable.aggregator.cli._progress import progress, shows_progress
 from deniable.aggregator.cli._simulate_compare import DEFAULT_REPEATS
 from deniable.shared._validate import as_count, check_open_unit

@@ -17,9 +17,9 @@ from deniable.aggregator.analysis._simulate_sweep import (
     SweepPoint,
     SweepResult,
     coverage_band,
-    parse_epsilons,
 )
 from deniable.aggregator.cli._plan import plan_command
+from deniable.aggregator.cli._plot import parse_epsilons
 from deniable.aggregator.cli._plot_plan import PlanCurves
 from deniable.aggregator.cli._simulate import simulate_command
 from tests.conftest import RunCli
