@@ -180,6 +180,9 @@ def sweep_command_line(
         raise click.UsageError("--min and --max do not apply to --type categorical")
     elif inputs.question_type == "numeric" and inputs.options is not None:
         raise click.UsageError("--options does not apply to --type numeric")
+    source = click.get_current_context().get_parameter_source("method")
+    if inputs.question_type == "numeric" and source == ParameterSource.COMMANDLINE:
+        raise click.UsageError("--method does not apply to --type numeric (its interval is chosen)")
     try:
         values = DEFAULT_EPSILONS if epsilons is None else parse_epsilons(epsilons)
     except ValueError as error:

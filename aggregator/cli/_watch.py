@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -76,7 +77,8 @@ def watch_estimates(
 
     On a terminal each refresh clears the screen and redraws; otherwise (a pipe, a file)
     the refreshes follow one another without escape codes; with ``as_json`` each is one
-    JSON document on one line (JSON Lines), flushed at once. Ctrl-C ends it with status 0.
+    JSON document on one line (JSON Lines), flushed at once. Ctrl-C ends it with status 0,
+    and so does a reader that stops reading (a closed pipe).
     """
     clock = clock or CLOCK
     terminal = not as_json and sys.stdout.isatty()
@@ -114,3 +116,6 @@ def watch_estimates(
     except KeyboardInterrupt:
         if terminal:
             click.echo()  # leave the prompt on a fresh line
+    except BrokenPipeError:  # the reader has gone (e.g. | head): stop as Ctrl-C does
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # nothing more to flush at exit

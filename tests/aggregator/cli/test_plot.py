@@ -142,6 +142,8 @@ def test_bad_epsilons_are_named(text: str, message: str) -> None:
         (("--transport", "grpc", "--epsilons", "1"), "--transport does not apply to a sweep"),
         (("--repeats", "1", "--epsilons", "1"), "repeats must be"),
         (("--mechanism", "grr,nope", "--epsilons", "1"), "nope"),
+        (("--type", "numeric", "--min", "0", "--max", "1", "--distribution", "uniform",
+          "--method", "wald", "--epsilons", "1"), "--method does not apply to --type numeric"),
         (("--type", "joint", "--part", "a", "--plot", "{tmp}/out.png"),
          "apply to --type binary, categorical or numeric, not joint"),
     ],
