@@ -13,6 +13,7 @@ from deniable.aggregator.cli._common import (
     server_option,
     tls_options,
 )
+from deniable.aggregator.cli._watch import DEFAULT_INTERVAL, check_interval, watch_estimates
 from deniable.client import AggregatorClient
 from deniable.shared.stats import MAX_CONFIDENCE, METHODS
 from deniable.shared.text import visible
@@ -147,6 +148,23 @@ def central_to_dict(central: pb.CentralPrivacy) -> dict[str, Any]:
     "who chose --item's (a ratio of estimates; delta-method interval).",
 )
 @click.option("--item", metavar="ITEM", default="", help="The item of --given's share.")
+@click.option(
+    "--watch",
+    type=float,
+    is_flag=False,
+    flag_value=DEFAULT_INTERVAL,
+    default=None,
+    metavar="[SECONDS]",
+    help=f"Refresh every SECONDS (default {DEFAULT_INTERVAL:g}) until Ctrl-C, with anytime-"
+    "valid intervals: in place on a terminal, one after another otherwise, JSON Lines with "
+    "--json. Put it after SURVEY_ID.",
+)
+@click.option(
+    "--count",
+    type=click.IntRange(min=1),
+    default=None,
+    help="With --watch: stop after this many refreshes.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def estimate_command(
     server: str,
@@ -160,6 +178,8 @@ def estimate_command(
     delta: float | None,
     given: str,
     item: str,
+    watch: float | None,
+    count: int | None,
     as_json: bool,
 ) -> None:
     """Estimate each question of SURVEY_ID with a confidence interval.
@@ -177,6 +197,12 @@ def estimate_command(
     question's last release, when the next is due, and the central (ε, δ) against
     readers of released estimates; the operator, who sees every report, is held
     only to the local ε.
+
+    --watch [SECONDS] refreshes the estimates every SECONDS (default 5) until Ctrl-C,
+    which exits with status 0: redrawn in place on a terminal, one after another when
+    the output is a pipe or a file, one JSON document per line with --json. Looking again
+    and again at a live survey is what anytime-valid intervals allow, so --watch uses
+    them (as --anytime does).
     """
     if not 0.0 < confidence <= MAX_CONFIDENCE:
         raise click.UsageError(
@@ -188,8 +214,13 @@ def estimate_command(
         raise click.UsageError("--given and --item go together: give both or neither")
     if given and question_id is None:
         raise click.UsageError("--given and --item need --question (a multi-select question)")
-    results: list[dict[str, Any]] = []
-    with remote_errors(server), AggregatorClient(server, tls=tls) as client:
+    if count is not None and watch is None:
+        raise click.UsageError("--count needs --watch")
+    if watch is not None:
+        check_interval(watch)
+
+    def fetch(client: AggregatorClient) -> tuple[pb.Survey, list[dict[str, Any]]]:
+        results: list[dict[str, Any]] = []
         survey = client.get_survey(survey_id)
         ids = [q.id for q in survey.questions]
         if question_id is not None and question_id not in ids:
@@ -202,7 +233,7 @@ def estimate_command(
                     confidence,
                     method,
                     simultaneous=simultaneous,
-                    anytime=anytime,
+                    anytime=anytime or watch is not None,
                     central_delta=delta or 0.0,
                     given=given,
                     item=item,
@@ -216,9 +247,24 @@ def estimate_command(
                     continue
                 raise
             results.append(estimate_to_dict(estimate))
+        return survey, results
+
+    if watch is not None:
+        watch_estimates(
+            server, tls, fetch, lambda survey, results: _show(survey, results, confidence),
+            survey_id=survey_id, interval=watch, count=count, as_json=as_json,
+        )  # fmt: skip
+        return
+    with remote_errors(server), AggregatorClient(server, tls=tls) as client:
+        survey, results = fetch(client)
     if as_json:
         emit_json({"survey_id": survey.id, "title": survey.title, "estimates": results})
         return
+    _show(survey, results, confidence)
+
+
+def _show(survey: pb.Survey, results: list[dict[str, Any]], confidence: float) -> None:
+    """The estimates as a table, then each question's notes."""
     click.echo(f"{visible(survey.title)} ({visible(survey.id)}): {survey.reports:,} reports")
     # The CI is for the estimate; the unbiased raw figure can lie outside it.
     header = (

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from deniable.aggregator.analysis._planner import plan
@@ -15,6 +17,7 @@ from deniable.aggregator.cli._common import (
 )
 from deniable.aggregator.cli._kinds import kind_options, reject_options
 from deniable.aggregator.cli._plan_kinds import plan_kind
+from deniable.aggregator.cli._plot_plan import plan_curves, plot_request
 
 
 @click.command("plan")
@@ -40,6 +43,17 @@ from deniable.aggregator.cli._plan_kinds import plan_kind
     help="joint: assumed true cell shares (the first part slowest, summing to 1), to plan "
     "also the correlation of every two yes/no or numeric parts for the same --margin.",
 )
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also draw participants needed (with --margin; or the margin, with --participants) "
+    "against epsilon, one line per mechanism, to FILE (.png or .svg; needs the plot extra).",
+)
+@click.option(
+    "--epsilons",
+    metavar="E1,E2,...",
+    help="With --plot: the epsilons drawn (increasing; default 0.25 to 8 in steps of sqrt 2).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @overflow_is_invalid_input
 def plan_command(
@@ -56,6 +70,8 @@ def plan_command(
     confidence: float,
     share: float | None,
     distribution: str | None,
+    plot: Path | None,
+    epsilons: str | None,
     as_json: bool,
 ) -> None:
     """Plan a survey question: how many participants a margin of error needs.
@@ -69,9 +85,14 @@ def plan_command(
     with --distribution (assumed cell shares) for the correlation of its parts too. For
     --type multi_select (--options: the items, --epsilon: the question's total, split over
     the items) the margin is on one item's share.
+
+    --plot FILE plans again at each of --epsilons and draws the participants needed (or
+    the margin achieved) against epsilon, one line per mechanism; --json then has the
+    drawn numbers under "plot".
     """
     if (margin is None) == (participants is None):
         raise click.UsageError("give exactly one of --margin or --participants")
+    request = plot_request(plot, epsilons)
     if question_type == "binary":
         reject_options("binary", ["options", "mechanism", "lo", "hi", "parts", "distribution"])
     else:
@@ -86,15 +107,16 @@ def plan_command(
             question_type, options=options, mechanism=mechanism, lo=lo, hi=hi, parts=parts,
             alpha=alpha, distribution=distribution,
             epsilon=epsilon, margin=margin, participants=participants, confidence=confidence,
-            share=share, as_json=as_json,
+            share=share, as_json=as_json, plot=request,
         )  # fmt: skip
         return
     spec = spec_from_options(alpha, epsilon)
     p = 0.5 if share is None else share
     with user_errors():
         result = plan(spec, margin=margin, participants=participants, confidence=confidence, p=p)
+    curves = None if request is None else plan_curves(result, request, target_margin=margin)
     if as_json:
-        emit_json(result.to_dict())
+        emit_json(result.to_dict() | ({} if curves is None else {"plot": curves.to_dict()}))
         return
     if margin is not None:
         click.echo(
@@ -109,3 +131,5 @@ def plan_command(
     click.echo(f"Mechanism: randomized response, alpha = {spec.alpha:.6g}")
     click.echo(privacy_line(spec))
     click.echo(f"Method: {result.method}")
+    if curves is not None:
+        click.echo(f"Plot: {curves.file}")

@@ -19,6 +19,7 @@ from deniable.aggregator.analysis._sample_size import margin_for, smallest_n
 from deniable.aggregator.cli._common import emit_json, user_errors
 from deniable.aggregator.cli._joint import joint_question
 from deniable.aggregator.cli._kinds import categorical_inputs, mechanism_summary, numeric_inputs
+from deniable.aggregator.cli._plot_plan import PlotRequest, plan_curves
 from deniable.shared.mechanisms import ItemRandomizedResponse
 
 __all__ = ["plan_kind"]
@@ -42,6 +43,7 @@ def plan_kind(
     confidence: float,
     share: float | None,
     as_json: bool,
+    plot: PlotRequest | None = None,
 ) -> None:
     """Plan a categorical, numeric, joint or multi-select question and print the comparison."""
     associations: list[AssociationPlan] | None = None
@@ -83,9 +85,12 @@ def plan_kind(
                 participants=participants, confidence=confidence,
             )  # fmt: skip
     pair = _pair_plan(result) if question_type == "multi_select" else None
+    curves = None if plot is None else plan_curves(result, plot, target_margin=margin)
     if as_json:
         data = result.to_dict()
         extra: dict[str, Any] = {} if pair is None else {"pair": pair}
+        if curves is not None:
+            extra["plot"] = curves.to_dict()
         if associations is not None:
             extra["associations"] = [plan.to_dict() for plan in associations]
         emit_json({"type": data.pop("question_type"), **data, **extra})
@@ -98,6 +103,8 @@ def plan_kind(
                 f"Var1 {pair['variance_one']:.5g}): {pair['participants']:,} participants "
                 f"for ±{pair['margin']:.4f}"
             )
+        if curves is not None:
+            click.echo(f"Plot: {curves.file}")
 
 
 def _print_associations(plans: list[AssociationPlan], oracle_name: str) -> None:

@@ -12,6 +12,7 @@ from click.core import ParameterSource
 
 from deniable.aggregator.analysis._simulate import SimulationResult, simulate_binary
 from deniable.aggregator.analysis._simulate_anytime import looks_line
+from deniable.aggregator.analysis._simulate_sweep import DEFAULT_EPSILONS
 from deniable.aggregator.cli._common import (
     admin_token_file_option,
     emit_json,
@@ -25,6 +26,11 @@ from deniable.aggregator.cli._common import (
     user_errors,
 )
 from deniable.aggregator.cli._kinds import kind_options, reject_options
+from deniable.aggregator.cli._plot_simulate import (
+    SweepInputs,
+    default_repeats,
+    sweep_command_line,
+)
 from deniable.aggregator.cli._simulate_compare import DEFAULT_REPEATS, compare_command_line
 from deniable.aggregator.cli._simulate_joint import simulate_joint_command
 from deniable.aggregator.cli._simulate_kinds import simulate_kind
@@ -77,10 +83,20 @@ from deniable.shared.transport.options import check_server, client_tls_options
     f"(in-process; {DEFAULT_REPEATS} repeats unless --repeats is given).",
 )
 @click.option(
+    "--epsilons",
+    metavar="E1,E2,...",
+    help="binary, categorical, numeric: sweep these epsilons (increasing; default with --plot "
+    f"{','.join(f'{e:g}' for e in DEFAULT_EPSILONS)}), in process, every --mechanism given "
+    "(comma-separated; default every mechanism of the type), "
+    f"{DEFAULT_REPEATS} repeats each unless --repeats is given: RMSE, mean CI width and "
+    "coverage per point.",
+)
+@click.option(
     "--plot",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="With --compare-central: draw the errors against n to FILE (.png, .svg or .pdf; "
-    "needs the plot extra).",
+    help="Draw the sweep over --epsilons (accuracy, and coverage with its binomial band) to "
+    "FILE (.png or .svg); with --compare-central the errors against n (.png, .svg or .pdf). "
+    "Needs the plot extra.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @overflow_is_invalid_input
@@ -106,6 +122,7 @@ def simulate_command(
     admin_token_file: Path | None,
     batch_size: int,
     compare_central: bool,
+    epsilons: str | None,
     plot: Path | None,
     as_json: bool,
 ) -> None:
@@ -131,10 +148,15 @@ def simulate_command(
     randomized response and through a central discrete Laplace count of a trusted curator
     who holds the raw answers, and prints the error of each as n grows (local ~ 1/sqrt(n),
     central ~ 1/n).
+
+    --epsilons (and --plot FILE without --compare-central) sweeps epsilon for --type
+    binary, categorical or numeric: at each epsilon, every mechanism given by --mechanism
+    (comma-separated; default all of the type) runs --repeats surveys in process, and it
+    prints each point's RMSE, mean interval width and empirical coverage, with the exact
+    binomial band a correct interval's coverage falls in; --plot draws them.
     """
-    if plot is not None and not compare_central:
-        raise click.UsageError("--plot needs --compare-central")
     if compare_central:
+        reject_options("binary with --compare-central", ["epsilons"])
         if question_type != "binary":
             raise click.UsageError("--compare-central applies to --type binary")
         reject_options(
@@ -152,6 +174,13 @@ def simulate_command(
             share, spec, participants, repeats=repeats if given else DEFAULT_REPEATS,
             confidence=confidence, method=method, seed=seed, plot=plot, as_json=as_json,
         )  # fmt: skip
+        return
+    if epsilons is not None or plot is not None:
+        inputs = SweepInputs(
+            question_type, participants, share, options, mechanism, lo, hi, distribution,
+            default_repeats(repeats), confidence, method, seed,
+        )  # fmt: skip
+        sweep_command_line(inputs, epsilons, plot=plot, as_json=as_json)
         return
     if question_type == "joint":
         reject_options("joint", ["share", "options", "lo", "hi", "alpha", "compare_central"])

@@ -204,12 +204,3 @@ def test_cli_bad_input_is_one_line_and_exit_2(
     assert out.returncode == 2, out
     assert message in out.stderr
     assert "Traceback" not in out.stderr
-
-
-def test_cli_plot_needs_the_comparison(run_cli: RunCli) -> None:
-    out = run_cli(
-        "deniable-aggregator", "simulate", "--p", "0.3", "--epsilon", "1",
-        "--participants", "10", "--plot", "x.png",
-    )  # fmt: skip
-    assert out.returncode == 2
-    assert "--plot needs --compare-central" in out.stderr
