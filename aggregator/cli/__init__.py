@@ -45,6 +45,11 @@ COMMANDS = {
         "estimate_command",
         "Estimate each question of SURVEY_ID with a confidence interval.",
     ),
+    "export": (
+        "deniable.aggregator.cli._export",
+        "export_command",
+        "Export SURVEY_ID's estimates or stored reports as CSV, JSON or Parquet.",
+    ),
     "migrate": (
         "deniable.aggregator.cli._migrate",
         "migrate_command",

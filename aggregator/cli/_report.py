@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from datetime import UTC, datetime
 from importlib.metadata import version
-from pathlib import Path
 
 import click
 
@@ -19,34 +16,11 @@ from deniable.aggregator.cli._common import (
     tls_options,
 )
 from deniable.aggregator.cli._estimate import estimate_to_dict
+from deniable.aggregator.cli._out import check_out, whole_file
 from deniable.client import AggregatorClient
 from deniable.shared.stats import MAX_CONFIDENCE, METHODS
 from deniable.shared.text import visible
 from deniable.shared.transport import RemoteError, TlsConfig
-
-
-def _check_out(out: str) -> None:
-    """Refuse an --out that cannot be written, in one line (exit 2), before asking the daemon."""
-    path = Path(out)
-    if path.is_dir():
-        fail(f"cannot write --out {out!r}: it is a directory", 2)
-    if not path.parent.is_dir():
-        fail(f"cannot write --out {out!r}: directory {str(path.parent)!r} does not exist", 2)
-    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        fail(f"cannot write --out {out!r}: not writable", 2)
-
-
-def _write(out: Path, page: bytes) -> None:
-    """Write the page to a temporary file beside ``out``, then rename it there: whole or not."""
-    handle, temporary = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(page)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, out)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 @click.command("report")
@@ -102,7 +76,7 @@ def report_command(
     if out == "-" and as_json:
         raise click.UsageError("--json describes a written file; with --out - the page is stdout")
     if out != "-":
-        _check_out(out)
+        check_out(out)
     results: list[QuestionResult] = []
     with remote_errors(server), AggregatorClient(server, tls=tls) as client:
         survey = client.get_survey(survey_id)
@@ -132,7 +106,8 @@ def report_command(
         click.echo(page, nl=False)
         return
     try:
-        _write(Path(out), page)
+        with whole_file(out) as file:
+            file.write(page)
     except OSError as error:
         fail(f"cannot write --out {out!r}: {error.strerror or error}", 2)
     estimated = sum(result.estimate is not None for result in results)

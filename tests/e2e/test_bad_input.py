@@ -74,6 +74,7 @@ NEEDS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("estimate",): ("--server", "127.0.0.1:9", "s1"),
     ("synthesize",): ("--server", "127.0.0.1:9", "s1", "--rows", "10", "--out", "{tmp}/t.csv"),
     ("report",): ("--server", "127.0.0.1:9", "s1", "--out", "{tmp}/r.html"),
+    ("export",): ("--server", "127.0.0.1:9", "s1", "--what", "reports", "--out", "{tmp}/e.csv"),
     ("survey", "create"): ("--server", "127.0.0.1:9", "{spec}"),
     ("survey", "list"): ("--server", "127.0.0.1:9"),
     ("survey", "show"): ("--server", "127.0.0.1:9", "s1"),

@@ -1,0 +1,150 @@
+"""The rows of an export: one per estimated quantity, or one per stored report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from deniable.client import Mechanism, mechanism_of
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
+
+__all__ = [
+    "ESTIMATE_COLUMNS",
+    "REPORT_COLUMNS",
+    "Column",
+    "QuestionEstimate",
+    "estimate_rows",
+    "report_rows",
+]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of an export: its name and type ("str", "int", "float" or "value")."""
+
+    name: str
+    type: str
+
+
+def _columns(spec: str) -> tuple[Column, ...]:
+    return tuple(Column(*item.split(":")) for item in spec.split())
+
+
+ESTIMATE_COLUMNS = _columns(
+    "survey_id:str question_id:str quantity:str label:str estimate:float estimate_raw:float "
+    "ci_low:float ci_high:float std_error:float support:int n:int stored:int "
+    "confidence:float method:str coverage:str estimand:str mechanism:str epsilon:float "
+    "central_epsilon:float central_delta:float status:str"
+)
+"""One row per estimated quantity of a question (or one row saying why there is none).
+
+``quantity`` is ``estimate`` (a yes-share or a mean), ``option`` (a multiple-choice
+option's share), ``cell`` (a joint question's cross-tab cell), ``marginal`` (one part's
+value, summed over the cells), ``covariance`` or ``correlation`` (two parts of a joint
+question), ``item`` or ``pair`` (a multi-select question's items and pairs of items).
+"""
+
+REPORT_COLUMNS = _columns("report_id:str survey_id:str question_id:str mechanism:str value:value")
+"""One row per stored report; ``value`` is the randomized value as the mechanism shows it."""
+
+STATUS_ESTIMATED = "estimated"
+
+
+@dataclass(frozen=True)
+class QuestionEstimate:
+    """A question and its estimate, or the reason the daemon gave for having none."""
+
+    question: pb.Question
+    estimate: pb.Estimate | None
+    reason: str = ""
+
+
+def _interval(value: Any) -> dict[str, Any]:
+    fields = ("estimate", "estimate_raw", "ci_low", "ci_high", "std_error")
+    row = {field: getattr(value, field) for field in fields}
+    if hasattr(value, "support"):
+        row["support"] = value.support
+    return row
+
+
+def _quantities(estimate: pb.Estimate) -> Iterator[dict[str, Any]]:
+    """Each quantity of one estimate, with its label and interval (by what it carries)."""
+    cell = "cell" if estimate.marginals else "option"
+    for option in estimate.options:
+        yield {"quantity": cell, "label": option.option, **_interval(option)}
+    for item in estimate.items:
+        yield {"quantity": "item", "label": item.option, **_interval(item)}
+    for pair in estimate.pairs:
+        label = f"{pair.first} & {pair.second}"
+        yield {"quantity": "pair", "label": label, **_interval(pair), "method": "normal"}
+    for marginal in estimate.marginals:
+        for value in marginal.values:
+            label = f"{marginal.part}={value.option}"
+            yield {"quantity": "marginal", "label": label, **_interval(value)}
+    for association in estimate.associations:
+        label = f"{association.part_a} ~ {association.part_b}"
+        for name in ("covariance", "correlation"):
+            yield {
+                "quantity": name,
+                "label": label,
+                "estimate": getattr(association, name),
+                "ci_low": getattr(association, f"{name}_low"),
+                "ci_high": getattr(association, f"{name}_high"),
+                "std_error": getattr(association, f"{name}_std_error"),
+                "method": "delta method",
+            }
+    if not (estimate.options or estimate.items):
+        yield {"quantity": "estimate", "label": None, **_interval(estimate)}
+
+
+def estimate_rows(survey_id: str, results: Iterable[QuestionEstimate]) -> Iterator[list[Any]]:
+    """The rows of :data:`ESTIMATE_COLUMNS` for each question, in the survey's order."""
+    names = [column.name for column in ESTIMATE_COLUMNS]
+    for result in results:
+        common: dict[str, Any] = {"survey_id": survey_id, "question_id": result.question.id}
+        estimate = result.estimate
+        if estimate is None:
+            yield [{**common, "status": result.reason}.get(name) for name in names]
+            continue
+        common.update(
+            n=estimate.n,
+            stored=estimate.stored,
+            confidence=estimate.confidence,
+            method=estimate.method,
+            coverage=estimate.coverage,
+            estimand=estimate.estimand,
+            mechanism=estimate.mechanism,
+            epsilon=estimate.epsilon,
+            status=STATUS_ESTIMATED,
+        )
+        if estimate.HasField("central"):
+            common.update(
+                central_epsilon=estimate.central.epsilon, central_delta=estimate.central.delta
+            )
+        for quantity in _quantities(estimate):
+            row = {**common, **quantity}
+            yield [row.get(name) for name in names]
+
+
+def report_rows(
+    survey: pb.Survey, chunks: Iterable[pb.ExportReportsResponse], advance: Callable[[int], None]
+) -> Iterator[list[Any]]:
+    """The rows of :data:`REPORT_COLUMNS`, chunk by chunk as the daemon streams them.
+
+    Each report's value is its mechanism's summary (a bool, an integer, a number, packed
+    bits in hex, or an OLH report's ``{"a", "b", "value"}``), so a new mechanism's reports
+    export as it shows them. ``advance`` is told how many reports each chunk held.
+    """
+    mechanisms: dict[str, Mechanism] = {q.id: mechanism_of(q) for q in survey.questions}
+    for chunk in chunks:
+        for report in chunk.reports:
+            mechanism = mechanisms[report.question_id]
+            yield [
+                report.report_id,
+                report.survey_id,
+                report.question_id,
+                mechanism.name,
+                mechanism.summary_value(report),
+            ]
+        advance(len(chunk.reports))

@@ -1,0 +1,237 @@
+"""``deniable-aggregator export --what estimates`` against a real daemon, loaded with pandas."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from deniable.aggregator.cli._export_rows import ESTIMATE_COLUMNS
+from deniable.aggregator.server._lifecycle import RunningServer, start_server
+from deniable.aggregator.storage import open_storage
+from deniable.client import AggregatorClient, build_report, check_mechanism, parse_answer
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
+from tests.aggregator.analysis._report_data import OPTION, fill, questions
+from tests.conftest import ADMIN_TOKEN, BIN
+from tests.e2e._forks import Runner
+
+PAIRED: dict[str, object] = {
+    "title": "Paired",
+    "questions": [
+        {"id": "both", "text": "Two yes/no parts", "type": "joint", "epsilon": 2.0,
+         "parts": [{"id": "a", "text": "A?"}, {"id": "b", "text": "B?"}]},
+    ],
+}  # fmt: skip
+"""A joint question of two yes/no parts: its estimate has a covariance and a correlation."""
+
+
+def _paired_reports(survey: pb.Survey) -> list[pb.Report]:
+    """200 participants' randomized answers to ``both``, the parts mostly alike."""
+    (question,) = survey.questions
+    mechanism, rng = check_mechanism(question), np.random.default_rng(3)
+    answers = ["yes,yes", "no,no", "yes,no", "no,no", "yes,yes"]
+    return [
+        build_report(
+            survey.id, question, mechanism, parse_answer(answers[i % 5], question), rng
+        ).report
+        for i in range(200)
+    ]
+
+
+@dataclass(frozen=True)
+class Daemon:
+    """The daemon, its surveys (every kind, stepped, paired) and a folder for the files."""
+
+    server: RunningServer
+    kinds: pb.Survey
+    stepped: pb.Survey
+    paired: pb.Survey
+    folder: Path
+
+
+def cli(runner: Runner, *args: str, token: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``deniable-aggregator`` with only the given admin token in its environment."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
+    if token is not None:
+        env["DENIABLE_AGGREGATOR_ADMIN_TOKEN"] = token
+    return runner.complete("deniable-aggregator", list(args), env)
+
+
+@pytest.fixture(scope="module")
+def runner() -> Iterator[Runner]:
+    started = Runner()
+    yield started
+    started.close()
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    folder = tmp_path_factory.mktemp("export")
+    server = start_server(
+        open_storage(f"sqlite:///{folder / 'aggregator.db'}"), ADMIN_TOKEN, "127.0.0.1:0"
+    )
+    try:
+        with AggregatorClient(server.address, admin_token=ADMIN_TOKEN) as client:
+            kinds, stepped = fill(client.create_survey, client.submit_reports)
+            paired = client.create_survey(*questions(PAIRED))
+            client.submit_reports(_paired_reports(paired))
+            kinds, stepped, paired = (client.get_survey(s.id) for s in (kinds, stepped, paired))
+        yield Daemon(server, kinds, stepped, paired, folder)
+    finally:
+        server.stop(grace=1.0)
+
+
+def _estimates(runner: Runner, daemon: Daemon, survey: pb.Survey) -> pd.DataFrame:
+    done = cli(runner, "export", survey.id, "--server", daemon.server.address)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    return pd.read_csv(io.StringIO(done.stdout), keep_default_na=False, na_values=[""])
+
+
+def test_estimates_are_one_row_per_quantity_as_the_daemon_gives_them(
+    runner: Runner, daemon: Daemon
+) -> None:
+    frame = _estimates(runner, daemon, daemon.kinds)
+    assert list(frame.columns) == [column.name for column in ESTIMATE_COLUMNS]
+    with AggregatorClient(daemon.server.address) as client:
+        cheated = client.get_estimate(daemon.kinds.id, "cheated", 0.95, "clopper-pearson")
+        phone = client.get_estimate(daemon.kinds.id, "os", 0.95, "clopper-pearson")
+    row = frame[frame.question_id == "cheated"].iloc[0]
+    assert (row.quantity, row.n, row.method) == ("estimate", cheated.n, "clopper-pearson")
+    assert (row.estimate, row.ci_low, row.ci_high) == (
+        cheated.estimate, cheated.ci_low, cheated.ci_high,
+    )  # fmt: skip
+    assert row.epsilon == cheated.epsilon
+    assert row.status == "estimated"
+    options = frame[frame.question_id == "os"]
+    assert list(options.label) == [option.option for option in phone.options]  # OPTION as is
+    assert OPTION in set(options.label)
+    assert list(options.estimate) == [option.estimate for option in phone.options]
+    assert list(options.support) == [option.support for option in phone.options]
+    quantities = frame.groupby("question_id", sort=False).quantity.agg(lambda q: sorted(set(q)))
+    assert quantities["hours"] == ["estimate"]
+    assert quantities["habits"] == ["cell", "marginal"]
+    assert quantities["fruit"] == ["item", "pair"]
+    assert set(frame[frame.quantity == "marginal"].label) >= {"copied=no", f"dept={OPTION}"}
+    estimated = frame[frame.status == "estimated"]
+    assert (estimated.ci_low <= estimated.estimate).all()
+    assert (estimated.estimate <= estimated.ci_high).all()
+    assert (estimated.n == 120).all()
+
+
+def test_a_question_without_an_estimate_is_one_row_saying_why(
+    runner: Runner, daemon: Daemon
+) -> None:
+    later = _estimates(runner, daemon, daemon.kinds).query("question_id == 'later'")
+    assert len(later) == 1
+    assert "no reports yet" in later.status.iloc[0]
+    assert math.isnan(later.estimate.iloc[0])
+    stepped = _estimates(runner, daemon, daemon.stepped).set_index("question_id")
+    assert (stepped.loc["q1", "n"], stepped.loc["q1", "stored"]) == (70, 80)
+    assert 0 < stepped.loc["q1", "central_epsilon"] < 1.0
+    assert stepped.loc["q1", "central_delta"] > 0
+    assert "releases estimates from 20" in stepped.loc["q2", "status"]
+
+
+def test_covariance_and_correlation_of_two_yes_no_parts(runner: Runner, daemon: Daemon) -> None:
+    frame = _estimates(runner, daemon, daemon.paired).set_index("quantity")
+    with AggregatorClient(daemon.server.address) as client:
+        both = client.get_estimate(daemon.paired.id, "both", 0.95, "clopper-pearson")
+    (association,) = both.associations
+    for name in ("covariance", "correlation"):
+        row = frame.loc[name]
+        assert row.label == "a ~ b"
+        assert row.method == "delta method"
+        assert row.estimate == getattr(association, name)
+        assert (row.ci_low, row.ci_high) == (
+            getattr(association, f"{name}_low"), getattr(association, f"{name}_high"),
+        )  # fmt: skip
+    assert len(frame.loc["cell"]) == 4
+
+
+@pytest.mark.parametrize("file_format", ["json", "jsonl", "parquet"])
+def test_every_format_loads_into_the_same_table(
+    runner: Runner, daemon: Daemon, file_format: str
+) -> None:
+    expected = _estimates(runner, daemon, daemon.kinds)
+    out = daemon.folder / f"estimates.{file_format}"
+    done = cli(
+        runner, "export", daemon.kinds.id, "--server", daemon.server.address,
+        "--format", file_format, "--out", str(out), "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["rows"] == len(expected)
+    assert summary["bytes"] == out.stat().st_size
+    if file_format == "parquet":
+        loaded = pd.read_parquet(out)
+    else:
+        jsonl = file_format == "jsonl"
+        loaded = pd.read_json(out, lines=jsonl, dtype=False, precise_float=True)
+    assert list(loaded.columns) == list(expected.columns)
+    for name in expected.columns:
+        assert [_same(v) for v in loaded[name]] == [_same(v) for v in expected[name]], name
+
+
+def _same(value: object) -> object:
+    """A cell compared across formats: missing as None, numbers as float."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return float(value) if isinstance(value, int | float) else value
+
+
+def test_the_file_appears_only_when_complete_and_errors_change_nothing(
+    runner: Runner, daemon: Daemon
+) -> None:
+    out = daemon.folder / "kept.csv"
+    out.write_text("previous\n")
+    address = daemon.server.address
+    cases = [
+        (["nosuchsurvey"], 4, "nosuchsurvey"),
+        ([daemon.kinds.id, "--confidence", "1.5"], 2, "confidence"),
+        ([daemon.kinds.id, "--format", "xlsx"], 2, "xlsx"),
+        ([daemon.kinds.id, "--what", "everything"], 2, "everything"),
+    ]
+    for args, code, named in cases:
+        done = cli(runner, "export", *args, "--server", address, "--out", str(out))
+        assert done.returncode == code, (args, done.stderr)
+        assert named in done.stderr
+        assert "Traceback" not in done.stderr
+        assert out.read_text() == "previous\n"
+    missing = daemon.folder / "no" / "such" / "dir.csv"
+    done = cli(runner, "export", daemon.kinds.id, "--server", address, "--out", str(missing))
+    assert done.returncode == 2
+    assert "does not exist" in done.stderr
+    done = cli(runner, "export", daemon.kinds.id, "--server", address, "--json")
+    assert done.returncode == 2
+    assert "--json" in done.stderr
+    assert done.stdout == ""
+    assert sorted(p.name for p in daemon.folder.iterdir() if p.name.startswith(".")) == []
+
+
+def test_parquet_without_pyarrow_names_the_extra(
+    runner: Runner, daemon: Daemon, tmp_path: Path
+) -> None:
+    (tmp_path / "pyarrow").mkdir()
+    (tmp_path / "pyarrow" / "__init__.py").write_text("raise ImportError('no pyarrow here')\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
+    out = tmp_path / "estimates.parquet"
+    done = subprocess.run(
+        [str(BIN / "deniable-aggregator"), "export", daemon.kinds.id,
+         "--server", daemon.server.address, "--format", "parquet", "--out", str(out)],
+        env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "pip install 'deniable[parquet]'" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not out.exists()
