@@ -123,7 +123,7 @@ def export_command(
     method: str,
     as_json: bool,
 ) -> None:
-    """Export SURVEY_ID's estimates or its stored randomized reports as a table.
+    """Export SURVEY_ID's estimates or stored reports as CSV, JSON or Parquet.
 
     Estimates (the default): one row per estimated quantity (a yes-share, a
     mean, each option, cell, marginal, item or pair, a covariance or
