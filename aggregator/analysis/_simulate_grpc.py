@@ -6,7 +6,7 @@ import dataclasses
 import secrets
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -22,13 +22,23 @@ from deniable.shared.questions import question_type
 from deniable.shared.transport import TlsConfig
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
-__all__ = ["GrpcSubmitter", "GrpcTransport", "aggregator_connection", "grpc_submitter"]
+__all__ = [
+    "GrpcSubmitter",
+    "GrpcTransport",
+    "aggregator_connection",
+    "grpc_submitter",
+    "no_progress",
+]
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 QUESTION_ID = "simulated"
 Result = TypeVar("Result", bound="DataclassInstance")
+
+
+def no_progress(_count: int) -> None:
+    """The default progress callback: nothing to show."""
 
 
 def simulated_question(spec: Mechanism, options: tuple[str, ...] = ()) -> pb.Question:
@@ -56,7 +66,8 @@ class GrpcTransport:
 
     Each call of :meth:`exchange` creates a survey with one question for ``spec``,
     submits the perturbed reports through SubmitReports (``batch_size`` per RPC, fresh
-    random report ids), reads GetEstimate and closes the survey.
+    random report ids), reads GetEstimate and closes the survey. ``progress`` is called
+    after each SubmitReports call with the number of reports it sent.
     """
 
     client: AggregatorClient
@@ -72,6 +83,7 @@ class GrpcTransport:
     reports_sent: int = 0
     submit_seconds: float = 0.0
     surveys: list[str] = field(default_factory=list)
+    progress: Callable[[int], None] = no_progress
 
     def exchange(self, reports: Any) -> pb.Estimate:
         """Submit one survey's ``reports`` (as ``perturb_many`` returns them); its estimate."""
@@ -93,6 +105,7 @@ class GrpcTransport:
                 for value in values[start : start + self.batch_size]
             ]
             self.client.submit_reports(batch)
+            self.progress(len(batch))
         self.submit_seconds += time.perf_counter() - started
         self.reports_sent += len(values)
         estimate = self.client.get_estimate(survey.id, QUESTION_ID, self.confidence, self.method)
@@ -172,13 +185,15 @@ def grpc_submitter(
     admin_token: str | None = None,
     batch_size: int = 1000,
     tls: TlsConfig | None = None,
+    progress: Callable[[int], None] = no_progress,
 ) -> Iterator[GrpcSubmitter]:
     """Yield a yes/no submitter for ``server``, or for an embedded daemon on 127.0.0.1.
 
-    See :func:`aggregator_connection`; the kinds' submitters are in
-    :mod:`._simulate_grpc_kinds`.
+    ``progress`` is called with the number of reports each SubmitReports call sent. See
+    :func:`aggregator_connection`; the kinds' submitters are in :mod:`._simulate_grpc_kinds`.
     """
     with aggregator_connection(server, admin_token, batch_size, tls) as (client, address):
         yield GrpcSubmitter(
-            client, spec, address, confidence, method, batch_size, embedded=server is None
-        )
+            client, spec, address, confidence, method, batch_size,
+            embedded=server is None, progress=progress,
+        )  # fmt: skip

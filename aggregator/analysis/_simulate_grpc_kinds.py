@@ -7,7 +7,7 @@ estimate is read back with GetEstimate.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
@@ -21,6 +21,7 @@ from deniable.aggregator.analysis._simulate_grpc import (
     GrpcTransport,
     aggregator_connection,
     from_estimate,
+    no_progress,
 )
 from deniable.shared.mechanisms import (
     FrequencyEstimate,
@@ -80,10 +81,12 @@ def categorical_grpc_submitter(
     admin_token: str | None = None,
     batch_size: int = 1000,
     tls: TlsConfig | None = None,
+    progress: Callable[[int], None] = no_progress,
 ) -> Iterator[CategoricalGrpcSubmitter]:
     """Yield a multiple-choice submitter for ``server``, or for an embedded daemon.
 
-    ``options`` name the question's options (default ``0``..``k−1``). See
+    ``options`` name the question's options (default ``0``..``k−1``); ``progress`` is
+    called with the number of reports each SubmitReports call sent. See
     :func:`._simulate_grpc.aggregator_connection` for the daemon.
 
     Raises:
@@ -96,7 +99,7 @@ def categorical_grpc_submitter(
     with aggregator_connection(server, admin_token, batch_size, tls) as (client, address):
         yield CategoricalGrpcSubmitter(
             client, spec, address, confidence, method, batch_size,
-            embedded=server is None, options=names,
+            embedded=server is None, options=names, progress=progress,
         )  # fmt: skip
 
 
@@ -109,10 +112,12 @@ def numeric_grpc_submitter(
     admin_token: str | None = None,
     batch_size: int = 1000,
     tls: TlsConfig | None = None,
+    progress: Callable[[int], None] = no_progress,
 ) -> Iterator[NumericGrpcSubmitter]:
     """Yield a numeric submitter for ``server``, or for an embedded daemon.
 
-    The interval is always the t-interval, so GetEstimate gets no interval method. See
+    The interval is always the t-interval, so GetEstimate gets no interval method;
+    ``progress`` is called with the number of reports each SubmitReports call sent. See
     :func:`._simulate_grpc.aggregator_connection` for the daemon.
 
     Raises:
@@ -121,5 +126,6 @@ def numeric_grpc_submitter(
     check_spec_type(spec, NUMERIC)
     with aggregator_connection(server, admin_token, batch_size, tls) as (client, address):
         yield NumericGrpcSubmitter(
-            client, spec, address, confidence, "", batch_size, embedded=server is None
-        )
+            client, spec, address, confidence, "", batch_size,
+            embedded=server is None, progress=progress,
+        )  # fmt: skip

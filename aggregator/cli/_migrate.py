@@ -9,8 +9,9 @@ import click
 from click.core import ParameterSource
 
 from deniable.aggregator.cli._common import DATABASE_VARIABLE, emit_json, fail
+from deniable.aggregator.cli._progress import progress, shows_progress
 from deniable.aggregator.storage import StorageError, default_database_url
-from deniable.aggregator.storage._copy import CopyRefusedError, copy, writing
+from deniable.aggregator.storage._copy import CopyRefusedError, copy, source_reports, writing
 from deniable.aggregator.storage._lock import exclusive_lock
 from deniable.aggregator.storage._reader import open_reader, sqlite_path
 from deniable.aggregator.storage._url import POSTGRES_EXTRA
@@ -64,7 +65,9 @@ def migrate_command(
     (PATH.migrating) that replaces PATH once complete, while PATH.lock keeps a daemon
     away. A target that holds surveys is refused unless --into-non-empty is given, and
     even then a survey id held by both is refused. Run check on the target afterwards.
-    Progress goes to stderr. URLs are shown without their password.
+    When stderr is a terminal, a progress bar there shows the reports copied with their
+    rate and ETA; off a terminal or with --json, stderr holds only errors. URLs are shown
+    without their password.
 
     \b
     Exit codes: 0 done, 1 copy refused (the target holds surveys, a survey exists in
@@ -87,22 +90,22 @@ def migrate_command(
 
 
 def _copy(source: str, target: str, into_non_empty: bool, as_json: bool) -> None:
-    def progress(message: str) -> None:
-        click.echo(message, err=True)
-
     try:
         with (
             open_reader(source) as reader,
             reader.snapshot(),
             writing(target) as (storage, target_name),
         ):
-            summary = copy(
-                reader,
-                storage,
-                target_name=target_name,
-                allow_non_empty=into_non_empty,
-                progress=progress,
-            )
+            total = source_reports(reader)
+            shown = shows_progress(as_json) and total > 0
+            with progress(total, "copying", "reports", enabled=shown) as advance:
+                summary = copy(
+                    reader,
+                    storage,
+                    target_name=target_name,
+                    allow_non_empty=into_non_empty,
+                    progress=advance,
+                )
     except (ValueError, StorageError) as error:
         fail(str(error), 2)
     except (CopyRefusedError, AggregatorError) as error:

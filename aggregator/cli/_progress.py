@@ -5,12 +5,12 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import TextIO
 
 import click
 
-__all__ = ["Advance", "progress", "shows_progress"]
+__all__ = ["Advance", "progress", "shows_progress", "simulation_progress"]
 
 Advance = Callable[[int], None]
 """Called with how many more units are done."""
@@ -58,3 +58,28 @@ def progress(total: int, label: str, unit: str, *, enabled: bool) -> Iterator[Ad
             bar.update(count)
 
         yield advance
+
+
+def _ignore(_count: int) -> None:
+    """Progress nobody is shown."""
+
+
+def simulation_progress(
+    stack: ExitStack, *, grpc: bool, participants: int, repeats: int, as_json: bool
+) -> tuple[Advance, Advance]:
+    """A simulation's bar, closed with ``stack``: (per batch of reports sent, per repeat).
+
+    More than one repeat: a bar of the repeats. One repeat over gRPC: a bar of the
+    ``participants`` reports as SubmitReports sends them. Else (and off a terminal or with
+    --json, see :func:`shows_progress`) nothing: both callbacks do nothing.
+    """
+    enabled = shows_progress(as_json)
+    if repeats > 1:
+        return _ignore, stack.enter_context(
+            progress(repeats, "simulating", "repeats", enabled=enabled)
+        )
+    if grpc:
+        return stack.enter_context(
+            progress(participants, "submitting", "reports", enabled=enabled)
+        ), _ignore
+    return _ignore, _ignore

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -31,9 +30,11 @@ from deniable.aggregator.cli._plot_simulate import (
     default_repeats,
     sweep_command_line,
 )
+from deniable.aggregator.cli._progress import simulation_progress
 from deniable.aggregator.cli._simulate_compare import DEFAULT_REPEATS, compare_command_line
 from deniable.aggregator.cli._simulate_joint import simulate_joint_command
 from deniable.aggregator.cli._simulate_kinds import simulate_kind
+from deniable.shared._validate import as_count
 from deniable.shared.mechanisms import RandomizedResponse
 from deniable.shared.stats import ESTIMANDS, METHODS
 from deniable.shared.transport import TlsConfig
@@ -142,7 +143,9 @@ def simulate_command(
     temporary SQLite database), or to --server, which stores them and returns the
     estimate; --transport inprocess skips the network; --tls-ca (and --tls-cert, --tls-key)
     connect to --server over TLS. With --repeats > 1 it reports the intervals'
-    empirical coverage and the spread of the estimates beside theory.
+    empirical coverage and the spread of the estimates beside theory. When stderr is a
+    terminal, a progress bar there shows the reports sent over gRPC (with --repeats > 1,
+    the repeats done) with their rate and ETA; off a terminal or with --json, none.
 
     --compare-central runs the same population, at the same epsilon, through local
     randomized response and through a central discrete Laplace count of a trusted curator
@@ -220,10 +223,17 @@ def simulate_command(
     if transport == "inprocess" and server is not None:
         raise click.UsageError("--server needs --transport grpc")
     token = read_token(admin_token_file) if server is not None else None
+    with user_errors():  # checked before a progress bar starts
+        as_count("participants", participants, minimum=1)
+        as_count("repeats", repeats, minimum=1)
     grpc_info: dict[str, Any] | None = None
     with ExitStack() as stack:
         stack.enter_context(user_errors())
         stack.enter_context(remote_errors(server or "the embedded aggregator"))
+        sent, repeated = simulation_progress(
+            stack, grpc=transport == "grpc", participants=participants, repeats=repeats,
+            as_json=as_json,
+        )  # fmt: skip
         submitter = None
         if transport == "grpc":
             from deniable.aggregator.analysis._simulate_grpc import grpc_submitter
@@ -231,17 +241,12 @@ def simulate_command(
             submitter = stack.enter_context(
                 grpc_submitter(
                     spec, confidence=confidence, method=method, server=server,
-                    admin_token=token, batch_size=batch_size, tls=tls,
+                    admin_token=token, batch_size=batch_size, tls=tls, progress=sent,
                 )
             )  # fmt: skip
-        bar = None
-        if repeats > 1:
-            bar = stack.enter_context(
-                click.progressbar(length=repeats, label="simulating", file=sys.stderr)
-            )
         result = simulate_binary(
             participants, share, spec, repeats=repeats, confidence=confidence, method=method,
-            seed=seed, progress=bar.update if bar is not None else None, submit=submitter,
+            seed=seed, progress=repeated, submit=submitter,
         )  # fmt: skip
         if submitter is not None:
             grpc_info = submitter.summary()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,8 @@ from deniable.aggregator.analysis._simulate_grpc import (
 from deniable.aggregator.analysis._simulate_joint import JointSimulation, simulate_joint
 from deniable.aggregator.cli._common import emit_json, read_token, remote_errors, user_errors
 from deniable.aggregator.cli._joint import joint_question
+from deniable.aggregator.cli._progress import simulation_progress
+from deniable.shared._validate import as_count
 from deniable.shared.transport import TlsConfig
 
 __all__ = ["simulate_joint_command"]
@@ -52,28 +53,29 @@ def simulate_joint_command(
     if transport == "inprocess" and server is not None:
         raise click.UsageError("--server needs --transport grpc")
     token = read_token(admin_token_file) if server is not None else None
+    with user_errors():  # checked before a progress bar starts
+        shares = parse_shares(distribution)
+        as_count("participants", participants, minimum=1)
+        as_count("repeats", repeats, minimum=1)
     grpc: GrpcTransport | None = None
     with ExitStack() as stack:
         stack.enter_context(user_errors())
-        shares = parse_shares(distribution)
         stack.enter_context(remote_errors(server or "the embedded aggregator"))
+        sent, repeated = simulation_progress(
+            stack, grpc=transport == "grpc", participants=participants, repeats=repeats,
+            as_json=as_json,
+        )  # fmt: skip
         if transport == "grpc":
             client, address = stack.enter_context(
                 aggregator_connection(server, token, batch_size, tls)
             )
             grpc = GrpcTransport(
                 client, oracle, address, confidence, method, batch_size,
-                embedded=server is None, question=question,
+                embedded=server is None, question=question, progress=sent,
             )  # fmt: skip
-        bar = None
-        if repeats > 1:
-            bar = stack.enter_context(
-                click.progressbar(length=repeats, label="simulating", file=sys.stderr)
-            )
         result = simulate_joint(
             question, oracle, participants, shares, repeats=repeats, confidence=confidence,
-            seed=seed, submit=grpc.exchange if grpc is not None else None,
-            progress=bar.update if bar is not None else None,
+            seed=seed, submit=grpc.exchange if grpc is not None else None, progress=repeated,
         )  # fmt: skip
     grpc_info = grpc.summary() if grpc is not None else None
     if as_json:

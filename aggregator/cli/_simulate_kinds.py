@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
-from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -42,6 +40,7 @@ from deniable.aggregator.cli._kinds import (
     numeric_inputs,
     reject_options,
 )
+from deniable.aggregator.cli._progress import simulation_progress
 from deniable.shared._validate import as_count, check_open_unit
 from deniable.shared.questions import categorical_mechanism, numeric_mechanism
 from deniable.shared.stats import ESTIMANDS, check_method
@@ -105,6 +104,10 @@ def simulate_kind(
     with ExitStack() as stack:
         stack.enter_context(user_errors())
         stack.enter_context(remote_errors(server or "the embedded aggregator"))
+        connection["progress"], repeated = simulation_progress(
+            stack, grpc=transport == "grpc", participants=participants, repeats=repeats,
+            as_json=as_json,
+        )  # fmt: skip
         result: CategoricalSimulation | NumericSimulation
         if question_type == "categorical":
             categorical_grpc: CategoricalGrpcSubmitter | None = None
@@ -116,8 +119,8 @@ def simulate_kind(
                 )
             result = simulate_categorical(
                 participants, shares, categorical, options=names, repeats=repeats,
-                confidence=confidence, method=method, seed=seed,
-                progress=_progress(stack, repeats), submit=categorical_grpc,
+                confidence=confidence, method=method, seed=seed, progress=repeated,
+                submit=categorical_grpc,
             )  # fmt: skip
         else:
             numeric_grpc: NumericGrpcSubmitter | None = None
@@ -127,7 +130,7 @@ def simulate_kind(
                 )
             result = simulate_numeric(
                 participants, values, numeric, repeats=repeats, confidence=confidence,
-                seed=seed, progress=_progress(stack, repeats), submit=numeric_grpc,
+                seed=seed, progress=repeated, submit=numeric_grpc,
             )  # fmt: skip
     grpc_info = grpc.summary() if grpc is not None else None
     if as_json:
@@ -136,17 +139,6 @@ def simulate_kind(
         _print_categorical(result, grpc_info)
     else:
         _print_numeric(result, grpc_info)
-
-
-def _progress(stack: ExitStack, repeats: int) -> Callable[[int], None] | None:
-    """A progress bar on stderr for more than one repeat, closed with ``stack``."""
-    if repeats == 1:
-        return None
-    bar = stack.enter_context(
-        click.progressbar(length=repeats, label="simulating", file=sys.stderr)
-    )
-    update: Callable[[int], None] = bar.update
-    return update
 
 
 def _privacy(epsilon: float) -> str:

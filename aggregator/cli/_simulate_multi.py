@@ -25,7 +25,7 @@ from deniable.aggregator.cli._common import (
     user_errors,
 )
 from deniable.aggregator.cli._kinds import mechanism_summary, reject_options
-from deniable.aggregator.cli._simulate_kinds import _progress
+from deniable.aggregator.cli._progress import simulation_progress
 from deniable.shared._validate import as_count, check_open_unit
 from deniable.shared.mechanisms import ItemRandomizedResponse
 from deniable.shared.questions import MULTI_SELECT, check_question
@@ -82,6 +82,10 @@ def simulate_multi_select_command(
     with ExitStack() as stack:
         stack.enter_context(user_errors())
         stack.enter_context(remote_errors(server or "the embedded aggregator"))
+        sent, repeated = simulation_progress(
+            stack, grpc=transport == "grpc", participants=participants, repeats=repeats,
+            as_json=as_json,
+        )  # fmt: skip
         submit: MultiSelectGrpcSubmitter | None = None
         if transport == "grpc":
             client, address = stack.enter_context(
@@ -89,11 +93,11 @@ def simulate_multi_select_command(
             )
             submit = MultiSelectGrpcSubmitter(
                 client, spec, address, confidence, method, batch_size,
-                embedded=server is None, options=names,
+                embedded=server is None, options=names, progress=sent,
             )  # fmt: skip
         result = simulate_multi_select(
             participants, sets, spec, items=names, repeats=repeats, confidence=confidence,
-            method=method, seed=seed, progress=_progress(stack, repeats), submit=submit,
+            method=method, seed=seed, progress=repeated, submit=submit,
         )  # fmt: skip
     grpc_info = submit.summary() if submit is not None else None
     if as_json:

@@ -42,7 +42,15 @@ from deniable.shared.mechanisms import Mechanism, ReportValueError, mechanism_of
 from deniable.shared.privacy import ReleaseSteps
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
-__all__ = ["CopyRefusedError", "CopySource", "CopySummary", "CopyTarget", "copy", "writing"]
+__all__ = [
+    "CopyRefusedError",
+    "CopySource",
+    "CopySummary",
+    "CopyTarget",
+    "copy",
+    "source_reports",
+    "writing",
+]
 
 Binding = tuple[bytes, str, str, str, bytes]  # token, question, survey, report id, digest
 CHUNK = 10_000  # tokens or bindings written at a time
@@ -122,9 +130,12 @@ def copy(
     *,
     target_name: str,
     allow_non_empty: bool = False,
-    progress: Callable[[str], None] = lambda message: None,
+    progress: Callable[[int], None] = lambda reports: None,
 ) -> CopySummary:
     """Copy every survey of ``source`` into ``target`` (inside the caller's transaction).
+
+    ``progress`` is called after each replayed log row with the reports it stored (of
+    :func:`source_reports` in all).
 
     Raises:
         CopyRefusedError: the target holds surveys (and ``allow_non_empty`` is false) or one
@@ -150,27 +161,34 @@ def copy(
         )
     stored, released = source.tallies(), source.releases()
     totals = [0, 0, 0, 0]
-    for index, (survey_id, state, spec) in enumerate(surveys, start=1):
-        progress(f"survey {index}/{len(surveys)} {survey_id}: copying")
-        copier = _SurveyCopy(source, target, pb.Survey.FromString(spec))
+    for _survey_id, state, spec in surveys:
+        copier = _SurveyCopy(source, target, pb.Survey.FromString(spec), progress)
         copier.run(state)
         copier.verify(stored, released)
-        progress(
-            f"survey {index}/{len(surveys)} {survey_id}: {copier.log_rows:,} log rows, "
-            f"{copier.reports:,} reports, {copier.tokens:,} tokens copied"
-        )
         for i, count in enumerate((copier.log_rows, copier.reports, copier.tokens, copier.bound)):
             totals[i] += count
     return CopySummary(len(surveys), *totals)
 
 
+def source_reports(source: CopySource) -> int:
+    """The reports a copy of ``source`` replays: its stored tallies' counts, summed."""
+    return sum(tally.n for tally in source.tallies().values())
+
+
 class _SurveyCopy:
     """Copies one survey: creates it, issues its tokens, replays its log, restores the rest."""
 
-    def __init__(self, source: CopySource, target: CopyTarget, survey: pb.Survey) -> None:
+    def __init__(
+        self,
+        source: CopySource,
+        target: CopyTarget,
+        survey: pb.Survey,
+        progress: Callable[[int], None],
+    ) -> None:
         self.source = source
         self.target = target
         self.survey = survey
+        self.progress = progress
         self.questions = {question.id: question for question in survey.questions}
         self.mechanisms: dict[str, Mechanism] = {}
         self.steps = ReleaseSteps.of(survey.min_reports, survey.release_step)
@@ -208,6 +226,7 @@ class _SurveyCopy:
             raise CopyRefusedError(f"{where} repeats a report id stored before; run check on it")
         self.log_rows += 1
         self.reports += outcome.stored
+        self.progress(outcome.stored)
 
     def _group(self, group: Group, positions: Sequence[int], where: str) -> ReportGroup:
         """A decoded group of reports as the daemon submits it: its question's tally."""

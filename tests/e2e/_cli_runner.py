@@ -6,9 +6,10 @@ program's console-script entry point with those arguments and environment, and o
 line ``{"code", "stderr"}`` answers on stdout. ``capture`` says what ``stderr`` holds:
 ``"stderr"`` (the default; stdout is discarded), ``"stdout"`` (stderr is discarded) or
 ``"both"`` (both streams interleaved as on a terminal: stdout is line-buffered) or
-``"separate"`` (``stdout`` and ``stderr`` each in its own field); ``"input"`` is fed to the
-child's stdin (else /dev/null). A child is a real process with a real exit code, as from a
-shell, without the ~0.3 s of starting Python and importing.
+``"separate"`` (``stdout`` and ``stderr`` each in its own field) or ``"terminal"`` (as
+``"separate"``, but stderr is a pseudo-terminal: ``stderr`` holds what it showed);
+``"input"`` is fed to the child's stdin (else /dev/null). A child is a real process with a
+real exit code, as from a shell, without the ~0.3 s of starting Python and importing.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import contextlib
 import importlib
 import json
 import os
+import pty
 import sys
 import tempfile
 from collections.abc import Callable
@@ -94,6 +96,39 @@ def separate(case: dict[str, object]) -> dict[str, object]:
         }
 
 
+def terminal(case: dict[str, object]) -> dict[str, object]:
+    """Run one invocation with stderr a pseudo-terminal, stdout a file and stdin empty."""
+    leader, follower = pty.openpty()
+    with tempfile.TemporaryFile() as out:
+        pid = os.fork()
+        if pid == 0:
+            os.close(leader)
+            if "cwd" in case:
+                os.chdir(str(case["cwd"]))
+            os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+            os.dup2(out.fileno(), 1)
+            program, args, env = str(case["program"]), case["args"], case["env"]
+            child(program, list(args), dict(env), follower, "separate")  # type: ignore[call-overload]
+        os.close(follower)
+        shown = b""
+        while len(shown) < 2**24:  # read until the child's end closes (EIO on Linux)
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+        os.close(leader)
+        _, status = os.waitpid(pid, 0)
+        out.seek(0)
+        return {
+            "code": os.waitstatus_to_exitcode(status),
+            "stdout": out.read().decode("utf-8", "replace"),
+            "stderr": shown.decode("utf-8", "replace"),
+        }
+
+
 def main() -> None:
     """Answer each invocation on stdin with its exit code and stderr."""
     preload(participant_cli.cli, "deniable")
@@ -102,8 +137,9 @@ def main() -> None:
         importlib.import_module("deniable.aggregator.storage._postgres_reader")
     for line in sys.stdin:
         case = json.loads(line)
-        if case.get("capture") == "separate":
-            print(json.dumps(separate(case)), flush=True)
+        if case.get("capture") in ("separate", "terminal"):
+            run = separate if case["capture"] == "separate" else terminal
+            print(json.dumps(run(case)), flush=True)
             continue
         read_end, write_end = os.pipe()
         pid = os.fork()

@@ -42,10 +42,20 @@ class Runner:
         return int(answer["code"]), str(answer["stderr"])
 
     def complete(
-        self, program: str, args: list[str], env: dict[str, str], input: str | None = None
+        self,
+        program: str,
+        args: list[str],
+        env: dict[str, str],
+        input: str | None = None,
+        terminal: bool = False,
     ) -> subprocess.CompletedProcess[str]:
-        """Exit code, stdout and stderr apart, as ``subprocess.run`` gives them."""
-        case = {"program": program, "args": args, "env": env, "capture": "separate"}
+        """Exit code, stdout and stderr apart, as ``subprocess.run`` gives them.
+
+        With ``terminal``, stderr is a pseudo-terminal (stdin empty): the returned stderr
+        is what it showed, ``\\r``, escapes and ``\\r\\n`` line ends included.
+        """
+        capture = "terminal" if terminal else "separate"
+        case = {"program": program, "args": args, "env": env, "capture": capture}
         case.update({"cwd": str(Path.cwd()), "input": input or ""})
         assert self.process.stdin is not None
         assert self.process.stdout is not None

@@ -151,8 +151,6 @@ def masked(text: str, command: str, known_ids: set[str]) -> list[str]:
     text = re.sub(r"embedded daemon at 127\.0\.0\.1:\d+", "embedded daemon at <address>", text)
     lines = []
     for line in text.splitlines():
-        if line == "simulating":
-            continue  # the progress bar (on a terminal, a bar that ends at 100%)
         if "estimate" in command.split()[:2] and not line.startswith("Error:"):
             line = re.sub(r"\s*-?\d+\.\d+", " <x>", line)  # estimates: random by design
         lines.append(line)
