@@ -47,7 +47,7 @@ from deniable.aggregator.cli._plot_plan import plan_curves, plot_request
     "--plot",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also draw participants needed (with --margin; or the margin, with --participants) "
-    "against epsilon, one line per mechanism, to FILE (.png or .svg; needs the plot extra).",
+    "against epsilon, one line per mechanism, to FILE (.png, .svg or .pdf; needs the plot extra).",
 )
 @click.option(
     "--epsilons",

@@ -8,8 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from deniable.aggregator.cli._simulate_compare import PLOT_EXTRA
-
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -17,6 +15,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FORMATS",
     "MAX_EPSILONS",
+    "PLOT_EXTRA",
     "check_plot_path",
     "epsilon_axis",
     "parse_epsilons",
@@ -24,8 +23,10 @@ __all__ = [
     "save",
 ]
 
-FORMATS = (".png", ".svg")
+FORMATS = (".png", ".svg", ".pdf")
 """The suffixes ``--plot`` draws (the format follows the suffix)."""
+PLOT_EXTRA = "pip install 'deniable[plot]'"
+"""What installs matplotlib, named when it is missing."""
 
 
 MAX_EPSILONS = 50
@@ -61,7 +62,7 @@ def check_plot_path(path: Path | None) -> None:
     """Refuse a ``--plot`` file whose suffix is not a format drawn (a usage error, exit 2)."""
     if path is not None and path.suffix.lower() not in FORMATS:
         raise click.BadParameter(
-            f"{str(path)!r} must end in .png or .svg (the format follows the suffix)",
+            f"{str(path)!r} must end in .png, .svg or .pdf (the format follows the suffix)",
             param_hint="--plot",
         )
 

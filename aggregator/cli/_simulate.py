@@ -96,7 +96,7 @@ from deniable.shared.transport.options import check_server, client_tls_options
     "--plot",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Draw the sweep over --epsilons (accuracy, and coverage with its binomial band) to "
-    "FILE (.png or .svg); with --compare-central the errors against n (.png, .svg or .pdf). "
+    "FILE (.png, .svg or .pdf); with --compare-central the errors against n. "
     "Needs the plot extra.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")

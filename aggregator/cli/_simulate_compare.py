@@ -12,6 +12,7 @@ from deniable.aggregator.analysis._compare_central import (
     sizes_up_to,
 )
 from deniable.aggregator.cli._common import emit_json, privacy_line, user_errors
+from deniable.aggregator.cli._plot import check_plot_path, pyplot
 from deniable.shared.mechanisms import RandomizedResponse
 
 __all__ = ["DEFAULT_REPEATS", "compare_command_line"]
@@ -19,16 +20,13 @@ __all__ = ["DEFAULT_REPEATS", "compare_command_line"]
 DEFAULT_REPEATS = 200
 """Repeats per number of participants when --repeats is not given."""
 
-PLOT_EXTRA = "pip install 'deniable[plot]'"
-
 
 def compare_command_line(
     share: float, spec: RandomizedResponse, participants: int, *, repeats: int,
     confidence: float, method: str, seed: int | None, plot: Path | None, as_json: bool,
 ) -> None:  # fmt: skip
     """Run the comparison, print it (or its JSON) and draw it when asked."""
-    if plot is not None and plot.suffix.lower() not in (".png", ".svg", ".pdf"):
-        raise click.BadParameter(f"{plot} must end in .png, .svg or .pdf", param_hint="--plot")
+    check_plot_path(plot)
     with user_errors():
         compared = compare_local_central(
             share, spec, sizes_up_to(participants), repeats=repeats,
@@ -83,14 +81,7 @@ def _print(compared: ModelsCompared, spec: RandomizedResponse) -> None:
 
 def draw(compared: ModelsCompared, path: Path) -> None:
     """Both RMSEs (measured and theory) against n on log-log axes, written to ``path``."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        matplotlib.rcParams["svg.fonttype"] = "none"  # text as text: small, searchable SVG
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise click.UsageError(f"--plot needs matplotlib: {PLOT_EXTRA}") from None
+    plt = pyplot()
     sizes = [row.participants for row in compared.rows]
     figure, axes = plt.subplots(figsize=(6.4, 4.2))
     for label, measured, theory, marker in (

@@ -192,7 +192,7 @@ def test_cli_without_matplotlib_names_the_extra(run_script: RunCli, tmp_path: Pa
         (("--transport", "grpc"), "--transport does not apply"),
         (("--batch-size", "10"), "--batch-size does not apply"),
         (("--alpha", "1"), "finite epsilon"),
-        (("--plot", "x.txt"), "x.txt must end in .png, .svg or .pdf"),
+        (("--plot", "x.txt"), "'x.txt' must end in .png, .svg or .pdf"),
         (("--repeats", "1"), "repeats"),
     ],
 )

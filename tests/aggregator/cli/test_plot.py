@@ -136,8 +136,8 @@ def test_bad_epsilons_are_named(text: str, message: str) -> None:
     [
         (("--epsilons", "1,-2"), "Invalid value for --epsilons: each epsilon must be finite and "
          "positive, got '-2'"),
-        (("--plot", "{tmp}/out.pdf"), "out.pdf' must end in .png or .svg"),
-        (("--plot", "{tmp}/out"), "out' must end in .png or .svg"),
+        (("--plot", "{tmp}/out.jpg"), "out.jpg' must end in .png, .svg or .pdf"),
+        (("--plot", "{tmp}/out"), "out' must end in .png, .svg or .pdf"),
         (("--epsilon", "1", "--plot", "{tmp}/out.png"), "--epsilon does not apply to a sweep"),
         (("--transport", "grpc", "--epsilons", "1"), "--transport does not apply to a sweep"),
         (("--repeats", "1", "--epsilons", "1"), "repeats must be"),
@@ -228,12 +228,17 @@ def test_plan_plot_binary_with_participants_draws_the_margin(
     assert margins[1] == pytest.approx(one["margin"])
     assert margins[0] > margins[1]
     assert png.read_bytes().startswith(PNG_SIGNATURE)
+    pdf = tmp_path / "plan.pdf"
+    out = run_cli("deniable-aggregator", "plan", "--alpha", "0.5", "--participants", "1000",
+                  "--epsilons", "1,2", "--plot", str(pdf))  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert pdf.read_bytes().startswith(b"%PDF-")
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--plot", "{tmp}/plan.jpg"), "plan.jpg' must end in .png or .svg"),
+        (("--plot", "{tmp}/plan.jpg"), "plan.jpg' must end in .png, .svg or .pdf"),
         (("--epsilons", "1,2"), "--epsilons needs --plot"),
         (("--plot", "{tmp}/plan.svg", "--epsilons", "2,1"), "got '1' after 2"),
     ],
