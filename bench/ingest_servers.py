@@ -6,7 +6,7 @@ import contextlib
 import functools
 import multiprocessing
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent import futures
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -79,6 +79,12 @@ class BareServicer(pb_grpc.AggregatorServicer):
     def IssueTokens(  # noqa: N802
         self, request: pb.IssueTokensRequest, context: grpc.ServicerContext
     ) -> pb.IssueTokensResponse:
+        """Not part of the baseline."""
+        _unimplemented(context)
+
+    def ExportReports(  # noqa: N802
+        self, request: pb.ExportReportsRequest, context: grpc.ServicerContext
+    ) -> Iterator[pb.ExportReportsResponse]:
         """Not part of the baseline."""
         _unimplemented(context)
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
 import grpc
 
 from deniable.shared.transport import (
+    LARGEST_MESSAGE_BYTES,
     MAX_MESSAGE_BYTES,
     RETRYABLE,
     RemoteError,
@@ -40,6 +41,10 @@ class AggregatorClient:
     ``tls`` the channel is TLS (mutual TLS when it holds a client certificate), else
     plaintext; a failed handshake is UNAVAILABLE, and not retried (a certificate that
     does not verify fails the same way every time).
+
+    Replies are at most 8 MiB, except for a client holding ``admin_token``: it trusts
+    the aggregator it administers, and accepts gRPC's largest message, so that an
+    export receives any stored batch, whatever ``--max-message-bytes`` it came under.
     """
 
     def __init__(
@@ -63,7 +68,13 @@ class AggregatorClient:
         self._backoff = backoff
         self._sleep = sleep
         self.tls = tls
-        self._channel = open_channel(target, tls, MAX_MESSAGE_BYTES, balanced=parsed.balanced)
+        self._channel = open_channel(
+            target,
+            tls,
+            MAX_MESSAGE_BYTES,
+            balanced=parsed.balanced,
+            max_receive_bytes=None if admin_token is None else LARGEST_MESSAGE_BYTES,
+        )
         self.stub = pb_grpc.AggregatorStub(self._channel)
 
     def __enter__(self) -> AggregatorClient:
@@ -81,6 +92,11 @@ class AggregatorClient:
         """Close the channel."""
         self._channel.close()
 
+    def _metadata(self, admin: bool) -> tuple[tuple[str, str], ...] | None:
+        if admin and self._token:
+            return (("authorization", f"Bearer {self._token}"),)
+        return None
+
     def _call(
         self,
         method: Callable[..., Response],
@@ -89,9 +105,7 @@ class AggregatorClient:
         admin: bool = False,
         retry: bool = True,
     ) -> Response:
-        metadata: Sequence[tuple[str, str]] | None = None
-        if admin and self._token:
-            metadata = (("authorization", f"Bearer {self._token}"),)
+        metadata = self._metadata(admin)
         attempts = self._attempts if retry else 1
         for attempt in range(1, attempts + 1):
             try:
@@ -162,6 +176,47 @@ class AggregatorClient:
         request = pb.IssueTokensRequest(survey_id=survey_id, count=count)
         response = self._call(self.stub.IssueTokens, request, admin=True, retry=False)
         return list(response.tokens)
+
+    def export_reports(self, survey_id: str) -> Iterator[pb.ExportReportsResponse]:
+        """Every stored report of a survey, open or closed (admin token needed), streamed.
+
+        Each message holds whole stored batches, about 1 MiB of them (a larger batch
+        comes alone); together they hold every report the survey had stored when the
+        export began, each once, as stored (randomized, never a token), in commit order.
+        Reports stored meanwhile are in the next export. Memory stays flat on both sides
+        however many reports there are: a message is fetched as the loop asks for it.
+
+        The call starts at the first ``next()``. It has no deadline (an export of
+        millions of reports takes as long as it takes; keepalive finds a dead
+        connection). A failure before the first message is retried like the other reads;
+        one after it raises :class:`RemoteError` (start the export again: it holds every
+        report again). Closing the iterator, or dropping it as leaving a ``for`` loop
+        early does, cancels the call, and the aggregator stops reading.
+
+        Raises:
+            RemoteError: NOT_FOUND for an unknown survey, UNAUTHENTICATED without the
+                right admin token, UNAVAILABLE when the aggregator or its database
+                cannot be reached.
+        """
+        request = pb.ExportReportsRequest(survey_id=survey_id)
+        metadata = self._metadata(admin=True)
+        for attempt in range(1, self._attempts + 1):
+            call = self.stub.ExportReports(request, metadata=metadata)
+            received = False
+            try:
+                for response in call:
+                    received = True
+                    yield response
+                return
+            except grpc.RpcError as error:
+                code: grpc.StatusCode = error.code()
+                details: str = error.details() or code.name
+                if not received and attempt < self._attempts and worth_retrying(code, details):
+                    self._sleep(self._backoff * 2 ** (attempt - 1))
+                    continue
+                raise RemoteError(code, details, attempt) from None
+            finally:
+                call.cancel()  # a no-op once the stream ended; else the server stops reading
 
     def get_estimate(
         self,

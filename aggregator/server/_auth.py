@@ -25,6 +25,7 @@ ADMIN_METHODS = frozenset(
         "/deniable.v1.Aggregator/CreateSurvey",
         "/deniable.v1.Aggregator/CloseSurvey",
         "/deniable.v1.Aggregator/IssueTokens",
+        "/deniable.v1.Aggregator/ExportReports",
     }
 )
 

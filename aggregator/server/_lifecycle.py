@@ -212,7 +212,9 @@ async def _start(
     tls: ServerTls | None,
     executor: futures.ThreadPoolExecutor,
 ) -> RunningServer:
-    service = AggregatorService(storage, max_batch=limits.max_batch)
+    service = AggregatorService(
+        storage, max_batch=limits.max_batch, max_message_bytes=limits.max_message_bytes
+    )
     admission = Admission(limits.max_inflight_bytes)
     server = grpc.aio.server(
         interceptors=[interceptor],

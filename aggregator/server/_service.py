@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from deniable.aggregator.server._enrollment import (
     check_min_reports,
@@ -15,6 +15,7 @@ from deniable.aggregator.server._enrollment import (
     new_tokens,
     token_hash,
 )
+from deniable.aggregator.server._export import export_chunks
 from deniable.aggregator.server._releases import (
     central_privacy,
     check_central_delta,
@@ -63,9 +64,16 @@ def _find_question(survey: pb.Survey, question_id: str, where: str) -> pb.Questi
 class AggregatorService:
     """Surveys, report ingestion and estimates over a :class:`Storage` backend."""
 
-    def __init__(self, storage: Storage, *, max_batch: int = MAX_BATCH) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        *,
+        max_batch: int = MAX_BATCH,
+        max_message_bytes: int | None = None,
+    ) -> None:
         self.storage = storage
         self.max_batch = max_batch
+        self.max_message_bytes = max_message_bytes  # the largest reply (None: no limit)
         self._specs: dict[str, pb.Survey] = {}  # open surveys' specs, read once
         self._mechanisms: dict[tuple[str, str], Mechanism] = {}
         # One batch is decoded at a time: the decoder is a few dozen numpy calls that each
@@ -261,6 +269,17 @@ class AggregatorService:
         tokens = new_tokens(request.count)
         self.storage.issue_tokens(survey.id, [token_hash(token) for token in tokens])
         return pb.IssueTokensResponse(survey_id=survey.id, tokens=tokens)
+
+    def export_reports(self, survey_id: str) -> Iterator[bytes]:
+        """A survey's stored reports as serialized ``ExportReportsResponse`` chunks.
+
+        Checks the survey (NotFound) at once; the log is read only as chunks are asked
+        for, each chunk holding whole stored batches (see :func:`export_chunks`), up to
+        the last batch committed when the first chunk is read.
+        """
+        survey = self._survey(survey_id)
+        rows = self.storage.log(survey.id)
+        return export_chunks(rows, survey.id, max_message_bytes=self.max_message_bytes)
 
     def get_estimate(self, request: pb.GetEstimateRequest) -> pb.Estimate:
         """O(1) estimate from the question's running tally, or its last release if stepped."""

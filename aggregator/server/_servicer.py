@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from typing import Any, NoReturn, TypeVar
 
@@ -13,15 +13,18 @@ from google.protobuf.message import DecodeError, Message
 
 from deniable.aggregator.server._admission import Admission
 from deniable.aggregator.server._service import AggregatorService
+from deniable.aggregator.server._streaming import send_stream
 from deniable.shared.errors import AggregatorError, InvalidArgument
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
-__all__ = ["RAW_REQUESTS", "AggregatorServicer", "add_to_server"]
+__all__ = ["RAW_REQUESTS", "STREAMS", "AggregatorServicer", "add_to_server"]
 
 log = logging.getLogger("deniable.aggregator")
 SERVICE = pb.DESCRIPTOR.services_by_name["Aggregator"]
 # RPCs whose handler receives the request's bytes: the service validates them in bulk.
 RAW_REQUESTS = frozenset({"SubmitReports"})
+# Server-streaming RPCs: the service gives serialized responses, sent as they are.
+STREAMS = frozenset({"ExportReports"})
 # Status details travel in a header, which gRPC caps at 16 KiB by default.
 MAX_DETAILS = 2000
 # A call with this little time left when a worker takes it up cannot be answered in time.
@@ -92,7 +95,11 @@ class AggregatorServicer:
             await _abort(context, error, method)
 
     def handler(self, name: str, request_type: type[Message]) -> Callable[[bytes, Context], Any]:
-        """The handler of RPC ``name``: admit, parse (unless raw), run the service method."""
+        """The handler of RPC ``name``: admit, parse (unless raw), run the service method.
+
+        A streaming RPC's service method returns an iterator of serialized responses,
+        which the handler then writes one by one (:func:`send_stream`).
+        """
         method: Callable[[Any], Any] = getattr(self, f"_{name}")
 
         async def handle(data: bytes, context: Context) -> Any:
@@ -107,7 +114,13 @@ class AggregatorServicer:
                         context, InvalidArgument(f"request: not a valid {full_name}"), name
                     )
             response = await self.call(context, name, len(data), lambda: method(request))
-            return response
+            if name not in STREAMS:
+                return response
+            try:
+                await send_stream(context, self.executor, response)
+            except Exception as error:  # a storage error mid-stream: the status ends it
+                await _abort(context, error, name)
+            return None
 
         return handle
 
@@ -149,12 +162,18 @@ class AggregatorServicer:
         )
         return response
 
+    def _ExportReports(self, request: pb.ExportReportsRequest) -> Iterator[bytes]:  # noqa: N802
+        chunks = self.service.export_reports(request.survey_id)  # NotFound before any read
+        log.info("export started", extra={"survey_id": request.survey_id})
+        return chunks
+
 
 def add_to_server(servicer: AggregatorServicer, server: grpc.aio.Server) -> None:
     """Register the Aggregator service like the generated code, but parsing requests itself.
 
     A batch of reports reaches :meth:`AggregatorService.submit_reports` as the bytes
-    received, so that it is parsed once, in bulk, instead of into a message per report.
+    received, so that it is parsed once, in bulk, instead of into a message per report;
+    an export's chunks are sent as the bytes the service joined from stored batches.
     Every other request is parsed by the handler, so that bytes that do not parse are
     refused with INVALID_ARGUMENT (grpcio's own deserializer would answer INTERNAL).
     """
@@ -162,10 +181,14 @@ def add_to_server(servicer: AggregatorServicer, server: grpc.aio.Server) -> None
     for method in SERVICE.methods:
         request_type = getattr(pb, method.input_type.name)
         response_type = getattr(pb, method.output_type.name)
+        handle = servicer.handler(method.name, request_type)
+        if method.name in STREAMS:  # the service's chunks are serialized responses already
+            handlers[method.name] = grpc.unary_stream_rpc_method_handler(
+                handle, request_deserializer=None, response_serializer=None
+            )
+            continue
         handlers[method.name] = grpc.unary_unary_rpc_method_handler(
-            servicer.handler(method.name, request_type),
-            request_deserializer=None,
-            response_serializer=response_type.SerializeToString,
+            handle, request_deserializer=None, response_serializer=response_type.SerializeToString
         )
     server.add_generic_rpc_handlers(
         (grpc.method_handlers_generic_handler(SERVICE.full_name, handlers),)

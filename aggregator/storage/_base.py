@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -178,8 +178,26 @@ class Storage(ABC):
         """
 
     @abstractmethod
-    def log(self, survey_id: str) -> Iterator[bytes]:
-        """The survey's report log in commit order, as serialized ``SubmitReportsRequest``s."""
+    def log(self, survey_id: str) -> Generator[bytes, None, None]:
+        """The survey's report log in commit order, streamed: one stored batch at a time.
+
+        Each item is one committed batch's new reports for the survey, as the canonical
+        serialized ``SubmitReportsRequest`` holding only its ``reports`` (never a token);
+        every stored report is in exactly one item. Nothing is read until the first
+        item is asked for, and then only a page of batches at a time, so memory does not
+        grow with the log. The iterator holds the database for as long as it is open
+        (PostgreSQL: a pooled connection), so close it, or read it to the end, promptly.
+
+        It yields the batches committed before its first item was read, and none
+        committed later: submissions go on while it is read (SQLite: the lock is taken
+        per page; PostgreSQL: a read-only snapshot), and a batch committed meanwhile
+        is for the next reader. (PostgreSQL orders batches by their log row's number,
+        taken at insert: two daemons' batches committed at the same moment may come in
+        either order.)
+
+        Raises:
+            Unavailable: while iterating, the database was lost (PostgreSQL).
+        """
 
     @abstractmethod
     def close(self) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import AbstractContextManager
 
 import psycopg
@@ -30,7 +30,7 @@ from deniable.aggregator.storage._postgres_tally import COMPACT_EVERY, COMPACT_R
 from deniable.shared.errors import FailedPrecondition, NotFound
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
-__all__ = ["MIGRATIONS", "PostgresStorage", "redacted"]
+__all__ = ["LOG_PAGE", "MIGRATIONS", "PostgresStorage", "redacted"]
 
 # Each migration runs once, in order, in one transaction with the schema_version bump.
 # Version 1: the tables of the SQLite schema that this backend uses, except that
@@ -107,6 +107,7 @@ MIGRATIONS: tuple[str, ...] = (
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 Connection = psycopg.Connection[TupleRow]
+LOG_PAGE = 16  # log rows (stored batches) fetched at a time by Storage.log
 _MIGRATION_LOCK = 0x64656E69  # pg_advisory_xact_lock key: one daemon migrates at a time
 
 
@@ -338,16 +339,23 @@ class PostgresStorage(Storage):
 
         return self._db.run(work)
 
-    def log(self, survey_id: str) -> Iterator[bytes]:
-        """The survey's log rows in commit order (read in one snapshot)."""
+    def log(self, survey_id: str) -> Generator[bytes, None, None]:
+        """The survey's log rows in commit order, from one read-only snapshot.
 
-        def work(db: Connection) -> list[bytes]:
-            rows = db.execute(
-                "SELECT reports FROM log WHERE survey_id = %s ORDER BY seq", (survey_id,)
-            ).fetchall()
-            return [expand(bytes(reports)) for (reports,) in rows]
+        A server-side cursor on a pooled connection, held until the iterator ends or is
+        closed, fetches :data:`LOG_PAGE` rows at a time (see :meth:`Transactions.stream`).
+        """
 
-        return iter(self._db.run(work))
+        def work(db: Connection) -> Iterator[bytes]:
+            with db.cursor(name="deniable_log") as cursor:
+                cursor.execute(
+                    "SELECT reports FROM log WHERE survey_id = %s ORDER BY seq", (survey_id,)
+                )
+                while page := cursor.fetchmany(LOG_PAGE):
+                    for (reports,) in page:
+                        yield expand(bytes(reports))
+
+        return self._db.stream(work)
 
     def ping(self) -> None:
         """One round trip to the server: UNAVAILABLE if it cannot be reached."""

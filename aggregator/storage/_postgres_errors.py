@@ -6,7 +6,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -138,6 +138,42 @@ class Transactions:
                 self.down = True
                 self._check_pool()
                 if isinstance(error, PoolTimeout) or stale_retried or not again:
+                    raise unavailable(self.url, error) from None
+                stale_retried = True
+                _logger.warning(
+                    "database connection failed; retrying once on a fresh connection",
+                    extra={"db": redacted(self.url), "error": one_line(error)},
+                )
+
+    def stream(self, work: Callable[[Connection], Iterator[T]]) -> Generator[T, None, None]:
+        """``work(db)``'s items, read in one ``REPEATABLE READ READ ONLY`` transaction.
+
+        A pooled connection is held from the first item until the iterator is exhausted
+        or closed (closing rolls the read-only transaction back and returns the
+        connection). Every item comes from one snapshot, taken at the first query, so
+        rows committed meanwhile are not seen. A lost database raises
+        :class:`DatabaseUnavailable`; before the first item, a stale pooled connection is
+        retried once on a fresh one, as :meth:`run` does for reads.
+        """
+        stale_retried = False
+        started = False
+        while True:
+            try:
+                with (
+                    self.pool.connection(DOWN_POOL_TIMEOUT if self.down else None) as db,
+                    db.transaction(),
+                ):
+                    db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    for item in work(db):
+                        started = True
+                        self.down = False
+                        yield item
+                self.down = False
+                return
+            except psycopg.OperationalError as error:
+                self.down = True
+                self._check_pool()
+                if isinstance(error, PoolTimeout) or stale_retried or started:
                     raise unavailable(self.url, error) from None
                 stale_retried = True
                 _logger.warning(

@@ -6,7 +6,7 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -44,11 +44,12 @@ from deniable.aggregator.storage._wal import preallocate_wal, wal_target_size
 from deniable.shared.errors import FailedPrecondition
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
-__all__ = ["SqliteStorage"]
+__all__ = ["LOG_PAGE", "SqliteStorage"]
 
 _logger = logging.getLogger("deniable.aggregator")
 
 _ALL = np.s_[:]  # every row of a group: a view, not a copy
+LOG_PAGE = 16  # log rows (stored batches) read per hold of the lock by Storage.log
 
 
 class SqliteStorage(Storage):
@@ -356,13 +357,30 @@ class SqliteStorage(Storage):
             ).fetchone()
         return None if row is None else Tally(n=row[0], sums=tuple(json.loads(row[1])))
 
-    def log(self, survey_id: str) -> Iterator[bytes]:
-        """The survey's log rows in commit order (read in one snapshot)."""
+    def log(self, survey_id: str) -> Generator[bytes, None, None]:
+        """The survey's log rows in commit order, up to the last one when reading began.
+
+        Read by ``seq`` a page of :data:`LOG_PAGE` rows at a time, under the lock for
+        the page's query only: commits go on between pages, and their rows (after the
+        bound) are left for the next reader.
+        """
         with self._lock:
-            rows = self._db.execute(
-                "SELECT reports FROM log WHERE survey_id = ? ORDER BY seq", (survey_id,)
-            ).fetchall()
-        return iter([expand(reports) for (reports,) in rows])
+            (last,) = self._db.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM log WHERE survey_id = ?", (survey_id,)
+            ).fetchone()
+        after = 0
+        while after < last:
+            with self._lock:
+                page = self._db.execute(
+                    "SELECT seq, reports FROM log WHERE survey_id = ? AND seq > ? AND seq <= ? "
+                    "ORDER BY seq LIMIT ?",
+                    (survey_id, after, last, LOG_PAGE),
+                ).fetchall()
+            if not page:
+                return
+            after = page[-1][0]
+            for _, reports in page:
+                yield expand(reports)
 
     def close(self) -> None:
         """Stop the background work, close the connection and release the lock file."""

@@ -6,6 +6,7 @@ from deniable.shared.transport._status import RETRYABLE, RemoteError, worth_retr
 from deniable.shared.transport._target import TARGET_FORMS, Target, TargetError, parse_target
 from deniable.shared.transport._tls import (
     CHANNEL_KEEPALIVE,
+    LARGEST_MESSAGE_BYTES,
     MAX_MESSAGE_BYTES,
     TlsConfig,
     TlsError,
@@ -17,6 +18,7 @@ from deniable.shared.transport._tls import (
 
 __all__ = [
     "CHANNEL_KEEPALIVE",
+    "LARGEST_MESSAGE_BYTES",
     "MAX_MESSAGE_BYTES",
     "RETRYABLE",
     "TARGET_FORMS",

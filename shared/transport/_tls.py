@@ -13,6 +13,7 @@ from deniable.shared.errors import InvalidArgument
 
 __all__ = [
     "CHANNEL_KEEPALIVE",
+    "LARGEST_MESSAGE_BYTES",
     "MAX_MESSAGE_BYTES",
     "TlsConfig",
     "TlsError",
@@ -23,6 +24,9 @@ __all__ = [
 ]
 
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+# gRPC's own cap on a message (its sizes are C ints), and so on every daemon's
+# --max-message-bytes: a channel that accepts this receives any batch a daemon stored.
+LARGEST_MESSAGE_BYTES = 2**31 - 1
 # Keepalive of every channel to an aggregator (docs/security.md, "Keepalive"). A ping every
 # 30 s, also between calls, finds a dead connection (a NAT or load balancer that dropped it)
 # before the next call waits on it; 10 s without the ack closes the connection, and the
@@ -161,16 +165,18 @@ def open_channel(
     max_message_bytes: int = MAX_MESSAGE_BYTES,
     *,
     balanced: bool = False,
+    max_receive_bytes: int | None = None,
 ) -> grpc.Channel:
     """A channel to ``target``: TLS when ``tls`` is given, else plaintext.
 
     ``balanced`` (a target naming several daemons) spreads calls round-robin over every
     address that accepts connections: a daemon that is down is skipped, and a call that
-    failed on it is retried by the caller on another.
+    failed on it is retried by the caller on another. Messages are at most
+    ``max_message_bytes`` each way, or ``max_receive_bytes`` received when given.
     """
     options: list[tuple[str, int | str]] = [
         ("grpc.max_send_message_length", max_message_bytes),
-        ("grpc.max_receive_message_length", max_message_bytes),
+        ("grpc.max_receive_message_length", max_receive_bytes or max_message_bytes),
         *CHANNEL_KEEPALIVE,
     ]
     if balanced:

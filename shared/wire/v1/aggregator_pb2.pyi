@@ -1530,3 +1530,44 @@ class IssueTokensResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___IssueTokensResponse: _TypeAlias = IssueTokensResponse  # noqa: Y015
+
+@_typing.final
+class ExportReportsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SURVEY_ID_FIELD_NUMBER: _builtins.int
+    survey_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        survey_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["survey_id", b"survey_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExportReportsRequest: _TypeAlias = ExportReportsRequest  # noqa: Y015
+
+@_typing.final
+class ExportReportsResponse(_message.Message):
+    """A few whole stored batches (about 1 MiB; a larger batch comes alone), in commit order."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REPORTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def reports(self) -> _containers.RepeatedCompositeFieldContainer[Global___Report]: ...
+    def __init__(
+        self,
+        *,
+        reports: _abc.Iterable[Global___Report] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["reports", b"reports"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExportReportsResponse: _TypeAlias = ExportReportsResponse  # noqa: Y015

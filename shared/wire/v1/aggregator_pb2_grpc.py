@@ -70,6 +70,11 @@ class AggregatorStub:
                 request_serializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.IssueTokensRequest.SerializeToString,
                 response_deserializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.IssueTokensResponse.FromString,
                 _registered_method=True)
+        self.ExportReports = channel.unary_stream(
+                '/deniable.v1.Aggregator/ExportReports',
+                request_serializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.ExportReportsRequest.SerializeToString,
+                response_deserializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.ExportReportsResponse.FromString,
+                _registered_method=True)
 
 
 class AggregatorServicer:
@@ -127,6 +132,16 @@ class AggregatorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExportReports(self, request, context):
+        """Every stored report of a survey (admin), open or closed: each report once, as stored
+        (canonical encoding, never an enrollment token), in commit order, a stored batch at a
+        time; the stream ends after the last batch committed before the call began. The
+        reports are already randomized, so the export is safe to share like an estimate.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AggregatorServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -164,6 +179,11 @@ def add_AggregatorServicer_to_server(servicer, server):
                     servicer.IssueTokens,
                     request_deserializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.IssueTokensRequest.FromString,
                     response_serializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.IssueTokensResponse.SerializeToString,
+            ),
+            'ExportReports': grpc.unary_stream_rpc_method_handler(
+                    servicer.ExportReports,
+                    request_deserializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.ExportReportsRequest.FromString,
+                    response_serializer=deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.ExportReportsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -356,6 +376,33 @@ class Aggregator:
             '/deniable.v1.Aggregator/IssueTokens',
             deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.IssueTokensRequest.SerializeToString,
             deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.IssueTokensResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExportReports(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/deniable.v1.Aggregator/ExportReports',
+            deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.ExportReportsRequest.SerializeToString,
+            deniable_dot_shared_dot_wire_dot_v1_dot_aggregator__pb2.ExportReportsResponse.FromString,
             options,
             channel_credentials,
             insecure,

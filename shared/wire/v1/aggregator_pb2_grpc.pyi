@@ -55,6 +55,12 @@ class AggregatorStub:
     """Issue one-time enrollment tokens for a survey that requires enrollment (admin). The
     tokens are returned once; the aggregator keeps only their SHA-256 hashes.
     """
+    ExportReports: _grpc.UnaryStreamMultiCallable[_aggregator_pb2.ExportReportsRequest, _aggregator_pb2.ExportReportsResponse]
+    """Every stored report of a survey (admin), open or closed: each report once, as stored
+    (canonical encoding, never an enrollment token), in commit order, a stored batch at a
+    time; the stream ends after the last batch committed before the call began. The
+    reports are already randomized, so the export is safe to share like an estimate.
+    """
 
 @_typing.type_check_only
 class AggregatorAsyncStub(AggregatorStub):
@@ -78,6 +84,12 @@ class AggregatorAsyncStub(AggregatorStub):
     IssueTokens: _aio.UnaryUnaryMultiCallable[_aggregator_pb2.IssueTokensRequest, _aggregator_pb2.IssueTokensResponse]  # type: ignore[assignment]
     """Issue one-time enrollment tokens for a survey that requires enrollment (admin). The
     tokens are returned once; the aggregator keeps only their SHA-256 hashes.
+    """
+    ExportReports: _aio.UnaryStreamMultiCallable[_aggregator_pb2.ExportReportsRequest, _aggregator_pb2.ExportReportsResponse]  # type: ignore[assignment]
+    """Every stored report of a survey (admin), open or closed: each report once, as stored
+    (canonical encoding, never an enrollment token), in commit order, a stored batch at a
+    time; the stream ends after the last batch committed before the call began. The
+    reports are already randomized, so the export is safe to share like an estimate.
     """
 
 class AggregatorServicer(metaclass=_abc_1.ABCMeta):
@@ -141,6 +153,18 @@ class AggregatorServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_aggregator_pb2.IssueTokensResponse, _abc.Awaitable[_aggregator_pb2.IssueTokensResponse]]:
         """Issue one-time enrollment tokens for a survey that requires enrollment (admin). The
         tokens are returned once; the aggregator keeps only their SHA-256 hashes.
+        """
+
+    @_abc_1.abstractmethod
+    def ExportReports(
+        self,
+        request: _aggregator_pb2.ExportReportsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_aggregator_pb2.ExportReportsResponse], _abc.AsyncIterator[_aggregator_pb2.ExportReportsResponse]]:
+        """Every stored report of a survey (admin), open or closed: each report once, as stored
+        (canonical encoding, never an enrollment token), in commit order, a stored batch at a
+        time; the stream ends after the last batch committed before the call began. The
+        reports are already randomized, so the export is safe to share like an estimate.
         """
 
 def add_AggregatorServicer_to_server(servicer: AggregatorServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -140,4 +140,5 @@ def valid_request(env: Env, method: str, data: st.DataObject) -> Message:
             survey_id=yesno.id, question_id=yesno.questions[0].id, confidence=0.9, method="wilson"
         ),
         "IssueTokens": pb.IssueTokensRequest(survey_id=env.surveys["enrolled"].id, count=2),
+        "ExportReports": pb.ExportReportsRequest(survey_id=env.surveys["gated"].id),
     }[method]

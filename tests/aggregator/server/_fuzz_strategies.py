@@ -40,6 +40,7 @@ ALLOWED: dict[str, frozenset[Code]] = {
         },
         "GetEstimate": {Code.NOT_FOUND, Code.FAILED_PRECONDITION},
         "IssueTokens": {Code.NOT_FOUND, Code.FAILED_PRECONDITION, Code.UNAUTHENTICATED},
+        "ExportReports": {Code.NOT_FOUND, Code.UNAUTHENTICATED},
     }.items()
 }
 T = TypeVar("T")

@@ -50,6 +50,7 @@ def test_a_100_kb_value_is_refused_with_its_own_status(env: Env, method: str) ->
             Code.NOT_FOUND,
         ),
         "IssueTokens": (pb.IssueTokensRequest(survey_id=huge, count=1), Code.NOT_FOUND),
+        "ExportReports": (pb.ExportReportsRequest(survey_id=huge), Code.NOT_FOUND),
     }[method]
     outcome = env.checked(method, request, expect=False)
     assert outcome.code == code, outcome

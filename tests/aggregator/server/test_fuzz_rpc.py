@@ -50,7 +50,7 @@ FUZZ = settings(
 )
 QUESTION_ID = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 METHODS = ["clopper-pearson", "wilson", "wald"]
-READ_ONLY = ("GetSurvey", "ListSurveys", "GetEstimate")
+READ_ONLY = ("GetSurvey", "ListSurveys", "GetEstimate", "ExportReports")
 
 
 @pytest.fixture(scope="module")
@@ -330,6 +330,24 @@ def test_enrollment_tokens_answer_once(env: Env, data: st.DataObject) -> None:
         assert pb.SubmitReportsResponse.FromString(outcome.response).stored == 0
 
 
+@settings(FUZZ, max_examples=40)
+@given(data=st.data())
+def test_export_reports(env: Env, data: st.DataObject) -> None:
+    survey_id = data.draw(survey_ids(env, "closed", "enrolled"))
+    survey = env.running.storage.get_survey(survey_id)
+    request = pb.ExportReportsRequest(survey_id=survey_id)
+    outcome = env.checked("ExportReports", request, expect=survey is not None)
+    if survey is not None:  # every stored report once, as the log holds it
+        reports = pb.ExportReportsResponse.FromString(outcome.response).reports
+        assert len({r.report_id for r in reports}) == len(reports) == survey.reports
+        assert all(r.survey_id == survey_id for r in reports)
+        for report in reports:
+            if report.report_id in env.stored:  # a seed report: exactly as submitted
+                assert report == env.stored[report.report_id]
+    else:
+        assert outcome.code == Code.NOT_FOUND, outcome
+
+
 # --- authorization -------------------------------------------------------------------------
 
 
@@ -337,11 +355,13 @@ def test_enrollment_tokens_answer_once(env: Env, data: st.DataObject) -> None:
 @given(data=st.data())
 def test_admin_calls_without_the_token_change_nothing(env: Env, data: st.DataObject) -> None:
     metadata = data.draw(fw.bad_metadata())
-    method = data.draw(st.sampled_from(["CreateSurvey", "CloseSurvey", "IssueTokens", "GetSurvey"]))
+    admin = ["CreateSurvey", "CloseSurvey", "IssueTokens", "ExportReports"]
+    method = data.draw(st.sampled_from([*admin, "GetSurvey"]))
     request: Message = {
         "CreateSurvey": survey_request("Valid", [("binary", BINARY)]),
         "CloseSurvey": pb.CloseSurveyRequest(survey_id=env.surveys["yesno"].id),  # open
         "IssueTokens": pb.IssueTokensRequest(survey_id=env.surveys["enrolled"].id, count=2),
+        "ExportReports": pb.ExportReportsRequest(survey_id=env.surveys["yesno"].id),
         "GetSurvey": pb.GetSurveyRequest(survey_id=env.surveys["yesno"].id),  # anyone may
     }[method]
     too_big = oversized(metadata)

@@ -107,6 +107,27 @@ def test_an_outage_is_unavailable_stores_nothing_and_passes(cluster: Cluster, ur
         storage.close()
 
 
+def test_an_outage_during_a_read_of_the_log_is_unavailable(cluster: Cluster, url: str) -> None:
+    storage = PostgresStorage(url, pool_timeout=1.0)
+    try:
+        storage.create_survey(survey())
+        for b in range(40):  # more than two pages of the log's cursor
+            storage.submit(submission([report(f"b{b}-{i}", i % 2) for i in range(3)]))
+        reading = storage.log("s1")
+        assert next(reading)
+        cluster.stop_server()
+        try:
+            for read in (lambda: list(reading), lambda: next(storage.log("s1"))):
+                with pytest.raises(Unavailable) as lost:
+                    read()
+                assert f"database {redacted(url)!r} is unavailable" in str(lost.value)
+        finally:
+            cluster.start_server()
+        assert len(eventually(lambda: list(storage.log("s1")))) == 40  # the same storage
+    finally:
+        storage.close()
+
+
 def test_a_connection_lost_mid_batch_rolls_it_back(url: str) -> None:
     """The server ends the batch's connection inside its transaction (after the ids went in).
 

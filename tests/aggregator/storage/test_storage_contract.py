@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -28,6 +29,8 @@ from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.conftest import binary_question
 
 Opener = Callable[[], Storage]
+STREAMED_BATCHES = 40  # more than two pages of Storage.log (16 rows on either backend)
+HANG_GUARD = 60.0  # seconds: only a guard against a deadlock, never a speed limit
 
 
 def backend_url(request: pytest.FixtureRequest, tmp_path: Path, name: str) -> str:
@@ -147,6 +150,37 @@ def test_submit_updates_tallies_and_is_idempotent(opener: Opener) -> None:
     assert storage.tally("nope", "q1") is None
     assert [r.report_id for r in logged(storage)] == ["a", "b", "c", "d"]  # each once
     assert all(recount(storage, "s1", q) == storage.tally("s1", q) for q in ("q1", "q2"))
+
+
+def batch_ids(row: bytes) -> list[str]:
+    """The report ids of one log row (a stored batch), in order."""
+    return [r.report_id for r in pb.SubmitReportsRequest.FromString(row).reports]
+
+
+def test_the_log_streams_while_batches_keep_coming(opener: Opener) -> None:
+    storage = opener()
+    storage.create_survey(survey())
+    storage.create_survey(survey("s2"))
+    batches = [[f"b{b}-{i}" for i in range(3)] for b in range(STREAMED_BATCHES)]
+    for number, batch in enumerate(batches):
+        submit(storage, [report(rid, number % 2) for rid in batch])
+        submit(storage, [report(f"other{number}", 1, survey_id="s2")])  # interleaved rows
+    rows = storage.log("s1")  # reads nothing yet
+    submit(storage, [report("b0-0", 0), report("b0-new", 1)])  # a resend: its row holds the new one
+    batches.append(["b0-new"])
+    first = next(rows)
+    with ThreadPoolExecutor(1) as thread:  # the reader holds no lock between pages
+        late = thread.submit(submit, storage, [report("late", 1)]).result(timeout=HANG_GUARD)
+    assert late.stored == 1
+    assert [batch_ids(row) for row in [first, *rows]] == batches  # each batch once, in order
+    assert batch_ids(list(storage.log("s1"))[-1]) == ["late"]  # for the next reader
+    closed_early = storage.log("s2")
+    assert batch_ids(next(closed_early)) == ["other0"]
+    closed_early.close()  # ends its read (PostgreSQL: gives the connection back)
+    assert submit(storage, [report("after", 1, survey_id="s2")]).stored == 1
+    last = [batch_ids(row)[0] for row in storage.log("s2")][-2:]
+    assert last == [f"other{STREAMED_BATCHES - 1}", "after"]
+    assert list(storage.log("unknown")) == []
 
 
 def test_a_release_is_the_tally_at_the_commit_that_reaches_its_point(durable_url: str) -> None:
