@@ -55,6 +55,7 @@ class Measured:
 
     @property
     def daemon_growth_mb(self) -> float:
+        """How much the daemon grew during the export."""
         return self.daemon_peak_mb - self.daemon_before_mb
 
 

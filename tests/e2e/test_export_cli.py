@@ -21,6 +21,7 @@ from deniable.aggregator.storage import open_storage
 from deniable.client import AggregatorClient, build_report, check_mechanism, parse_answer
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.aggregator.analysis._report_data import OPTION, fill, questions
+from tests.aggregator.cli._terminal import last_drawn, on_terminal
 from tests.conftest import ADMIN_TOKEN, BIN
 from tests.e2e._forks import Runner
 
@@ -52,6 +53,7 @@ class Daemon:
     """The daemon, its surveys (every kind, stepped, paired) and a folder for the files."""
 
     server: RunningServer
+    submitted: list[pb.Report]
     kinds: pb.Survey
     stepped: pb.Survey
     paired: pb.Survey
@@ -66,11 +68,10 @@ def cli(runner: Runner, *args: str, token: str | None = None) -> subprocess.Comp
     return runner.complete("deniable-aggregator", list(args), env)
 
 
-@pytest.fixture(scope="module")
-def runner() -> Iterator[Runner]:
-    started = Runner()
-    yield started
-    started.close()
+@pytest.fixture
+def runner(cli_runner: Runner) -> Runner:
+    """The worker's forking runner of console scripts."""
+    return cli_runner
 
 
 @pytest.fixture(scope="module")
@@ -80,12 +81,18 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         open_storage(f"sqlite:///{folder / 'aggregator.db'}"), ADMIN_TOKEN, "127.0.0.1:0"
     )
     try:
+        submitted: list[pb.Report] = []
         with AggregatorClient(server.address, admin_token=ADMIN_TOKEN) as client:
-            kinds, stepped = fill(client.create_survey, client.submit_reports)
+
+            def submit(batch: list[pb.Report]) -> object:
+                submitted.extend(batch)
+                return client.submit_reports(batch)
+
+            kinds, stepped = fill(client.create_survey, submit)
             paired = client.create_survey(*questions(PAIRED))
-            client.submit_reports(_paired_reports(paired))
+            submit(_paired_reports(paired))
             kinds, stepped, paired = (client.get_survey(s.id) for s in (kinds, stepped, paired))
-        yield Daemon(server, kinds, stepped, paired, folder)
+        yield Daemon(server, submitted, kinds, stepped, paired, folder)
     finally:
         server.stop(grace=1.0)
 
@@ -235,3 +242,103 @@ def test_parquet_without_pyarrow_names_the_extra(
     assert "pip install 'deniable[parquet]'" in done.stderr
     assert "Traceback" not in done.stderr
     assert not out.exists()
+
+
+def _reports_csv(runner: Runner, daemon: Daemon, survey: pb.Survey) -> pd.DataFrame:
+    args = ("export", survey.id, "--server", daemon.server.address, "--what", "reports")
+    done = cli(runner, *args, token=ADMIN_TOKEN)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # no bar off a terminal
+    return pd.read_csv(io.StringIO(done.stdout), dtype=str, keep_default_na=False)
+
+
+def test_reports_are_each_stored_report_once_as_submitted(runner: Runner, daemon: Daemon) -> None:
+    frame = _reports_csv(runner, daemon, daemon.kinds)
+    assert list(frame.columns) == ["report_id", "survey_id", "question_id", "mechanism", "value"]
+    mechanisms = {q.id: check_mechanism(q) for q in daemon.kinds.questions}
+    expected = [
+        [r.report_id, r.survey_id, r.question_id, mechanisms[r.question_id].name,
+         _text(mechanisms[r.question_id].summary_value(r))]
+        for r in daemon.submitted if r.survey_id == daemon.kinds.id
+    ]  # fmt: skip
+    assert len(frame) == daemon.kinds.reports == len(expected) == 600
+    assert frame.values.tolist() == expected  # every report, once, in the order stored
+    shown = dict(zip(frame.question_id, frame.value, strict=False))
+    assert shown["cheated"] in ("true", "false")
+    assert int(shown["os"]) in range(3)
+    assert len(bytes.fromhex(shown["fruit"])) == 1  # three items' bits, packed
+
+
+def _text(value: object) -> str:
+    """A value as a CSV cell shows it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return json.dumps(value, separators=(",", ":"))
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+@pytest.mark.parametrize("file_format", ["jsonl", "parquet"])
+def test_reports_load_the_same_in_every_format(
+    runner: Runner, daemon: Daemon, file_format: str
+) -> None:
+    expected = _reports_csv(runner, daemon, daemon.stepped)
+    out = daemon.folder / f"reports.{file_format}"
+    done = cli(
+        runner, "export", daemon.stepped.id, "--server", daemon.server.address,
+        "--what", "reports", "--format", file_format, "--out", str(out), token=ADMIN_TOKEN,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"wrote {len(expected):,} rows of reports of Stepped")
+    if file_format == "parquet":
+        loaded = pd.read_parquet(out)
+    else:
+        loaded = pd.read_json(out, lines=True, dtype=False)
+        assert set(map(type, loaded.value)) == {bool}  # JSON keeps the yes/no reports' type
+        loaded["value"] = [_text(value) for value in loaded.value]
+    assert loaded.values.tolist() == expected.values.tolist()
+
+
+def test_reports_need_the_admin_token_and_a_refusal_changes_nothing(
+    runner: Runner, daemon: Daemon
+) -> None:
+    out = daemon.folder / "reports-kept.csv"
+    out.write_text("previous\n")
+    args = ("export", daemon.kinds.id, "--server", daemon.server.address, "--what", "reports")
+    missing = cli(runner, *args, "--out", str(out))
+    assert missing.returncode == 2
+    assert "DENIABLE_AGGREGATOR_ADMIN_TOKEN" in missing.stderr
+    refused = cli(runner, *args, "--out", str(out), token="not-the-admin-token")
+    assert refused.returncode == 6, refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert out.read_text() == "previous\n"
+    unknown = cli(runner, "export", "nosuch", *args[2:], "--out", str(out), token=ADMIN_TOKEN)
+    assert unknown.returncode == 4
+    assert "nosuch" in unknown.stderr
+    assert out.read_text() == "previous\n"
+    assert [p.name for p in daemon.folder.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_on_a_terminal_a_bar_of_the_reports_ends_at_their_total(
+    runner: Runner, daemon: Daemon
+) -> None:
+    out = daemon.folder / "reports-bar.csv"
+    env = {"DENIABLE_AGGREGATOR_ADMIN_TOKEN": ADMIN_TOKEN}
+    done = on_terminal(
+        runner, "deniable-aggregator", "export", daemon.kinds.id, "--what", "reports",
+        "--server", daemon.server.address, "--out", str(out), env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    last = last_drawn(done.stderr)
+    assert "exporting" in last
+    assert "600/600" in last
+    assert "100%" in last
+    assert "reports/s" in last
+    assert len(out.read_text().splitlines()) == 601
+    quiet = on_terminal(
+        runner, "deniable-aggregator", "export", daemon.kinds.id, "--what", "reports",
+        "--server", daemon.server.address, "--out", str(out), "--json", env=env,
+    )  # fmt: skip
+    assert quiet.returncode == 0
+    assert quiet.stderr.strip() == ""
+    assert json.loads(quiet.stdout)["rows"] == 600
