@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import subprocess
@@ -49,6 +50,7 @@ class Measured:
     reports: int
     seconds: float
     export_peak_mb: float
+    export_early_mb: float  # the export's RSS a fifth of the way through
     daemon_before_mb: float
     daemon_peak_mb: float
     file_mb: float
@@ -59,9 +61,26 @@ class Measured:
         return self.daemon_peak_mb - self.daemon_before_mb
 
 
-def _sample_peak(daemon: Daemon, stop: threading.Event, peak: list[float]) -> None:
+def _rss_mb(pid: int) -> float | None:
+    """A process's resident memory from /proc, or None once it has exited."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return None
+
+
+def _sample(daemon: Daemon, child: subprocess.Popen[bytes], stop: threading.Event,
+            daemon_peak: list[float], trace: list[float]) -> None:  # fmt: skip
+    """Keep the daemon's peak RSS, and the export's RSS over time, until ``stop``."""
     while not stop.is_set():
-        peak[0] = max(peak[0], daemon.rss_mb())
+        daemon_peak[0] = max(daemon_peak[0], daemon.rss_mb())
+        rss = _rss_mb(child.pid)
+        if rss is not None:
+            trace.append(rss)
         time.sleep(SAMPLE)
 
 
@@ -69,17 +88,17 @@ def export(daemon: Daemon, survey_id: str, out: Path, file_format: str, timeout:
     """Run one export as a child process; its peak RSS alone from ``wait4``."""
     daemon.settle()
     before = daemon.rss_mb()
-    peak, stop = [before], threading.Event()
-    sampler = threading.Thread(target=_sample_peak, args=(daemon, stop, peak), daemon=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
     env["DENIABLE_AGGREGATOR_ADMIN_TOKEN"] = TOKEN
     started = time.perf_counter()
-    sampler.start()
     child = subprocess.Popen(
         [str(BIN / "deniable-aggregator"), "export", survey_id, "--what", "reports",
          "--format", file_format, "--server", daemon.address, "--out", str(out), "--json"],
         stdout=subprocess.PIPE, env=env,
     )  # fmt: skip
+    peak, trace, stop = [before], [], threading.Event()
+    sampler = threading.Thread(target=_sample, args=(daemon, child, stop, peak, trace), daemon=True)
+    sampler.start()
     timer = threading.Timer(timeout, child.kill)  # a hang guard, never a measurement
     timer.start()
     assert child.stdout is not None
@@ -96,6 +115,7 @@ def export(daemon: Daemon, survey_id: str, out: Path, file_format: str, timeout:
         reports=int(written["rows"]),
         seconds=seconds,
         export_peak_mb=usage.ru_maxrss / 1024,
+        export_early_mb=trace[len(trace) // 5] if trace else math.nan,
         daemon_before_mb=before,
         daemon_peak_mb=peak[0],
         file_mb=out.stat().st_size / (1 << 20),
@@ -133,7 +153,8 @@ def main() -> int:
                 print(
                     f"{measured.reports:>12,} reports: {measured.seconds:7.1f} s "
                     f"({measured.reports / measured.seconds:>9,.0f} rows/s), "
-                    f"file {measured.file_mb:,.0f} MB; export peak RSS "
+                    f"file {measured.file_mb:,.0f} MB; export RSS "
+                    f"{measured.export_early_mb:6.1f} MB a fifth of the way, peak "
                     f"{measured.export_peak_mb:6.1f} MB; daemon RSS "
                     f"{measured.daemon_before_mb:6.1f} -> {measured.daemon_peak_mb:6.1f} MB "
                     "during the export",
