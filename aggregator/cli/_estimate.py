@@ -13,9 +13,9 @@ from deniable.aggregator.cli._common import (
     server_option,
     tls_options,
 )
+from deniable.aggregator.cli._interval_options import interval_options
 from deniable.aggregator.cli._watch import DEFAULT_INTERVAL, check_interval, watch_estimates
 from deniable.client import AggregatorClient
-from deniable.shared.stats import MAX_CONFIDENCE, METHODS
 from deniable.shared.text import visible
 from deniable.shared.transport import RemoteError, TlsConfig
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
@@ -111,16 +111,7 @@ def central_to_dict(central: pb.CentralPrivacy) -> dict[str, Any]:
 @tls_options
 @click.argument("survey_id")
 @click.option("--question", "question_id", help="Only this question (default: all).")
-@click.option(
-    "--confidence",
-    type=float,
-    default=0.95,
-    show_default=True,
-    help="Confidence level of the intervals, 0 < C <= 0.999999999 (1 - 1e-9).",
-)
-@click.option(
-    "--method", type=click.Choice(list(METHODS)), default="clopper-pearson", show_default=True
-)
+@interval_options
 @click.option(
     "--simultaneous",
     is_flag=True,
@@ -204,10 +195,6 @@ def estimate_command(
     and again at a live survey is what anytime-valid intervals allow, so --watch uses
     them (as --anytime does).
     """
-    if not 0.0 < confidence <= MAX_CONFIDENCE:
-        raise click.UsageError(
-            f"confidence must be in (0, {MAX_CONFIDENCE!r}] (at most 1 - 1e-9), got {confidence}"
-        )
     if delta is not None and not 0.0 < delta < 1.0:
         raise click.UsageError(f"--delta must be in (0, 1), got {delta}")
     if bool(given) != bool(item):

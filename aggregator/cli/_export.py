@@ -28,10 +28,10 @@ from deniable.aggregator.cli._export_rows import (
     estimate_rows,
     report_rows,
 )
-from deniable.aggregator.cli._out import check_out, whole_file
+from deniable.aggregator.cli._interval_options import interval_options
+from deniable.aggregator.cli._out import check_out, whole_file, written_json_option
 from deniable.aggregator.cli._progress import progress, shows_progress
 from deniable.client import AggregatorClient
-from deniable.shared.stats import MAX_CONFIDENCE, METHODS
 from deniable.shared.text import visible
 from deniable.shared.transport import RemoteError, TlsConfig
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
@@ -95,22 +95,8 @@ def _reports(as_json: bool) -> Rows:
     show_default=True,
     help="The file to write (it appears only once complete); - for stdout.",
 )
-@click.option(
-    "--confidence",
-    type=float,
-    default=0.95,
-    show_default=True,
-    help="Confidence level of the estimates' intervals, 0 < C <= 0.999999999.",
-)
-@click.option(
-    "--method", type=click.Choice(list(METHODS)), default="clopper-pearson", show_default=True
-)
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Print one JSON document saying what was written (not with --out -).",
-)
+@interval_options
+@written_json_option
 def export_command(
     server: str,
     tls: TlsConfig | None,
@@ -142,10 +128,6 @@ def export_command(
     Every format loads with pandas (read_csv, read_json, read_json(lines=True),
     read_parquet). A file given with --out appears only once complete.
     """
-    if not 0.0 < confidence <= MAX_CONFIDENCE:
-        raise click.UsageError(
-            f"confidence must be in (0, {MAX_CONFIDENCE!r}] (at most 1 - 1e-9), got {confidence}"
-        )
     if out == "-" and as_json:
         raise click.UsageError("--json describes a written file; with --out - the data is stdout")
     if file_format == "parquet":

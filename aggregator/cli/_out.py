@@ -10,9 +10,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
+import click
+
 from deniable.aggregator.cli._common import fail
 
-__all__ = ["check_out", "whole_file"]
+__all__ = ["check_out", "whole_file", "written_json_option"]
+
+written_json_option = click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON document saying what was written (not with --out -).",
+)
+"""``--json`` of a command that writes ``--out FILE``: a summary of the file, on stdout."""
 
 
 def check_out(out: str) -> None:

@@ -16,9 +16,9 @@ from deniable.aggregator.cli._common import (
     tls_options,
 )
 from deniable.aggregator.cli._estimate import estimate_to_dict
-from deniable.aggregator.cli._out import check_out, whole_file
+from deniable.aggregator.cli._interval_options import interval_options
+from deniable.aggregator.cli._out import check_out, whole_file, written_json_option
 from deniable.client import AggregatorClient
-from deniable.shared.stats import MAX_CONFIDENCE, METHODS
 from deniable.shared.text import visible
 from deniable.shared.transport import RemoteError, TlsConfig
 
@@ -33,22 +33,8 @@ from deniable.shared.transport import RemoteError, TlsConfig
     required=True,
     help="The HTML file to write (replaced whole, never half-written); - for stdout.",
 )
-@click.option(
-    "--confidence",
-    type=float,
-    default=0.95,
-    show_default=True,
-    help="Confidence level of the intervals, 0 < C <= 0.999999999 (1 - 1e-9).",
-)
-@click.option(
-    "--method", type=click.Choice(list(METHODS)), default="clopper-pearson", show_default=True
-)
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Print one JSON document saying what was written (not with --out -).",
-)
+@interval_options
+@written_json_option
 def report_command(
     server: str,
     tls: TlsConfig | None,
@@ -69,10 +55,6 @@ def report_command(
     request and runs no script (styles and SVG charts are inline), prints on
     paper, and shows every survey string as text, never as markup.
     """
-    if not 0.0 < confidence <= MAX_CONFIDENCE:
-        raise click.UsageError(
-            f"confidence must be in (0, {MAX_CONFIDENCE!r}] (at most 1 - 1e-9), got {confidence}"
-        )
     if out == "-" and as_json:
         raise click.UsageError("--json describes a written file; with --out - the page is stdout")
     if out != "-":
