@@ -2,13 +2,65 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Generator, Iterator
 
 from deniable.shared.errors import ResourceExhausted
 
-__all__ = ["CHUNK_BYTES", "export_chunks"]
+__all__ = ["CHUNK_BYTES", "MAX_EXPORTS", "ExportSlots", "export_chunks"]
 
 CHUNK_BYTES = 1 << 20  # an ExportReportsResponse holds about this much (a larger batch alone)
+MAX_EXPORTS = 4
+"""Exports that read the database at once: on PostgreSQL each holds a pooled connection
+(as many as the daemon's workers, 16 by default) for as long as it runs, so a handful of
+slow readers must not take the connections that reports are stored with."""
+
+
+class ExportSlots:
+    """At most ``limit`` exports running at once; the next is refused, never queued.
+
+    Example:
+        >>> slots = ExportSlots(1)
+        >>> first = slots.held(iter([b"a", b"b"]), "s1")
+        >>> next(first)
+        b'a'
+        >>> next(slots.held(iter([b"c"]), "s1"))
+        Traceback (most recent call last):
+        ...
+        deniable.shared.errors.ResourceExhausted: ExportReports: 1 export is running, the most this daemon runs at once...
+        >>> first.close()
+        >>> next(slots.held(iter([b"c"]), "s1"))
+        b'c'
+    """
+
+    def __init__(self, limit: int = MAX_EXPORTS) -> None:
+        self.limit = limit
+        self.running = 0
+        self._lock = threading.Lock()
+
+    def held(self, chunks: Iterator[bytes], survey_id: str) -> Generator[bytes, None, None]:
+        """``chunks`` holding a slot from their first read until they end or are closed.
+
+        Raises:
+            ResourceExhausted: ``limit`` exports are running (at the first read, before
+                any database read of this one).
+        """
+        with self._lock:
+            if self.running >= self.limit:
+                many = f"{self.limit} export is" if self.limit == 1 else f"{self.limit} exports are"
+                raise ResourceExhausted(
+                    f"ExportReports: {many} running, the most this daemon runs at once; "
+                    f"export survey {survey_id!r} again when one has finished"
+                )
+            self.running += 1
+        try:
+            yield from chunks
+        finally:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
+            with self._lock:
+                self.running -= 1
 
 
 def export_chunks(

@@ -15,7 +15,7 @@ from deniable.aggregator.server._enrollment import (
     new_tokens,
     token_hash,
 )
-from deniable.aggregator.server._export import export_chunks
+from deniable.aggregator.server._export import ExportSlots, export_chunks
 from deniable.aggregator.server._releases import (
     central_privacy,
     check_central_delta,
@@ -80,6 +80,7 @@ class AggregatorService:
         # let go of the interpreter, and concurrent decoders then pass it back and forth
         # (futex wake-ups, cold caches) instead of getting on with their work.
         self._decoding = threading.Lock()
+        self._exports = ExportSlots()
 
     def create_survey(self, request: pb.CreateSurveyRequest) -> pb.Survey:
         """Validate a survey spec, fill in each question's privacy figures, store it."""
@@ -275,11 +276,14 @@ class AggregatorService:
 
         Checks the survey (NotFound) at once; the log is read only as chunks are asked
         for, each chunk holding whole stored batches (see :func:`export_chunks`), up to
-        the last batch committed when the first chunk is read.
+        the last batch committed when the first chunk is read. At most
+        :data:`~deniable.aggregator.server._export.MAX_EXPORTS` run at once: the next is
+        refused with ResourceExhausted at its first read.
         """
         survey = self._survey(survey_id)
         rows = self.storage.log(survey.id)
-        return export_chunks(rows, survey.id, max_message_bytes=self.max_message_bytes)
+        chunks = export_chunks(rows, survey.id, max_message_bytes=self.max_message_bytes)
+        return self._exports.held(chunks, survey.id)
 
     def get_estimate(self, request: pb.GetEstimateRequest) -> pb.Estimate:
         """O(1) estimate from the question's running tally, or its last release if stepped."""

@@ -13,7 +13,7 @@ import grpc
 import pytest
 
 from deniable.aggregator.server import _servicer, _streaming
-from deniable.aggregator.server._export import CHUNK_BYTES, export_chunks
+from deniable.aggregator.server._export import CHUNK_BYTES, MAX_EXPORTS, export_chunks
 from deniable.aggregator.server._lifecycle import RunningServer, ServerLimits, start_server
 from deniable.aggregator.storage import open_storage
 from deniable.client._remote import AggregatorClient, RemoteError
@@ -339,3 +339,25 @@ def test_chunks_of_stored_batches() -> None:
     assert next(partial) == b"\x00" * 4
     partial.close()
     assert closed == [True] * 5  # every reader closed, also when left early
+
+
+def test_at_most_four_exports_read_at_once_and_the_next_is_refused(
+    running: RunningServer, operator: AggregatorClient
+) -> None:
+    survey = new_survey(operator)
+    operator.submit_reports(yes_no(survey, "r", 10))
+    service = running.service
+    held = [service.export_reports(survey.id) for _ in range(MAX_EXPORTS)]
+    for chunks in held:  # each is reading (on PostgreSQL with a pooled connection)
+        assert len(pb.ExportReportsResponse.FromString(next(chunks)).reports) == 10
+    refused = service.export_reports(survey.id)
+    with pytest.raises(ResourceExhausted, match=f"{MAX_EXPORTS} exports are running"):
+        next(refused)
+    operator.submit_reports(yes_no(survey, "s", 5))  # storing goes on meanwhile
+    assert operator.get_estimate(survey.id, "q").n == 15
+    held.pop().close()
+    again = b"".join(service.export_reports(survey.id))  # a slot is free: it runs, whole
+    assert len(pb.ExportReportsResponse.FromString(again).reports) == 15
+    for chunks in held:
+        chunks.close()
+    assert len(exported(operator, survey.id)) == 15
