@@ -6,7 +6,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, Any
 
 from deniable.aggregator.cli._common import jsonable
@@ -34,13 +34,24 @@ def _text(value: Any) -> str:
 
 
 def _csv(columns: Sequence[Column], rows: Iterable[list[Any]], out: IO[bytes]) -> int:
+    """A header, then the rows; the csv module writes None as an empty cell and floats exactly."""
     text = io.TextIOWrapper(out, encoding="utf-8", newline="", write_through=True)
     writer = csv.writer(text, lineterminator="\n")
     writer.writerow([column.name for column in columns])
+    shown = [index for index, column in enumerate(columns) if column.type == "value"]
     count = 0
-    for row in rows:
-        writer.writerow([_text(value) for value in row])
-        count += 1
+
+    def cells() -> Iterator[list[Any]]:
+        nonlocal count
+        for row in rows:
+            if shown:
+                row = row.copy()
+                for index in shown:
+                    row[index] = _text(row[index])
+            count += 1
+            yield row
+
+    writer.writerows(cells())
     text.flush()
     text.detach()
     return count
