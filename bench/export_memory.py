@@ -96,7 +96,8 @@ def export(daemon: Daemon, survey_id: str, out: Path, file_format: str, timeout:
          "--format", file_format, "--server", daemon.address, "--out", str(out), "--json"],
         stdout=subprocess.PIPE, env=env,
     )  # fmt: skip
-    peak, trace, stop = [before], [], threading.Event()
+    peak, stop = [before], threading.Event()
+    trace: list[float] = []
     sampler = threading.Thread(target=_sample, args=(daemon, child, stop, peak, trace), daemon=True)
     sampler.start()
     timer = threading.Timer(timeout, child.kill)  # a hang guard, never a measurement

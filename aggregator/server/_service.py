@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 
 from deniable.aggregator.server._enrollment import (
     check_min_reports,
@@ -271,7 +271,7 @@ class AggregatorService:
         self.storage.issue_tokens(survey.id, [token_hash(token) for token in tokens])
         return pb.IssueTokensResponse(survey_id=survey.id, tokens=tokens)
 
-    def export_reports(self, survey_id: str) -> Iterator[bytes]:
+    def export_reports(self, survey_id: str) -> Generator[bytes, None, None]:
         """A survey's stored reports as serialized ``ExportReportsResponse`` chunks.
 
         Checks the survey (NotFound) at once; the log is read only as chunks are asked
