@@ -147,32 +147,36 @@ def _charts(question: pb.Question, data: dict[str, Any]) -> str:
 
 
 def _joint(question: pb.Question, data: dict[str, Any]) -> str:
-    """The cross-tab as a heat map (first part by the others), marginals, associations."""
+    """The cross-tab as a heat map (last part across, others down), marginals, associations.
+
+    The last part varies fastest in cell order, so each row is one combination of the
+    other parts: with three parts or more the map grows down, not across, and stays legible.
+    """
     qid = question.id
     marginals = data["marginals"]
-    parts_of = list(question.joint.parts)
-    first = [f"{parts_of[0].id}={value}" for value in part_values(parts_of[0])]
-    # the other parts' values in cell order: the cells' names without the first part
-    names = cell_names(pb.Question(joint=pb.JointQuestion(parts=parts_of[1:])))
+    *leading, last = question.joint.parts
+    rows = cell_names(pb.Question(joint=pb.JointQuestion(parts=leading)))
+    names = [f"{last.id}={value}" for value in part_values(last)]
     cells = data["options"]
-    if len(cells) != len(first) * len(names):
+    if len(cells) != len(rows) * len(names):
         raise ValueError(
-            f"question {qid!r}: {len(cells)} cells, but its parts make {len(first)}×{len(names)}"
+            f"question {qid!r}: {len(cells)} cells, but its parts make {len(rows)}×{len(names)}"
         )
     columns = len(names)
     grid = [
-        [c["estimate"] for c in cells[r * columns : (r + 1) * columns]] for r in range(len(first))
+        [c["estimate"] for c in cells[r * columns : (r + 1) * columns]] for r in range(len(rows))
     ]
     tips = [
         [
             f"{c['option']}: {c['estimate']:.4f} [{c['ci_low']:.4f}, {c['ci_high']:.4f}]"
             for c in cells[r * columns : (r + 1) * columns]
         ]
-        for r in range(len(first))
+        for r in range(len(rows))
     ]
+    down = " and ".join(escape(part.id) for part in leading)
     parts = [
-        f"<h3>Cross-tab: {escape(str(marginals[0]['part']))} (rows) by the other parts</h3>",
-        heat_map(first, names, grid, title=f"{qid}: cross-tab", tooltips=tips),
+        f"<h3>Cross-tab: {down} (rows) by {escape(last.id)} (columns)</h3>",
+        heat_map(rows, names, grid, title=f"{qid}: cross-tab", tooltips=tips),
     ]
     for marginal in marginals:
         part = str(marginal["part"])

@@ -12,15 +12,23 @@ import pytest
 from deniable.aggregator.analysis._report_html import (
     QuestionResult,
     ReportData,
+    _joint,
     participant_text,
     render_report,
 )
-from deniable.aggregator.analysis._report_svg import Interval, escape, heat_map, interval_chart
+from deniable.aggregator.analysis._report_svg import (
+    WIDTH,
+    Interval,
+    escape,
+    heat_map,
+    interval_chart,
+)
 from deniable.aggregator.cli._estimate import estimate_to_dict
 from deniable.aggregator.server._service import AggregatorService
 from deniable.aggregator.storage import open_storage
 from deniable.client import check_mechanism
 from deniable.shared.errors import FailedPrecondition
+from deniable.shared.questions.joint import cell_names
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.aggregator.analysis._report_data import HOSTILE, OPTION, SPEC, TITLE, fill, questions
 
@@ -167,6 +175,33 @@ def test_heat_maps_have_one_cell_per_entry_and_a_legend(pages: dict[str, str]) -
     assert columns == 3
     shades = {rect.get("fill") for cell in _cells(multi[0]) for rect in cell.iter(f"{SVG}rect")}
     assert len(shades) > 1  # shaded by value, not one colour
+
+
+def test_a_joint_of_three_parts_grows_down_not_across() -> None:
+    question = questions({"title": "t", "questions": [
+        {"id": "j", "text": "Three", "type": "joint", "epsilon": 2.0, "parts": [
+            {"id": "a", "text": "A?"},
+            {"id": "b", "text": "B?", "type": "categorical", "options": list("pqrs")},
+            {"id": "c", "text": "C?", "type": "categorical", "options": list("vwxyz")},
+        ]},
+    ]})[1][0]  # fmt: skip
+    names = cell_names(question)
+    cells = [{"option": name, "estimate": i / 40, "ci_low": 0.0, "ci_high": 1.0}
+             for i, name in enumerate(names)]  # fmt: skip
+    (chart,) = _charts(_joint(question, {"marginals": [], "options": cells}))
+    texts = list(chart.iter(f"{SVG}text"))
+    columns = [t.findtext(f"{SVG}title") for t in texts if t.get("class") == "column"]
+    assert columns == [f"c={v}" for v in "vwxyz"]
+    rows = [
+        t.findtext(f"{SVG}title")
+        for t in texts
+        if t.get("text-anchor") == "end" and t.find(f"{SVG}title") is not None
+    ]
+    assert rows == [f"a={a}, b={b}" for a in ("no", "yes") for b in "pqrs"]
+    grid = [float(cell.findtext(f"{SVG}text") or "nan") for cell in _cells(chart)]
+    assert grid == [round(i / 40, 3) for i in range(40)]  # row-major: c varies fastest
+    assert float(chart.get("width") or 0) == WIDTH  # five columns fit the page's width
+    assert names[:2] == ["a=no, b=p, c=v", "a=no, b=p, c=w"]
 
 
 def test_each_question_states_its_figures_and_gate(pages: dict[str, str]) -> None:
