@@ -155,28 +155,28 @@ def _joint(question: pb.Question, data: dict[str, Any]) -> str:
     qid = question.id
     marginals = data["marginals"]
     *leading, last = question.joint.parts
-    rows = cell_names(pb.Question(joint=pb.JointQuestion(parts=leading)))
+    combos = cell_names(pb.Question(joint=pb.JointQuestion(parts=leading)))
     names = [f"{last.id}={value}" for value in part_values(last)]
     cells = data["options"]
-    if len(cells) != len(rows) * len(names):
+    if len(cells) != len(combos) * len(names):
         raise ValueError(
-            f"question {qid!r}: {len(cells)} cells, but its parts make {len(rows)}×{len(names)}"
+            f"question {qid!r}: {len(cells)} cells, but its parts make {len(combos)}×{len(names)}"
         )
     columns = len(names)
     grid = [
-        [c["estimate"] for c in cells[r * columns : (r + 1) * columns]] for r in range(len(rows))
+        [c["estimate"] for c in cells[r * columns : (r + 1) * columns]] for r in range(len(combos))
     ]
     tips = [
         [
             f"{c['option']}: {c['estimate']:.4f} [{c['ci_low']:.4f}, {c['ci_high']:.4f}]"
             for c in cells[r * columns : (r + 1) * columns]
         ]
-        for r in range(len(rows))
+        for r in range(len(combos))
     ]
     down = " and ".join(escape(part.id) for part in leading)
     parts = [
         f"<h3>Cross-tab: {down} (rows) by {escape(last.id)} (columns)</h3>",
-        heat_map(rows, names, grid, title=f"{qid}: cross-tab", tooltips=tips),
+        heat_map(combos, names, grid, title=f"{qid}: cross-tab", tooltips=tips),
     ]
     for marginal in marginals:
         part = str(marginal["part"])
