@@ -73,6 +73,16 @@ class ReportData:
     method: str
     generated: datetime
     version: str
+    simultaneous: bool = False
+    anytime: bool = False
+
+
+def _kinds(data: ReportData) -> str:
+    """The method asked for, and whether the intervals are simultaneous or anytime-valid."""
+    asked = [data.method]
+    asked += ["simultaneous over the options"] if data.simultaneous else []
+    asked += ["anytime-valid"] if data.anytime else []
+    return ", ".join(asked)
 
 
 def participant_text(question: pb.Question) -> str:
@@ -310,7 +320,7 @@ def render_report(data: ReportData) -> str:
             )
         )
     facts += [
-        ("intervals", f"{data.confidence:.6g} confidence, {escape(data.method)} (as requested)"),
+        ("intervals", f"{data.confidence:.6g} confidence, {escape(_kinds(data))} (as requested)"),
         ("generated", data.generated.strftime("%Y-%m-%d %H:%M:%S UTC")),
         ("deniable", escape(data.version)),
     ]

@@ -13,7 +13,7 @@ from deniable.aggregator.cli._common import (
     server_option,
     tls_options,
 )
-from deniable.aggregator.cli._interval_options import interval_options
+from deniable.aggregator.cli._interval_options import interval_kind_options, interval_options
 from deniable.aggregator.cli._watch import DEFAULT_INTERVAL, check_interval, watch_estimates
 from deniable.client import AggregatorClient
 from deniable.shared.text import visible
@@ -112,18 +112,7 @@ def central_to_dict(central: pb.CentralPrivacy) -> dict[str, Any]:
 @click.argument("survey_id")
 @click.option("--question", "question_id", help="Only this question (default: all).")
 @interval_options
-@click.option(
-    "--simultaneous",
-    is_flag=True,
-    help="Multiple choice: intervals that cover every option at once (Bonferroni, tightened "
-    "to the simplex), not each separately; wider.",
-)
-@click.option(
-    "--anytime",
-    is_flag=True,
-    help="Anytime-valid intervals (confidence sequences): valid however often you look and "
-    "whenever you stop a live survey; wider than fixed-n intervals.",
-)
+@interval_kind_options
 @click.option(
     "--delta",
     type=float,

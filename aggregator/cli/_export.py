@@ -28,7 +28,7 @@ from deniable.aggregator.cli._export_rows import (
     estimate_rows,
     report_rows,
 )
-from deniable.aggregator.cli._interval_options import interval_options
+from deniable.aggregator.cli._interval_options import interval_kind_options, interval_options
 from deniable.aggregator.cli._out import check_out, whole_file, written_json_option
 from deniable.aggregator.cli._progress import progress, shows_progress
 from deniable.client import AggregatorClient
@@ -41,12 +41,19 @@ __all__ = ["export_command"]
 Rows = Callable[[AggregatorClient, pb.Survey], Iterator[list[Any]]]
 
 
-def _estimates(confidence: float, method: str) -> Rows:
+def _estimates(confidence: float, method: str, *, simultaneous: bool, anytime: bool) -> Rows:
     def rows(client: AggregatorClient, survey: pb.Survey) -> Iterator[list[Any]]:
         results = []
         for question in survey.questions:
             try:
-                estimate = client.get_estimate(survey.id, question.id, confidence, method)
+                estimate = client.get_estimate(
+                    survey.id,
+                    question.id,
+                    confidence,
+                    method,
+                    simultaneous=simultaneous,
+                    anytime=anytime,
+                )
             except RemoteError as error:
                 if error.code != "FAILED_PRECONDITION":
                     raise
@@ -96,6 +103,7 @@ def _reports(as_json: bool) -> Rows:
     help="The file to write (it appears only once complete); - for stdout.",
 )
 @interval_options
+@interval_kind_options
 @written_json_option
 def export_command(
     server: str,
@@ -107,6 +115,8 @@ def export_command(
     out: str,
     confidence: float,
     method: str,
+    simultaneous: bool,
+    anytime: bool,
     as_json: bool,
 ) -> None:
     """Export SURVEY_ID's estimates or stored reports as CSV, JSON or Parquet.
@@ -138,7 +148,7 @@ def export_command(
     if out != "-":
         check_out(out)
     columns: tuple[Column, ...] = ESTIMATE_COLUMNS
-    rows: Rows = _estimates(confidence, method)
+    rows: Rows = _estimates(confidence, method, simultaneous=simultaneous, anytime=anytime)
     token = None
     if what == "reports":
         columns, rows, token = REPORT_COLUMNS, _reports(as_json), read_token(admin_token_file)

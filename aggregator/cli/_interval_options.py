@@ -9,7 +9,7 @@ import click
 
 from deniable.shared.stats import MAX_CONFIDENCE, METHODS
 
-__all__ = ["interval_options"]
+__all__ = ["interval_kind_options", "interval_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -35,4 +35,20 @@ def interval_options(function: F) -> F:
         show_default=True,
         callback=_checked,
         help="Confidence level of the intervals, 0 < C <= 0.999999999 (1 - 1e-9).",
+    )(function)
+
+
+def interval_kind_options(function: F) -> F:
+    """Add ``--simultaneous`` and ``--anytime``: which intervals the daemon computes."""
+    function = click.option(
+        "--anytime",
+        is_flag=True,
+        help="Anytime-valid intervals (confidence sequences): valid however often you look "
+        "and whenever you stop a live survey; wider than fixed-n intervals.",
+    )(function)
+    return click.option(
+        "--simultaneous",
+        is_flag=True,
+        help="Multiple choice: intervals that cover every option at once (Bonferroni, "
+        "tightened to the simplex), not each separately; wider.",
     )(function)

@@ -16,7 +16,7 @@ from deniable.aggregator.cli._common import (
     tls_options,
 )
 from deniable.aggregator.cli._estimate import estimate_to_dict
-from deniable.aggregator.cli._interval_options import interval_options
+from deniable.aggregator.cli._interval_options import interval_kind_options, interval_options
 from deniable.aggregator.cli._out import check_out, whole_file, written_json_option
 from deniable.client import AggregatorClient
 from deniable.shared.text import visible
@@ -34,6 +34,7 @@ from deniable.shared.transport import RemoteError, TlsConfig
     help="The HTML file to write (replaced whole, never half-written); - for stdout.",
 )
 @interval_options
+@interval_kind_options
 @written_json_option
 def report_command(
     server: str,
@@ -42,6 +43,8 @@ def report_command(
     out: str,
     confidence: float,
     method: str,
+    simultaneous: bool,
+    anytime: bool,
     as_json: bool,
 ) -> None:
     """Write SURVEY_ID's estimates as one self-contained HTML page.
@@ -64,7 +67,14 @@ def report_command(
         survey = client.get_survey(survey_id)
         for question in survey.questions:
             try:
-                estimate = client.get_estimate(survey_id, question.id, confidence, method)
+                estimate = client.get_estimate(
+                    survey_id,
+                    question.id,
+                    confidence,
+                    method,
+                    simultaneous=simultaneous,
+                    anytime=anytime,
+                )
             except RemoteError as error:
                 if error.code != "FAILED_PRECONDITION":
                     raise
@@ -77,6 +87,8 @@ def report_command(
         results=results,
         confidence=confidence,
         method=method,
+        simultaneous=simultaneous,
+        anytime=anytime,
         generated=datetime.now(UTC),
         version=version("deniable"),
     )

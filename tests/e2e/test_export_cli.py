@@ -135,6 +135,24 @@ def test_estimates_are_one_row_per_quantity_as_the_daemon_gives_them(
     assert (estimated.n == 120).all()
 
 
+def test_anytime_and_simultaneous_intervals_are_the_daemons(runner: Runner, daemon: Daemon) -> None:
+    address = daemon.server.address
+    done = cli(runner, "export", daemon.kinds.id, "--server", address, "--anytime",
+               "--simultaneous", "--confidence", "0.9")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    frame = pd.read_csv(io.StringIO(done.stdout), keep_default_na=False, na_values=[""])
+    with AggregatorClient(address) as client:
+        phone = client.get_estimate(
+            daemon.kinds.id, "os", 0.9, "clopper-pearson", simultaneous=True, anytime=True
+        )
+    options = frame[frame.question_id == "os"]
+    assert list(options.ci_low) == [option.ci_low for option in phone.options]
+    assert list(options.ci_high) == [option.ci_high for option in phone.options]
+    assert set(options.coverage) == {phone.coverage}
+    assert phone.coverage.startswith("anytime-valid and simultaneous")
+    assert set(frame.confidence.dropna()) == {0.9}
+
+
 def test_a_question_without_an_estimate_is_one_row_saying_why(
     runner: Runner, daemon: Daemon
 ) -> None:

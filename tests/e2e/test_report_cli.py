@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from deniable.aggregator.analysis._report_svg import escape
 from deniable.aggregator.server._lifecycle import RunningServer, start_server
 from deniable.aggregator.storage import open_storage
 from deniable.client import AggregatorClient
@@ -189,6 +190,23 @@ def test_json_says_what_was_written_and_stdout_takes_the_page(
     assert streamed.stdout.startswith("<!DOCTYPE html>")
     strip = "<dt>generated</dt><dd>"
     assert streamed.stdout.split(strip)[0] == page.split(strip)[0]
+
+
+def test_anytime_and_simultaneous_intervals_are_asked_for_and_said(
+    runner: Runner, reports: Reports
+) -> None:
+    out = reports.folder / "anytime.html"
+    done = _cli(runner, "report", reports.kinds.id, "--server", reports.server.address,
+                "--out", str(out), "--anytime", "--simultaneous")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    page = out.read_text(encoding="utf-8")
+    assert "0.95 confidence, clopper-pearson, simultaneous over the options, anytime-valid" in page
+    with AggregatorClient(reports.server.address) as client:
+        phone = client.get_estimate(
+            reports.kinds.id, "os", 0.95, "clopper-pearson", simultaneous=True, anytime=True
+        )
+    assert phone.coverage.startswith("anytime-valid and simultaneous")
+    assert escape(phone.coverage) in page
 
 
 def test_an_unknown_survey_or_a_failed_write_is_one_line(runner: Runner, reports: Reports) -> None:
