@@ -43,12 +43,17 @@ ESTIMATE_COLUMNS = _columns(
 option's share), ``cell`` (a joint question's cross-tab cell), ``marginal`` (one part's
 value, summed over the cells), ``covariance`` or ``correlation`` (two parts of a joint
 question), ``item`` or ``pair`` (a multi-select question's items and pairs of items).
+Each row's ``method`` and ``coverage`` are those of its own interval: a marginal's,
+covariance's or correlation's are Wald intervals by the delta method, fixed-n even when the
+cells' are anytime-valid; a pair's are normal-approximation intervals.
 """
 
 REPORT_COLUMNS = _columns("report_id:str survey_id:str question_id:str mechanism:str value:value")
 """One row per stored report; ``value`` is the randomized value as the mechanism shows it."""
 
 STATUS_ESTIMATED = "estimated"
+DELTA_METHOD = "wald (delta method)"
+"""The method of a joint question's marginal, covariance and correlation intervals."""
 
 
 @dataclass(frozen=True)
@@ -78,10 +83,12 @@ def _quantities(estimate: pb.Estimate) -> Iterator[dict[str, Any]]:
     for pair in estimate.pairs:
         label = f"{pair.first} & {pair.second}"
         yield {"quantity": "pair", "label": label, **_interval(pair), "method": "normal"}
+    # A joint question's marginals and associations have intervals of their own kind.
+    delta = {"method": DELTA_METHOD, "coverage": estimate.joint_coverage}
     for marginal in estimate.marginals:
         for value in marginal.values:
             label = f"{marginal.part}={value.option}"
-            yield {"quantity": "marginal", "label": label, **_interval(value)}
+            yield {"quantity": "marginal", "label": label, **_interval(value), **delta}
     for association in estimate.associations:
         label = f"{association.part_a} ~ {association.part_b}"
         for name in ("covariance", "correlation"):
@@ -92,7 +99,7 @@ def _quantities(estimate: pb.Estimate) -> Iterator[dict[str, Any]]:
                 "ci_low": getattr(association, f"{name}_low"),
                 "ci_high": getattr(association, f"{name}_high"),
                 "std_error": getattr(association, f"{name}_std_error"),
-                "method": "delta method",
+                **delta,
             }
     if not (estimate.options or estimate.items):
         yield {"quantity": "estimate", "label": None, **_interval(estimate)}

@@ -175,12 +175,18 @@ def test_covariance_and_correlation_of_two_yes_no_parts(runner: Runner, daemon: 
     for name in ("covariance", "correlation"):
         row = frame.loc[name]
         assert row.label == "a ~ b"
-        assert row.method == "delta method"
+        assert row.method == "wald (delta method)"
+        assert row.coverage == both.joint_coverage
         assert row.estimate == getattr(association, name)
         assert (row.ci_low, row.ci_high) == (
             getattr(association, f"{name}_low"), getattr(association, f"{name}_high"),
         )  # fmt: skip
     assert len(frame.loc["cell"]) == 4
+    marginals = frame.loc["marginal"]
+    assert list(marginals.label) == ["a=no", "a=yes", "b=no", "b=yes"]
+    assert set(marginals.method) == {"wald (delta method)"}
+    assert set(frame.loc["cell"].method) == {"clopper-pearson"}
+    assert set(frame.loc["cell"].coverage) == {both.coverage} != set(marginals.coverage)
 
 
 @pytest.mark.parametrize("file_format", ["json", "jsonl", "parquet"])
