@@ -366,3 +366,25 @@ def test_on_a_terminal_a_bar_of_the_reports_ends_at_their_total(
     assert quiet.returncode == 0
     assert quiet.stderr.strip() == ""
     assert json.loads(quiet.stdout)["rows"] == 600
+
+
+def test_a_reader_that_stops_early_ends_the_export_quietly(daemon: Daemon, tmp_path: Path) -> None:
+    with AggregatorClient(daemon.server.address, admin_token=ADMIN_TOKEN) as client:
+        survey = client.create_survey(*questions(PAIRED))
+        many = [
+            pb.Report(report_id=f"{i:032d}", survey_id=survey.id, question_id="both",
+                      mechanism=survey.questions[0].mechanism, option_fixed=i % 4)
+            for i in range(4000)
+        ]  # fmt: skip
+        client.submit_reports(many)  # some 300 KB of CSV: more than a pipe holds
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
+    env["DENIABLE_AGGREGATOR_ADMIN_TOKEN"] = ADMIN_TOKEN
+    script = (
+        f"'{BIN / 'deniable-aggregator'}' export {survey.id} --what reports "
+        f"--server {daemon.server.address} | head -c 100 > /dev/null; "
+        'echo "status ${PIPESTATUS[0]}" >&2'
+    )
+    done = subprocess.run(
+        ["bash", "-c", script], env=env, capture_output=True, text=True, check=False
+    )
+    assert done.stderr == "status 0\n"  # no traceback, no "Exception ignored" line
