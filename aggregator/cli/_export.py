@@ -24,16 +24,16 @@ from deniable.aggregator.cli._export_rows import (
     ESTIMATE_COLUMNS,
     REPORT_COLUMNS,
     Column,
-    QuestionEstimate,
     estimate_rows,
     report_rows,
 )
 from deniable.aggregator.cli._interval_options import interval_kind_options, interval_options
 from deniable.aggregator.cli._out import check_out, whole_file, written_json_option
 from deniable.aggregator.cli._progress import progress, shows_progress
+from deniable.aggregator.cli._question_estimates import question_estimates
 from deniable.client import AggregatorClient
 from deniable.shared.text import visible
-from deniable.shared.transport import RemoteError, TlsConfig
+from deniable.shared.transport import TlsConfig
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["export_command"]
@@ -43,25 +43,10 @@ Rows = Callable[[AggregatorClient, pb.Survey], Iterator[list[Any]]]
 
 def _estimates(confidence: float, method: str, *, simultaneous: bool, anytime: bool) -> Rows:
     def rows(client: AggregatorClient, survey: pb.Survey) -> Iterator[list[Any]]:
-        results = []
-        for question in survey.questions:
-            try:
-                estimate = client.get_estimate(
-                    survey.id,
-                    question.id,
-                    confidence,
-                    method,
-                    simultaneous=simultaneous,
-                    anytime=anytime,
-                )
-            except RemoteError as error:
-                if error.code != "FAILED_PRECONDITION":
-                    raise
-                # No reports yet, below the release gate, or before the first release step.
-                results.append(QuestionEstimate(question, None, error.details))
-                continue
-            results.append(QuestionEstimate(question, estimate))
-        return estimate_rows(survey.id, results)
+        asked = question_estimates(
+            client, survey, confidence, method, simultaneous=simultaneous, anytime=anytime
+        )
+        return estimate_rows(survey.id, asked)
 
     return rows
 

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from deniable.aggregator.cli._question_estimates import QuestionEstimate
 from deniable.client import Mechanism, mechanism_of
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
@@ -13,7 +14,6 @@ __all__ = [
     "ESTIMATE_COLUMNS",
     "REPORT_COLUMNS",
     "Column",
-    "QuestionEstimate",
     "estimate_rows",
     "report_rows",
 ]
@@ -54,15 +54,6 @@ REPORT_COLUMNS = _columns("report_id:str survey_id:str question_id:str mechanism
 STATUS_ESTIMATED = "estimated"
 DELTA_METHOD = "wald (delta method)"
 """The method of a joint question's marginal, covariance and correlation intervals."""
-
-
-@dataclass(frozen=True)
-class QuestionEstimate:
-    """A question and its estimate, or the reason the daemon gave for having none."""
-
-    question: pb.Question
-    estimate: pb.Estimate | None
-    reason: str = ""
 
 
 def _interval(value: Any) -> dict[str, Any]:

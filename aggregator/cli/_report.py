@@ -18,9 +18,10 @@ from deniable.aggregator.cli._common import (
 from deniable.aggregator.cli._estimate import estimate_to_dict
 from deniable.aggregator.cli._interval_options import interval_kind_options, interval_options
 from deniable.aggregator.cli._out import check_out, whole_file, written_json_option
+from deniable.aggregator.cli._question_estimates import question_estimates
 from deniable.client import AggregatorClient
 from deniable.shared.text import visible
-from deniable.shared.transport import RemoteError, TlsConfig
+from deniable.shared.transport import TlsConfig
 
 
 @click.command("report")
@@ -62,26 +63,16 @@ def report_command(
         raise click.UsageError("--json describes a written file; with --out - the page is stdout")
     if out != "-":
         check_out(out)
-    results: list[QuestionResult] = []
     with remote_errors(server), AggregatorClient(server, tls=tls) as client:
         survey = client.get_survey(survey_id)
-        for question in survey.questions:
-            try:
-                estimate = client.get_estimate(
-                    survey_id,
-                    question.id,
-                    confidence,
-                    method,
-                    simultaneous=simultaneous,
-                    anytime=anytime,
-                )
-            except RemoteError as error:
-                if error.code != "FAILED_PRECONDITION":
-                    raise
-                # No reports yet, below the release gate, or before the first release step.
-                results.append(QuestionResult(question, None, error.details))
-                continue
-            results.append(QuestionResult(question, estimate_to_dict(estimate)))
+        asked = question_estimates(
+            client, survey, confidence, method, simultaneous=simultaneous, anytime=anytime
+        )
+    results = [
+        QuestionResult(r.question, None if r.estimate is None else estimate_to_dict(r.estimate),
+                       r.reason)
+        for r in asked
+    ]  # fmt: skip
     data = ReportData(
         survey=survey,
         results=results,
