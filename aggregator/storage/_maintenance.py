@@ -180,8 +180,7 @@ class Maintenance:
         for survey_id in marks:
             survey = self._index.surveys.get(survey_id)
             if survey is not None and (
-                survey.recent.count >= self._segment_ids
-                or (survey.bloom.full and survey.growing is None)
+                survey.recent.count >= self._segment_ids or survey.bloom.full
             ):
                 return True
         return False
@@ -215,7 +214,7 @@ class Maintenance:
             if survey.recent.count >= self._segment_ids:
                 self._seal(survey_id, survey)
                 sealed = True
-            if survey.bloom.full and survey.growing is None:
+            if survey.bloom.full:
                 self._grow(survey_id, survey)
         due = self._commits >= self._checkpointed + CHECKPOINT_EVERY
         if self._reader is not None and (due or sealed):  # a segment adds ~600 pages
@@ -247,22 +246,34 @@ class Maintenance:
     def _grow(self, survey_id: str, survey: SurveyIds) -> None:
         """Replace the survey's filter by one of twice the capacity.
 
-        With a thread, the filter is built from a snapshot outside the lock while new ids
-        go into both filters; inline, it is built under the lock.
+        With a thread, the new filter is built outside the lock from what the survey held
+        at a snapshot, by this thread alone; the ids entered meanwhile (the recent ids
+        after the snapshot's count) are added under the lock just before it replaces the
+        old one. Nothing else writes to the new filter until then, so no id is lost to two
+        threads writing the same words. If ids were sealed meanwhile (they moved out of
+        the recent ids), the new filter is dropped and built again at the next wake.
+        Inline, it is built under the lock.
         """
         with self._lock:
             self._index.catch_up()
             grown = BloomFilter(2 * max(survey.count, survey.bloom.capacity))
             segments = list(survey.segments.list)
-            recent = survey.recent.prints[: survey.recent.count].copy()
+            seals, entered = survey.recent.seals, survey.recent.count
+            recent = survey.recent.prints[:entered].copy()
             if self._reader is None:
                 _fill(self._db, grown, segments, recent)
                 survey.bloom = grown
                 return
-            survey.growing = grown
         _fill(self._reader, grown, segments, recent)
         with self._lock:
-            survey.bloom, survey.growing = grown, None
+            self._index.catch_up()
+            if self._index.surveys.get(survey_id) is not survey:
+                return  # closed meanwhile
+            if survey.recent.seals != seals:
+                self._wake.set()  # sealed meanwhile: build it again from the new snapshot
+                return
+            grown.add(survey.recent.prints[entered : survey.recent.count])
+            survey.bloom = grown
 
     def close(self) -> None:
         """Stop the thread (after the work in hand) and close its connection."""

@@ -39,6 +39,7 @@ class Recent:
         self.prints = np.empty(capacity, dtype=np.uint64)
         self.seqs = np.empty(capacity, dtype=np.int64)
         self.count = 0
+        self.seals = 0  # times ids were dropped into a segment: entries before a seal moved
         self.bloom = BloomFilter(capacity, second=True)
 
     def append(self, prints: NDArray[np.uint64], seq: int | NDArray[np.int64]) -> None:
@@ -67,6 +68,7 @@ class Recent:
         prints = self.prints[keep : self.count].copy()
         seqs = self.seqs[keep : self.count].copy()
         self.count = 0
+        self.seals += 1
         self.bloom.words.fill(0)
         self.bloom.count = 0
         if len(prints):
@@ -80,7 +82,6 @@ class SurveyIds:
         self.bloom = BloomFilter(INITIAL_CAPACITY if capacity is None else capacity)
         self.recent = Recent()
         self.segments = Segments(SEGMENT_CAPACITY)
-        self.growing: BloomFilter | None = None  # the larger filter being built, if any
 
     @property
     def count(self) -> int:
@@ -99,8 +100,6 @@ class SurveyIds:
             self.bloom.add_slots(slots[1], slots[2])
         else:
             self.bloom.add(prints)
-        if self.growing is not None:
-            self.growing.add(prints)
         self.recent.append(prints, seq)
 
     def locate(
