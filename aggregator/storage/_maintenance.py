@@ -6,12 +6,13 @@ Three kinds of work run beside the batches, in one background thread of a file d
 - **sealing**: once an open survey has ``segment_ids`` recent ids, they are sorted and
   written as a segment (:mod:`._segments`), and forgotten from memory but for the
   segment's filter. The sorting happens outside the storage lock; the write is one short
-  transaction under it. It is committed with ``synchronous=NORMAL``: a segment is derived
-  from the log, and the next batch's commit, with ``FULL``, makes it durable anyway. If
-  it is lost, its rows are simply recent again at the next start.
+  transaction under it.
 - **filter growth**: once a survey holds more ids than its filter's capacity, a filter of
   twice the size is built from the segments' fingerprints and the recent ones, outside
-  the lock, while new ids go into both; then it replaces the old one.
+  the lock, by this thread alone; the ids entered meanwhile are added when it replaces
+  the old one, under the lock.
+
+Both are jobs of :mod:`._index_jobs`, taken, built and installed in three steps.
 - **checkpoints**: every ``CHECKPOINT_EVERY`` commits, a second connection copies the
   write-ahead log into the database (``PRAGMA wal_checkpoint(PASSIVE)``), so that the
   commit that crosses SQLite's automatic threshold rarely has to.
@@ -29,11 +30,10 @@ from numpy.typing import NDArray
 
 from deniable.aggregator.storage import _survey_ids
 from deniable.aggregator.storage._decode import decode_log
-from deniable.aggregator.storage._filter import BloomFilter
 from deniable.aggregator.storage._id_index import IdIndex
 from deniable.aggregator.storage._ids import ReportIds, repeated_rows
+from deniable.aggregator.storage._index_jobs import Growth, Seal, fill
 from deniable.aggregator.storage._segments import (
-    Segment,
     load_segments,
     prepare_segment,
     segment_prints,
@@ -212,68 +212,52 @@ class Maintenance:
         sealed = False
         for survey_id, survey in surveys:
             if survey.recent.count >= self._segment_ids:
-                self._seal(survey_id, survey)
-                sealed = True
+                sealed |= self._run_job(self.seal(survey_id))
             if survey.bloom.full:
-                self._grow(survey_id, survey)
+                self._run_job(self.grow(survey_id))
         due = self._commits >= self._checkpointed + CHECKPOINT_EVERY
         if self._reader is not None and (due or sealed):  # a segment adds ~600 pages
             self._checkpointed = self._commits
             self._reader.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
-    def _seal(self, survey_id: str, survey: SurveyIds) -> None:
-        """Write the survey's recent ids as a segment, then forget them."""
+    def seal(self, survey_id: str) -> Seal | None:
+        """Take a seal of the survey's recent ids (under the lock): build, then install it."""
         with self._lock:
-            self._index.catch_up()
-            count = survey.recent.count
-            prints = survey.recent.prints[:count].copy()
-            seqs = survey.recent.seqs[:count].copy()
-            recent = survey.recent.bloom
-            bloom = BloomFilter.of_words(recent.words.copy(), recent.capacity, count, second=True)
-        sealed = prepare_segment(prints, seqs, SEGMENT_CAPACITY, bloom)
+            return Seal.take(self._index, survey_id)
+
+    def grow(self, survey_id: str) -> Growth | None:
+        """Take a growth of the survey's filter (under the lock): build, then install it."""
         with self._lock:
-            if self._index.surveys.get(survey_id) is not survey:
-                return  # closed meanwhile
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            try:
-                with transaction(self._db):
-                    segment = write_segment(self._db, survey_id, sealed)
-            finally:
-                self._db.execute("PRAGMA synchronous=FULL")
-            survey.segments.add(segment, sealed.bloom)
-            survey.recent.drop_through(segment.last_seq)
+            return Growth.take(self._index, survey_id)
 
-    def _grow(self, survey_id: str, survey: SurveyIds) -> None:
-        """Replace the survey's filter by one of twice the capacity.
+    def build(self, job: Seal | Growth) -> None:
+        """Build a job: without the lock, but for reading through the storage's connection.
 
-        With a thread, the new filter is built outside the lock from what the survey held
-        at a snapshot, by this thread alone; the ids entered meanwhile (the recent ids
-        after the snapshot's count) are added under the lock just before it replaces the
-        old one. Nothing else writes to the new filter until then, so no id is lost to two
-        threads writing the same words. If ids were sealed meanwhile (they moved out of
-        the recent ids), the new filter is dropped and built again at the next wake.
-        Inline, it is built under the lock.
+        A growth reads segments through the thread's own connection; without a thread
+        (inline), through the storage's, one segment at a time under the lock.
         """
+        if isinstance(job, Seal):
+            job.build()
+        elif self._reader is not None:
+            job.build(self._reader)
+        else:
+            fill(self._db, job.grown, job.segments, job.recent, self._lock)
+
+    def install(self, job: Seal | Growth) -> bool:
+        """Install a built job under the lock; False if it no longer applies."""
         with self._lock:
-            self._index.catch_up()
-            grown = BloomFilter(2 * max(survey.count, survey.bloom.capacity))
-            segments = list(survey.segments.list)
-            seals, entered = survey.recent.seals, survey.recent.count
-            recent = survey.recent.prints[:entered].copy()
-            if self._reader is None:
-                _fill(self._db, grown, segments, recent)
-                survey.bloom = grown
-                return
-        _fill(self._reader, grown, segments, recent)
-        with self._lock:
-            self._index.catch_up()
-            if self._index.surveys.get(survey_id) is not survey:
-                return  # closed meanwhile
-            if survey.recent.seals != seals:
-                self._wake.set()  # sealed meanwhile: build it again from the new snapshot
-                return
-            grown.add(survey.recent.prints[entered : survey.recent.count])
-            survey.bloom = grown
+            if isinstance(job, Seal):
+                return job.install(self._db, self._index)
+            installed = job.install(self._index)
+        if not installed:
+            self._wake.set()  # sealed meanwhile: grow again from a new snapshot
+        return installed
+
+    def _run_job(self, job: Seal | Growth | None) -> bool:
+        if job is None:
+            return False
+        self.build(job)
+        return self.install(job)
 
     def close(self) -> None:
         """Stop the thread (after the work in hand) and close its connection."""
@@ -285,20 +269,3 @@ class Maintenance:
         if self._reader is not None:
             self._reader.close()
             self._reader = None
-
-
-def _fill(
-    db: sqlite3.Connection,
-    bloom: BloomFilter,
-    segments: list[Segment],
-    recent: NDArray[np.uint64],
-) -> None:
-    """Add the segments' and recent fingerprints, yielding the interpreter in between.
-
-    (A background thread holds the GIL while it runs Python code; between segments it
-    lets the threads that answer requests go first.)
-    """
-    for segment in segments:
-        bloom.add(segment_prints(db, segment))
-        time.sleep(0)
-    bloom.add(recent)

@@ -159,15 +159,15 @@ def test_closing_a_survey_deletes_its_segments(tmp_path: Path) -> None:
 _CRASH = """
 import os, sys
 sys.path.insert(0, {root!r})
-from deniable.aggregator.storage import _maintenance
+from deniable.aggregator.storage import _index_jobs
 from deniable.aggregator.storage._sqlite import SqliteStorage
 from tests.aggregator.storage.test_id_index import batch
 from tests.aggregator.storage.test_storage_contract import submit, survey
-real = _maintenance.write_segment
+real = _index_jobs.write_segment
 def crash(db, survey_id, sealed):
     real(db, survey_id, sealed)
     os._exit(3)  # the segment is written but its transaction never commits
-_maintenance.write_segment = crash
+_index_jobs.write_segment = crash
 storage = SqliteStorage({path!r}, segment_ids=100, background=False)
 storage.create_survey(survey())
 for start in range(0, 300, 50):
