@@ -38,9 +38,10 @@ this one; the timed batches are interleaved round-robin across engines and modes
 first engine rotating, so they share the machine's noise. Bytes written are the
 process's ``write_bytes`` (``/proc/self/io``) per batch, background threads included;
 CPU is the process's CPU time per batch, RocksDB's compaction threads included.
-Resident memory is read after the timed batches at each N; the slope between the two
-largest N is the memory per 10⁶ ids. Reopen is timed in a fresh process at the largest
-N: opening the engine (the daemon: ``SqliteStorage``) until its first check answered.
+After each fill the engine is closed and reopened in a fresh process, timed from opening
+(the daemon: ``SqliteStorage``) to its first durable batch done; the timed batches run in
+that process, so its resident memory, read after them, is not the fill's; the slope
+between the two largest N is the memory per 10⁶ ids.
 
     python bench/id_engines.py                                # 10⁶ and 5·10⁶ ids, ~10 min
     python bench/id_engines.py --ids 200000 1000000 --batches 50 --engines sqlite-pk lmdb
@@ -241,6 +242,9 @@ class SqliteV7(SqlitePk):
     def __init__(self, folder: Path) -> None:
         super().__init__(folder)
         self.clock = V7Clock()
+        (last,) = self.db.execute("SELECT MAX(key) FROM ids").fetchone()
+        if last is not None:  # reopened: go on after the last stamp
+            self.clock.ms = int.from_bytes(last[4:10], "big") + 1
 
     def next_ids(self, rng: np.random.Generator, count: int) -> np.ndarray[Any, np.dtype[np.uint8]]:
         """Fresh time-ordered ids."""
@@ -257,11 +261,6 @@ class SqliteEpoch(SqlitePk):
         "seq INTEGER NOT NULL, PRIMARY KEY (epoch, key)) "
     )
     epoch_ids = EPOCH_IDS
-
-    def __init__(self, folder: Path) -> None:
-        super().__init__(folder)
-        (last,) = self.db.execute("SELECT MAX(epoch) FROM ids").fetchone()
-        self.stored = 0 if last is None else last * self.epoch_ids  # about: for a reopen
 
     def insert(self, keys: list[bytes]) -> None:
         """Insert new keys into the current epoch; refused only within it."""
@@ -317,7 +316,10 @@ class Rocks(Engine):
         options.set_write_buffer_size(32 * 2**20)
         options.set_level_compaction_dynamic_level_bytes(True)
         options.set_max_open_files(512)
-        self.db = Rdict(str(folder / "rocks"), options)
+        # Named again for the default column family: without it, rocksdict 0.3.29 opens an
+        # existing database with the options of its OPTIONS file, where the filter policy
+        # is not kept (filter_policy=nullptr), and every lookup then reads data blocks.
+        self.db = Rdict(str(folder / "rocks"), options, column_families={"default": options})
         self.read = ReadOptions()
         self.synced = WriteOptions()
         self.synced.sync = True
@@ -601,13 +603,14 @@ def disk_size(folder: Path) -> int:
 class Child:
     """One engine in this process: fills, timed batches, stats, answering on stdout."""
 
-    def __init__(self, kind: str, folder: Path, epoch_ids: int) -> None:
+    def __init__(self, kind: str, folder: Path, epoch_ids: int, stored: int) -> None:
         self.kind, self.folder = kind, folder
         SqliteEpoch.epoch_ids = epoch_ids
         self.rng = np.random.default_rng()
         t0 = time.perf_counter()
         self.engine = KINDS[kind](folder)
         self.opened = time.perf_counter() - t0
+        self.engine.stored = stored
         self.sent: list[bytes] = []  # the keys of the last timed batch, to resend
 
     def fill(self, to: int) -> dict[str, Any]:
@@ -746,7 +749,16 @@ class Proc:
     stats: dict[int, dict[str, Any]] = field(default_factory=dict)
     fills: dict[int, dict[str, Any]] = field(default_factory=dict)
     resend: dict[str, Any] = field(default_factory=dict)
-    reopen: dict[str, Any] = field(default_factory=dict)
+    reopen: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    def restart(self, folder: Path, epoch_ids: int) -> dict[str, Any]:
+        """Close the engine, open it in a fresh process, time that until its first check."""
+        stored = self.ask(op="stats")["stored"]
+        self.ask(op="close")
+        self.process.wait(timeout=120)
+        self.process = spawn(self.kind, folder, epoch_ids, stored)
+        answer: dict[str, Any] = self.ask(op="first")
+        return answer
 
     def ask(self, **command: Any) -> Any:
         """Send one command and wait for its answer."""
@@ -761,20 +773,23 @@ class Proc:
 
 
 def start(kind: str, folder: Path, epoch_ids: int) -> Proc:
-    """Start a child process for ``kind`` on ``folder``."""
-    process = subprocess.Popen(
+    """Start a child process for ``kind`` on a new ``folder``."""
+    return Proc(kind, spawn(kind, folder, epoch_ids, 0), KINDS[kind].modes)
+
+
+def spawn(kind: str, folder: Path, epoch_ids: int, stored: int) -> subprocess.Popen[str]:
+    """A child process for ``kind`` on ``folder``, which holds ``stored`` ids."""
+    return subprocess.Popen(
         [
             sys.executable,
             __file__,
             *("--child", kind, "--dir", str(folder)),
-            "--epoch-ids",
-            str(epoch_ids),
+            *("--epoch-ids", str(epoch_ids), "--stored", str(stored)),
         ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
-    return Proc(kind, process, KINDS[kind].modes)
 
 
 def available(kinds: Sequence[str]) -> list[str]:
@@ -820,7 +835,6 @@ def summarise(procs: Sequence[Proc], sizes: Sequence[int]) -> dict[str, Any]:
             for n in sizes:
                 baseline[n] = statistics.median(1e3 * s["total"] for s in proc.samples[(n, "log")])
     rows = []
-    largest = max(sizes)
     for proc in procs:
         slope = anon = None
         if len(sizes) >= 2:
@@ -850,20 +864,20 @@ def summarise(procs: Sequence[Proc], sizes: Sequence[int]) -> dict[str, Any]:
                 }
                 row["fill_cpu_us_per_id"] = proc.fills[n]["fill_cpu_us_per_id"]
                 row["fill_bytes_per_id"] = proc.fills[n]["fill_bytes_per_id"]
+                row["reopen_s"] = proc.reopen[n]["open"] + proc.reopen[n]["first"]
                 if mode == "submit":  # the index's own work: inline, and in the background
                     row["us_per_id"] = (
                         row["check_ms"] * 1e3 / BATCH + proc.fills[n]["background_us_per_id"]
                     )
                     row["us_per_id_beyond_sqlite_log"] = (
-                        (row["median_ms"] - baseline.get(n, 0.0)) * 1e3 / BATCH
+                        (row["median_ms"] - baseline[n]) * 1e3 / BATCH if n in baseline else None
                     )
                 elif mode != "log":
                     base = statistics.median(s["total"] for s in proc.samples[(n, "log")])
                     row["us_per_id"] = (statistics.median(total) / 1e3 - base) * 1e6 / BATCH
+                if mode != "log":
                     row["mb_per_million"] = slope
                     row["anon_mb_per_million"] = anon
-                    if n == largest and proc.reopen:
-                        row["reopen_s"] = proc.reopen["open"] + proc.reopen["first"]
                     row["exact"] = not (proc.kind == "sqlite-epoch" and mode == "window")
                 rows.append(row)
     return {"rows": rows, "resend": {p.kind: p.resend for p in procs}}
@@ -952,9 +966,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-seconds", type=float, default=1800.0, help="bound on the run")
     parser.add_argument("--keep", action="store_true", help="keep the databases")
     parser.add_argument("--child", choices=ENGINES, help=argparse.SUPPRESS)
+    parser.add_argument("--stored", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        Child(args.child, Path(args.dir), args.epoch_ids).serve(sys.stdin, sys.stdout)
+        Child(args.child, Path(args.dir), args.epoch_ids, args.stored).serve(sys.stdin, sys.stdout)
         return 0
     sizes = sorted(set(args.ids))
     if any(not 0 < n <= 20_000_000 for n in sizes) or not 1 <= args.batches <= 2000:
@@ -979,9 +994,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for n in sizes:
             for proc in procs:
                 proc.fills[n] = proc.ask(op="fill", to=n)
+                proc.reopen[n] = proc.restart(root / proc.kind, args.epoch_ids)
                 print(
                     f"{proc.kind}: filled to {n:,} in {proc.fills[n]['fill_s']:.1f} s "
-                    f"(+{proc.fills[n]['settle_s']:.1f} s to settle)",
+                    f"(+{proc.fills[n]['settle_s']:.1f} s to settle); reopened in "
+                    f"{proc.reopen[n]['open'] + proc.reopen[n]['first']:.2f} s",
                     flush=True,
                 )
             for proc, mode, count in rounds(procs, args.batches, 10):
@@ -996,16 +1013,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             proc.resend = proc.ask(op="resend")
             proc.ask(op="close")
             proc.process.wait(timeout=120)
-        for proc in procs:  # reopen at the largest N, each in a fresh process
-            fresh = start(proc.kind, root / proc.kind, args.epoch_ids)
-            proc.reopen = fresh.ask(op="first")
-            fresh.ask(op="close")
-            fresh.process.wait(timeout=120)
         summary = summarise(procs, sizes)
-        for proc in procs:
-            for row in summary["rows"]:
-                if row["engine"] == proc.kind:
-                    row["fresh_rss_mb"] = proc.reopen.get("VmRSS")
         report(summary, sizes)
         if args.json:
             Path(args.json).write_text(json.dumps(summary, indent=1) + "\n")
