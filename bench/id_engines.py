@@ -32,18 +32,20 @@ compact row), the question "is any of these stored already" answered by the engi
 
 Every engine but the daemon also times mode ``log``: the same commit with the log row
 only, which is what the batch costs without any id store; the per-id overhead is the
-batch's median minus that (for the daemon, minus ``sqlite-pk``'s). Each engine runs in a
-process of its own (so memory, bytes written and reopen are its own), all started by
-this one; the timed batches are interleaved round-robin across engines and modes, the
-first engine rotating, so they share the machine's noise. Bytes written are the
-process's ``write_bytes`` (``/proc/self/io``) per batch, background threads included;
-CPU is the process's CPU time per batch, RocksDB's compaction threads included.
+batch's median minus that. For the daemon it is its index's own work: inline (the
+median of the wrapped calls) plus its background thread's CPU per id over the fill.
+Each engine runs in a process of its own (so memory, bytes written and reopen are its
+own), all started by this one; the timed batches are interleaved round-robin across
+engines and modes, the first engine rotating, so they share the machine's noise. Bytes
+written are the process's ``write_bytes`` (``/proc/self/io``) per batch, background
+threads included; CPU is the process's CPU time per batch, RocksDB's compaction threads
+included.
 After each fill the engine is closed and reopened in a fresh process, timed from opening
 (the daemon: ``SqliteStorage``) to its first durable batch done; the timed batches run in
 that process, so its resident memory, read after them, is not the fill's; the slope
 between the two largest N is the memory per 10⁶ ids.
 
-    python bench/id_engines.py                                # 10⁶ and 5·10⁶ ids, ~10 min
+    python bench/id_engines.py                                # 10⁶ and 5·10⁶ ids, 8-10 min
     python bench/id_engines.py --ids 200000 1000000 --batches 50 --engines sqlite-pk lmdb
     python bench/id_engines.py --json figures.json --dir /work/scratch-engines
 
