@@ -544,7 +544,7 @@ class Daemon(Engine):
         """Make the fill durable and go back to durable commits."""
         survey = self.storage._index.surveys["s1"]
         deadline = time.monotonic() + 60
-        while survey.recent.count >= self.storage.segment_ids or survey.growing is not None:
+        while survey.recent.count >= self.storage.segment_ids or survey.bloom.full:
             if time.monotonic() > deadline:
                 break
             time.sleep(0.1)  # the background thread seals and grows

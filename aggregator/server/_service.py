@@ -6,6 +6,8 @@ import secrets
 import threading
 import time
 from collections.abc import Generator, Sequence
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass
 
 from deniable.aggregator.server._enrollment import (
     check_min_reports,
@@ -24,7 +26,7 @@ from deniable.aggregator.server._releases import (
     survey_central,
 )
 from deniable.aggregator.server._texts import check_texts
-from deniable.aggregator.storage import ReportGroup, Storage, Submission
+from deniable.aggregator.storage import ReportGroup, Storage, Submission, SubmitOutcome
 from deniable.aggregator.storage._decode import Group, decode_batch
 from deniable.shared.errors import (
     FailedPrecondition,
@@ -45,12 +47,32 @@ from deniable.shared.questions import QUESTION_ID, SURVEY_ID, check_question, qu
 from deniable.shared.stats import MAX_CONFIDENCE, METHODS
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
-__all__ = ["MAX_BATCH", "MAX_QUESTIONS", "AggregatorService"]
+__all__ = ["MAX_BATCH", "MAX_QUESTIONS", "AggregatorService", "PreparedBatch"]
 
 MAX_BATCH = 10_000
 MAX_QUESTIONS = 100
 MAX_TITLE = 200
 MAX_TEXT = 2000
+
+
+@dataclass(frozen=True)
+class PreparedBatch:
+    """A validated batch, ready for the storage: its submission and its repeats.
+
+    Attributes:
+        submission: what the storage stores (each distinct report once).
+        repeats: reports of the request that repeated another exactly (counted as
+            already stored).
+    """
+
+    submission: Submission
+    repeats: int
+
+    def response(self, outcome: SubmitOutcome) -> pb.SubmitReportsResponse:
+        """The reply to the request, once the storage has stored the batch."""
+        return pb.SubmitReportsResponse(
+            stored=outcome.stored, already_stored=outcome.already_stored + self.repeats
+        )
 
 
 def _find_question(survey: pb.Survey, question_id: str, where: str) -> pb.Question:
@@ -172,26 +194,44 @@ class AggregatorService:
         """
         data = request if isinstance(request, bytes) else request.SerializeToString()
         with self._decoding:
-            batch = decode_batch(data, self.max_batch)
+            prepared = self.prepare_reports(data)
+        return prepared.response(self.storage.submit(prepared.submission))
+
+    def prepare_reports(self, data: bytes) -> PreparedBatch:
+        """Decode and validate a serialized batch against its surveys: what to store.
+
+        Nothing is stored; :meth:`store_reports` (or the storage's ``submit``) does that,
+        and checks in the batch's transaction what can change meanwhile (a survey closed,
+        an id stored, a token used). Concurrent callers may prepare batches at once.
+
+        Raises:
+            InvalidArgument, NotFound, FailedPrecondition, Unauthenticated,
+            ResourceExhausted: the batch is refused as a whole (naming the report).
+        """
+        batch = decode_batch(data, self.max_batch)
         token = batch.enrollment_token
         if token:
             check_token_batch(batch.groups, batch.positions)
         groups = [self._check_group(group, batch.positions, bool(token)) for group in batch.groups]
-        outcome = self.storage.submit(
-            Submission(
-                batch.report_ids,
-                batch.payloads,
-                groups,
-                batch.encode,
-                batch.positions,
-                token_hash(token) if token else None,
-            )
+        submission = Submission(
+            batch.report_ids,
+            batch.payloads,
+            groups,
+            batch.encode,
+            batch.positions,
+            token_hash(token) if token else None,
         )
         # Identical repeats inside the batch were dropped when decoding: counted once.
-        repeats = batch.size - len(batch.report_ids)
-        return pb.SubmitReportsResponse(
-            stored=outcome.stored, already_stored=outcome.already_stored + repeats
-        )
+        return PreparedBatch(submission, batch.size - len(batch.report_ids))
+
+    def store_reports(self, prepared: PreparedBatch, executor: Executor) -> Future[SubmitOutcome]:
+        """Store a prepared batch; a future of the outcome, resolved once it is durable.
+
+        The caller (an event loop) awaits it, then answers with
+        :meth:`PreparedBatch.response`. A backend without a committer thread of its own
+        runs the commit on ``executor``.
+        """
+        return self.storage.submit_async(prepared.submission, executor)
 
     def _check_group(
         self, group: Group, positions: Sequence[int], enrolled: bool = False

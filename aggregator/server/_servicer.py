@@ -4,25 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from typing import Any, NoReturn, TypeVar
 
 import grpc
 from google.protobuf.message import DecodeError, Message
 
 from deniable.aggregator.server._admission import Admission
-from deniable.aggregator.server._service import AggregatorService
+from deniable.aggregator.server._service import AggregatorService, PreparedBatch
 from deniable.aggregator.server._streaming import send_stream
 from deniable.shared.errors import AggregatorError, InvalidArgument
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
-__all__ = ["RAW_REQUESTS", "STREAMS", "AggregatorServicer", "add_to_server"]
+__all__ = ["INLINE_BYTES", "RAW_REQUESTS", "STREAMS", "AggregatorServicer", "add_to_server"]
 
 log = logging.getLogger("deniable.aggregator")
 SERVICE = pb.DESCRIPTOR.services_by_name["Aggregator"]
 # RPCs whose handler receives the request's bytes: the service validates them in bulk.
 RAW_REQUESTS = frozenset({"SubmitReports"})
+# A SubmitReports request this small (a participant's, or a batch of a few hundred
+# reports) is prepared on the event loop; a larger one on a worker thread.
+INLINE_BYTES = 32 * 1024
 # Server-streaming RPCs: the service gives serialized responses, sent as they are.
 STREAMS = frozenset({"ExportReports"})
 # Status details travel in a header, which gRPC caps at 16 KiB by default.
@@ -37,6 +41,33 @@ class DeadlinePassedError(AggregatorError):
     """The caller's deadline passed while the call waited for a worker: nothing was done."""
 
     code = "DEADLINE_EXCEEDED"
+
+
+class _BeforeDeadline(Executor):
+    """The server's workers, for one call: work that waited past its deadline is not run.
+
+    A call that waited for a worker until its deadline (nearly) passed aborts with
+    DEADLINE_EXCEEDED and does nothing, since nobody waits for its answer.
+    """
+
+    def __init__(self, executor: Executor, context: Context, method: str) -> None:
+        self.executor, self.context, self.method = executor, context, method
+
+    def submit(self, fn: Callable[..., Response], /, *args: Any, **kwargs: Any) -> Future[Response]:
+        def run() -> Response:
+            _check_deadline(self.context, self.method)
+            return fn(*args, **kwargs)
+
+        return self.executor.submit(run)
+
+
+def _check_deadline(context: Context, method: str) -> None:
+    """DeadlinePassedError if the caller's deadline has (nearly) passed: nothing is done."""
+    remaining = context.time_remaining()
+    if remaining is not None and remaining <= DEADLINE_MARGIN_S:
+        raise DeadlinePassedError(
+            f"{method}: the caller's deadline passed before the call was handled; nothing done"
+        )
 
 
 async def _abort(context: Context, error: Exception, method: str) -> NoReturn:
@@ -65,6 +96,7 @@ class AggregatorServicer:
         self.service = service
         self.executor = executor
         self.admission = admission
+        self._preparing = threading.Lock()
 
     async def call(
         self, context: Context, method: str, size: int, work: Callable[[], Response]
@@ -77,22 +109,18 @@ class AggregatorServicer:
         passes during its commit is still committed, and the client's retry with the same
         report_ids is then acknowledged as already stored.
         """
-
-        def run() -> Response:
-            remaining = context.time_remaining()
-            if remaining is not None and remaining <= DEADLINE_MARGIN_S:
-                raise DeadlinePassedError(
-                    f"{method}: the caller's deadline passed before the call was handled; "
-                    "nothing done"
-                )
-            return work()
-
         try:
             with self.admission.admit(method, size):
-                loop = asyncio.get_running_loop()
-                return await loop.run_in_executor(self.executor, run)
+                return await self.on_worker(context, method, work)
         except Exception as error:  # every failure leaves through _abort with a status code
             await _abort(context, error, method)
+
+    async def on_worker(
+        self, context: Context, method: str, work: Callable[[], Response]
+    ) -> Response:
+        """Run ``work`` on a worker; DeadlinePassedError if the deadline passed meanwhile."""
+        future = _BeforeDeadline(self.executor, context, method).submit(work)
+        return await asyncio.wrap_future(future)
 
     def handler(self, name: str, request_type: type[Message]) -> Callable[[bytes, Context], Any]:
         """The handler of RPC ``name``: admit, parse (unless raw), run the service method.
@@ -100,19 +128,16 @@ class AggregatorServicer:
         A streaming RPC's service method returns an iterator of serialized responses,
         which the handler then writes one by one (:func:`send_stream`).
         """
+        if name == "SubmitReports":
+            return self.submit_reports
         method: Callable[[Any], Any] = getattr(self, f"_{name}")
 
         async def handle(data: bytes, context: Context) -> Any:
-            if name in RAW_REQUESTS:
-                request: Any = data
-            else:
-                try:
-                    request = request_type.FromString(data)
-                except DecodeError:
-                    full_name = request_type.DESCRIPTOR.full_name
-                    await _abort(
-                        context, InvalidArgument(f"request: not a valid {full_name}"), name
-                    )
+            try:
+                request = request_type.FromString(data)
+            except DecodeError:
+                full_name = request_type.DESCRIPTOR.full_name
+                await _abort(context, InvalidArgument(f"request: not a valid {full_name}"), name)
             response = await self.call(context, name, len(data), lambda: method(request))
             if name not in STREAMS:
                 return response
@@ -123,6 +148,39 @@ class AggregatorServicer:
             return None
 
         return handle
+
+    async def submit_reports(self, data: bytes, context: Context) -> pb.SubmitReportsResponse:
+        """SubmitReports: prepare the batch, then await its commit without holding a thread.
+
+        A small request (most participants' calls) is decoded and validated on the event
+        loop itself, which costs less than handing it to a worker; a larger one on a
+        worker, one at a time (concurrent decoders only pass the interpreter back and
+        forth). The prepared batch is queued for the storage's committer and the loop
+        awaits its future: batches that arrive meanwhile share the next commit.
+        """
+        method = "SubmitReports"
+        try:
+            with self.admission.admit(method, len(data)):
+                if len(data) <= INLINE_BYTES:
+                    _check_deadline(context, method)
+                    prepared = self.service.prepare_reports(data)
+                else:
+                    prepared = await self.on_worker(context, method, lambda: self._prepare(data))
+                workers = _BeforeDeadline(self.executor, context, method)
+                future = self.service.store_reports(prepared, workers)
+                outcome = await asyncio.wrap_future(future)
+        except Exception as error:  # every failure leaves through _abort with a status code
+            await _abort(context, error, method)
+        response = prepared.response(outcome)
+        log.debug(
+            "reports stored",
+            extra={"stored": response.stored, "already_stored": response.already_stored},
+        )
+        return response
+
+    def _prepare(self, data: bytes) -> PreparedBatch:
+        with self._preparing:
+            return self.service.prepare_reports(data)
 
     # The service calls, one per RPC (run on a worker thread).
 
@@ -144,14 +202,6 @@ class AggregatorServicer:
         log.info("survey closed", extra={"survey_id": survey.id})
         return survey
 
-    def _SubmitReports(self, request: bytes) -> pb.SubmitReportsResponse:  # noqa: N802
-        response = self.service.submit_reports(request)
-        log.debug(
-            "reports stored",
-            extra={"stored": response.stored, "already_stored": response.already_stored},
-        )
-        return response
-
     def _GetEstimate(self, request: pb.GetEstimateRequest) -> pb.Estimate:  # noqa: N802
         return self.service.get_estimate(request)
 
@@ -171,7 +221,7 @@ class AggregatorServicer:
 def add_to_server(servicer: AggregatorServicer, server: grpc.aio.Server) -> None:
     """Register the Aggregator service like the generated code, but parsing requests itself.
 
-    A batch of reports reaches :meth:`AggregatorService.submit_reports` as the bytes
+    A batch of reports reaches :meth:`AggregatorService.prepare_reports` as the bytes
     received, so that it is parsed once, in bulk, instead of into a message per report;
     an export's chunks are sent as the bytes the service joined from stored batches.
     Every other request is parsed by the handler, so that bytes that do not parse are

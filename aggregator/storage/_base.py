@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Generator, Sequence
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 
 import numpy as np
@@ -155,6 +156,15 @@ class Storage(ABC):
             FailedPrecondition: a survey is closed.
             Unauthenticated: the token was not issued for the reports' survey.
         """
+
+    def submit_async(self, submission: Submission, executor: Executor) -> Future[SubmitOutcome]:
+        """:meth:`submit`, with a future of its outcome (or error) returned at once.
+
+        A caller on an event loop awaits the future instead of holding a thread. The
+        default runs :meth:`submit` on ``executor``; a backend with a committer thread of
+        its own queues the submission there instead.
+        """
+        return executor.submit(self.submit, submission)
 
     @abstractmethod
     def issue_tokens(self, survey_id: str, hashes: Sequence[bytes]) -> None:

@@ -7,6 +7,7 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Generator, Sequence
+from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import IO
 
@@ -21,9 +22,9 @@ from deniable.aggregator.storage._base import (
     SubmitOutcome,
     Tally,
 )
+from deniable.aggregator.storage._committer import Committer
 from deniable.aggregator.storage._filter import patterns
 from deniable.aggregator.storage._fingerprint import Hasher, use_default
-from deniable.aggregator.storage._group_commit import GroupCommitter
 from deniable.aggregator.storage._id_index import Claim, IdIndex
 from deniable.aggregator.storage._lock import exclusive_lock
 from deniable.aggregator.storage._log_format import expand
@@ -50,6 +51,7 @@ _logger = logging.getLogger("deniable.aggregator")
 
 _ALL = np.s_[:]  # every row of a group: a view, not a copy
 LOG_PAGE = 16  # log rows (stored batches) read per hold of the lock by Storage.log
+COMMIT_REPORTS = 50_000  # reports of the batches committed together, at most (one at least)
 
 
 class SqliteStorage(Storage):
@@ -112,9 +114,15 @@ class SqliteStorage(Storage):
                 load_survey(self._db, self._index, survey_id, segment_ids)
             self._tallies: dict[tuple[str, str], Tally] = {}
             self._released: dict[tuple[str, str], Tally] = {}
-            self._committer = GroupCommitter(self._commit_locked, self._lock)
             self._maintenance = Maintenance(
                 self._db, self._lock, self._index, segment_ids, background and file_backed
+            )
+            self._committer: Committer[Submission, SubmitOutcome] = Committer(
+                self._commit_group,
+                name="deniable-commit",
+                weight=lambda submission: len(submission.report_ids),
+                max_weight=COMMIT_REPORTS,
+                after=self._maintenance.after_commit,
             )
         except sqlite3.DatabaseError as error:
             self._release_lockfile()
@@ -207,12 +215,21 @@ class SqliteStorage(Storage):
         """Append the new reports to the log and bump tallies in one durable transaction.
 
         Batches submitted concurrently while a commit runs are committed together in the
-        next transaction (group commit): each batch is still all or nothing, and the
-        reply still waits for the fsync, but concurrent batches share it.
+        next transaction (group commit, by the committer thread): each batch is still all
+        or nothing, and the reply still waits for the fsync, but concurrent batches share
+        it.
         """
-        outcome = self._committer.submit(submission)
-        self._maintenance.after_commit()
-        return outcome
+        return self._committer.submit(submission).result()
+
+    def submit_async(self, submission: Submission, executor: Executor) -> Future[SubmitOutcome]:
+        """Queue the batch for the committer thread; its future resolves once durable."""
+        return self._committer.submit(submission)
+
+    def _commit_group(
+        self, submissions: Sequence[Submission]
+    ) -> list[SubmitOutcome | BaseException]:
+        with self._lock:
+            return self._commit_locked(submissions)
 
     def _commit_locked(
         self, submissions: Sequence[Submission]
@@ -246,6 +263,7 @@ class SqliteStorage(Storage):
             for _, claim, bindings in claims:
                 self._index.committed(claim, self._append_locked(claim, tallies, released))
                 store_bindings(self._db, bindings)
+            self._write_tallies(tallies, released)
         except BaseException as error:
             self._index.unentered.clear()  # first: these ids must never be entered
             rollback(self._db)
@@ -288,7 +306,10 @@ class SqliteStorage(Storage):
         tallies: dict[tuple[str, str], Tally],
         released: dict[tuple[str, str], Tally],
     ) -> dict[str, int]:
-        """Write a batch's log rows, tallies and due releases; each survey's new log row."""
+        """Write a batch's log rows; add to the group's tallies and due releases (in memory).
+
+        Returns each survey's new log row.
+        """
         submission, fresh = claim.submission, claim.fresh
         seqs: dict[str, int] = {}
         for group in submission.groups:
@@ -303,19 +324,10 @@ class SqliteStorage(Storage):
             key = (group.survey_id, group.question_id)
             old = tallies.get(key) or self._tallies.get(key) or self._read_tally(key)
             new = tallies[key] = old.plus(count, group.tally(keep))
-            self._db.execute(
-                "UPDATE tallies SET n = ?, sums = ? WHERE survey_id = ? AND question_id = ?",
-                (new.n, json.dumps(new.sums), *key),
-            )
             if group.releases is not None:
                 last = released.get(key) or self._released.get(key) or self._read_released(key)
                 if group.releases.due(last.n, new.n):
                     released[key] = new
-                    self._db.execute(
-                        "INSERT OR REPLACE INTO releases (survey_id, question_id, n, sums) "
-                        "VALUES (?, ?, ?, ?)",
-                        (*key, new.n, json.dumps(new.sums)),
-                    )
         for survey_id in claim.rows:
             rows: NDArray[np.intp] = claim.new_rows(survey_id)
             if len(rows):
@@ -326,6 +338,25 @@ class SqliteStorage(Storage):
                 assert cursor.lastrowid is not None
                 seqs[survey_id] = cursor.lastrowid
         return seqs
+
+    def _write_tallies(
+        self, tallies: dict[tuple[str, str], Tally], released: dict[tuple[str, str], Tally]
+    ) -> None:
+        """One row per question the group changed: its tally, and its release if one is due.
+
+        A release is the tally after the batch that reached its point, or after a later
+        batch of the same commit; either way a tally the question has at a commit.
+        """
+        self._db.executemany(
+            "UPDATE tallies SET n = ?, sums = ? WHERE survey_id = ? AND question_id = ?",
+            [(new.n, json.dumps(new.sums), *key) for key, new in tallies.items()],
+        )
+        if released:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO releases (survey_id, question_id, n, sums) "
+                "VALUES (?, ?, ?, ?)",
+                [(*key, new.n, json.dumps(new.sums)) for key, new in released.items()],
+            )
 
     def _read_tally(self, key: tuple[str, str]) -> Tally:
         n, sums = self._db.execute(
@@ -383,7 +414,8 @@ class SqliteStorage(Storage):
                 yield expand(reports)
 
     def close(self) -> None:
-        """Stop the background work, close the connection and release the lock file."""
+        """Commit what is queued, stop the background work, close the connection and lock."""
+        self._committer.close()
         self._maintenance.close()
         with self._lock:
             self._db.close()

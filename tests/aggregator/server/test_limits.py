@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
@@ -37,6 +37,9 @@ class GatedStorage(SqliteStorage):
         self.entered = threading.Semaphore(0)  # released as each submit starts waiting
         self.finished = threading.Semaphore(0)  # released as each submit returns
         self.seen: list[bytes] = []  # the report ids of every submit that reached storage
+
+    def submit_async(self, submission: Submission, executor: Executor) -> Future[SubmitOutcome]:
+        return executor.submit(self.submit, submission)  # on a worker, like PostgreSQL's
 
     def submit(self, submission: Submission) -> SubmitOutcome:
         self.seen.extend(submission.report_ids)

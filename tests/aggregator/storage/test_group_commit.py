@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from deniable.aggregator.storage import SubmitOutcome, Tally, open_storage
-from deniable.aggregator.storage._group_commit import GroupCommitter
+from deniable.aggregator.storage._committer import Committer, CommitterClosedError
 from deniable.aggregator.storage._sqlite import SqliteStorage
 from deniable.shared.errors import AlreadyExists
 from deniable.shared.privacy import ReleaseSteps
@@ -46,34 +46,43 @@ class Recorder:
 def test_a_lone_submit_commits_at_once() -> None:
     recorder = Recorder()
     recorder.release.set()
-    committer = GroupCommitter(recorder, threading.Lock())
-    assert committer.submit(4) == 40
+    committer = Committer(recorder, name="test-commit")
+    assert committer.submit(4).result(WAIT) == 40
     with pytest.raises(ValueError, match="odd 3"):
-        committer.submit(3)
+        committer.submit(3).result(WAIT)
     assert recorder.groups == [[4], [3]]
+    committer.close()
 
 
 def test_items_queued_during_a_commit_share_the_next_one() -> None:
     recorder = Recorder()
-    lock = threading.Lock()
-    committer = GroupCommitter(recorder, lock)
-    with ThreadPoolExecutor(max_workers=6) as pool:
-        first = pool.submit(committer.submit, 0)
-        assert recorder.entered.wait(WAIT)  # the first commit holds the lock
-        others = {item: pool.submit(committer.submit, item) for item in range(1, 6)}
-        while len(committer._queue) < 5:  # all five are queued behind the first commit
-            threading.Event().wait(0.001)
-        recorder.release.set()
-        assert first.result(WAIT) == 0
-        for item, future in others.items():
-            if item % 2:
-                with pytest.raises(ValueError, match=f"odd {item}"):
-                    future.result(WAIT)
-            else:
-                assert future.result(WAIT) == item * 10
-    assert recorder.groups[0] == [0]
-    assert sorted(recorder.groups[1]) == [1, 2, 3, 4, 5]  # one commit for all five
-    assert len(recorder.groups) == 2
+    committer = Committer(recorder, name="test-commit")
+    first = committer.submit(0)
+    assert recorder.entered.wait(WAIT)  # the first commit is running
+    others = {item: committer.submit(item) for item in range(1, 6)}
+    recorder.release.set()
+    assert first.result(WAIT) == 0
+    for item, future in others.items():
+        if item % 2:
+            with pytest.raises(ValueError, match=f"odd {item}"):
+                future.result(WAIT)
+        else:
+            assert future.result(WAIT) == item * 10
+    assert recorder.groups == [[0], [1, 2, 3, 4, 5]]  # one commit for all five, in order
+    committer.close()
+
+
+def test_a_group_holds_at_most_max_weight_but_always_one_item() -> None:
+    recorder = Recorder()
+    committer = Committer(recorder, name="test-commit", weight=lambda item: item, max_weight=10)
+    first = committer.submit(2)
+    assert recorder.entered.wait(WAIT)
+    futures = [committer.submit(item) for item in (4, 6, 12, 2)]
+    recorder.release.set()
+    assert [f.result(WAIT) for f in (first, futures[0], futures[3])] == [20, 40, 20]
+    assert futures[2].result(WAIT) == 120
+    assert recorder.groups == [[2], [4, 6], [12], [2]]  # 4 + 6 = 10 fits; 12 alone, over
+    committer.close()
 
 
 def test_a_failing_commit_fails_its_whole_group_only() -> None:
@@ -85,16 +94,45 @@ def test_a_failing_commit_fails_its_whole_group_only() -> None:
             raise OSError("disk full")
         return list(items)
 
-    committer = GroupCommitter(commit, threading.Lock())
+    committer = Committer(commit, name="test-commit")
     with pytest.raises(OSError, match="disk full"):
-        committer.submit(1)
-    assert committer.submit(2) == 2
+        committer.submit(1).result(WAIT)
+    assert committer.submit(2).result(WAIT) == 2
+    committer.close()
 
 
 def test_a_wrong_number_of_results_is_an_error_for_every_item() -> None:
-    committer: GroupCommitter[int, int] = GroupCommitter(lambda items: [], threading.Lock())
+    committer: Committer[int, int] = Committer(lambda items: [], name="test-commit")
     with pytest.raises(RuntimeError, match="commit gave 0 results for 1 items"):
-        committer.submit(1)
+        committer.submit(1).result(WAIT)
+    committer.close()
+
+
+def test_closing_commits_what_is_queued_then_refuses() -> None:
+    recorder = Recorder()
+    committer = Committer(recorder, name="test-commit")
+    first = committer.submit(0)
+    assert recorder.entered.wait(WAIT)
+    queued = committer.submit(2)
+    closing = threading.Thread(target=committer.close)
+    closing.start()
+    recorder.release.set()
+    closing.join(WAIT)
+    assert (first.result(WAIT), queued.result(WAIT)) == (0, 20)
+    with pytest.raises(CommitterClosedError):
+        committer.submit(4)
+
+
+def test_a_failure_after_a_commit_does_not_stop_the_thread() -> None:
+    def after() -> None:
+        raise OSError("checkpoint failed")
+
+    committer: Committer[int, int] = Committer(
+        lambda items: [*items], name="test-commit", after=after
+    )
+    assert committer.submit(1).result(WAIT) == 1
+    assert committer.submit(2).result(WAIT) == 2
+    committer.close()
 
 
 def test_concurrent_batches_are_stored_once_each(tmp_path: Path) -> None:
