@@ -113,6 +113,8 @@ class Resent:
     batches_stored_again: int = 0  # batches with stored > 0
     changed: int = 0  # rebuilt batches whose digest differed (not sent): a harness bug
     errors: Counter[str] = field(default_factory=Counter)
+    latencies: list[float] = field(default_factory=list)
+    seconds: float = 0.0  # the whole resend, set by the parent
 
     def merge(self, other: Resent) -> None:
         """Add another thread's figures to these."""
@@ -121,6 +123,7 @@ class Resent:
         self.batches_stored_again += other.batches_stored_again
         self.changed += other.changed
         self.errors.update(other.errors)
+        self.latencies += other.latencies
 
 
 def draw_size(rng: np.random.Generator, workload: Workload) -> int:
@@ -282,11 +285,14 @@ class _Process:
             if _digest(body) != digest:
                 out.changed += 1
                 continue
+            began = time.perf_counter()
             try:
                 response = submit(body, timeout=CALL_TIMEOUT)
             except grpc.RpcError as error:
                 out.errors[f"SubmitReports {error.code().name}"] += 1
                 continue
+            finally:
+                out.latencies.append(time.perf_counter() - began)
             out.batches += 1
             out.reports += size
             out.stored += response.stored

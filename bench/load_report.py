@@ -38,8 +38,10 @@ def _check_text(check: dict[str, Any]) -> str:
 
 def _resend_text(resend: dict[str, Any]) -> str:
     text = (
-        f"{resend['batches']:,} of {resend['planned']:,} batches ({resend['reports']:,} reports): "
-        f"stored {resend['stored']:,}, already_stored {resend['already_stored']:,}"
+        f"{resend['batches']:,} of {resend['planned']:,} batches ({resend['reports']:,} reports) "
+        f"in {resend['seconds']:.1f} s (p50 {resend['latency_ms']['p50']:.0f} ms, p99 "
+        f"{resend['latency_ms']['p99']:.0f} ms): stored {resend['stored']:,}, already_stored "
+        f"{resend['already_stored']:,}"
     )
     if resend["batches_stored_again"]:
         text += f"; {resend['batches_stored_again']} batches stored again"

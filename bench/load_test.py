@@ -120,11 +120,14 @@ def run_clients(
         total.ended -= start_at
         shares = resend_shares([count for _, count in loaded], args.resend_sample, args.resend_min)
         print(f"  load done; resending {sum(shares):,} acknowledged batches", file=sys.stderr)
+        began = time.monotonic()
         for pipe, share in zip(pipes, shares, strict=True):
             pipe.send(("resend", share))
         resent = Resent()
-        for part in _gather(pipes, "resent", args.seconds + 2 * CALL_TIMEOUT + 120):
+        limit = 30 * args.seconds + 2 * CALL_TIMEOUT + 120  # an already stored id costs more
+        for part in _gather(pipes, "resent", limit):
             resent.merge(part)
+        resent.seconds = time.monotonic() - began
         return total, sum(count for _, count in loaded), resent, sum(shares)
     finally:
         for pipe in pipes:
@@ -205,6 +208,8 @@ def measure(
             "batches_stored_again": resent.batches_stored_again,
             "changed": resent.changed,
             "errors": dict(resent.errors),
+            "seconds": round(resent.seconds, 2),
+            "latency_ms": load_report.percentiles(resent.latencies),
         },
         "estimate_n": n,
         "daemon_rss_mb": rss,
