@@ -480,7 +480,7 @@ class Daemon(Engine):
         self.row = np.frombuffer(bytes([0x0A, len(template)]) + template, dtype=np.uint8)
         self.index_seconds = 0.0
         index = self.storage._index
-        claim, committed = index.claim, index.committed
+        claim, enter = index.claim, index.enter
 
         def timed_claim(*args: Any) -> Any:
             t0 = time.perf_counter()
@@ -489,15 +489,15 @@ class Daemon(Engine):
             finally:
                 self.index_seconds += time.perf_counter() - t0
 
-        def timed_committed(*args: Any) -> Any:
+        def timed_enter(*args: Any) -> Any:
             t0 = time.perf_counter()
             try:
-                return committed(*args)
+                return enter(*args)
             finally:
                 self.index_seconds += time.perf_counter() - t0
 
         index.claim = timed_claim  # type: ignore[method-assign, assignment]
-        index.committed = timed_committed  # type: ignore[method-assign, assignment]
+        index.enter = timed_enter  # type: ignore[method-assign, assignment]
         maintenance = self.storage._maintenance
         run_once = maintenance.run_once
 

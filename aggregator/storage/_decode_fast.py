@@ -34,7 +34,7 @@ from deniable.aggregator.storage._layout import REPORTS_TAG, Layout, layout_of, 
 from deniable.aggregator.storage._log_format import compact_uniform
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
-__all__ = ["MAX_TEMPLATES", "FastBatch", "decode_fast"]
+__all__ = ["MAX_TEMPLATES", "FastBatch", "decode_fast", "same_size_frames"]
 
 MAX_TEMPLATES = 64  # report shapes per batch (question, mechanism, id length, value size)
 _LOWER_HEX = b"0123456789abcdef"
@@ -219,6 +219,14 @@ def _chain(buffer: NDArray[np.uint8], max_batch: int) -> NDArray[np.intp] | None
         return None
     found: NDArray[np.intp] = starts[chain]
     return found
+
+
+def same_size_frames(data: bytes) -> bool:
+    """Whether ``data`` may be frames of one size (the first frame's size divides it)."""
+    if len(data) < 2 or data[0] != REPORTS_TAG:
+        return False
+    size, _ = _frame_size(data, 0)
+    return size > 0 and len(data) % size == 0
 
 
 def _frame_size(data: bytes, pos: int) -> tuple[int, int]:

@@ -1,19 +1,22 @@
-"""Which reports of a batch are new: filters first, then an exact comparison with the log.
+"""Which reports of a group of batches are new: filters first, then an exact comparison.
 
 A report is stored before when its survey holds its id; it is an exact resend when the
 stored report's payload (its canonical encoding without the id) is the same, and a
-conflict otherwise. The per-survey filters (:mod:`._survey_ids`) answer "new" for almost
-every new id at once. Every other id is resolved exactly: its fingerprint leads to the
-log rows that may hold it (recent ids in memory, sealed segments on disk), and those log
-rows are read and their ids compared byte for byte. A fingerprint match is only ever a
-hint, so two distinct ids are never taken for one. Batches committed in the same
-transaction are compared with each other in memory (:class:`Claim`).
+conflict otherwise. The batches a commit takes together are sorted as one: each survey's
+fingerprints of all of them go through the survey's filters at once
+(:meth:`SurveyIds.locate`), which answer "new" for almost every new id. Every other id
+is resolved exactly: its fingerprint leads to the log rows that may hold it, and those
+rows are read and their ids compared byte for byte (:mod:`._stored_rows`); an id that an
+earlier batch of the same group also holds is compared with that batch's. A fingerprint
+match is only ever a hint, so two distinct ids are never taken for one.
+
+Once the group's transaction has committed, its new ids are entered (:meth:`IdIndex.enter`)
+before the storage lock is released, so the index always answers for every committed id.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -21,18 +24,18 @@ import numpy as np
 from numpy.typing import NDArray
 
 from deniable.aggregator.storage._base import StorageError, Submission
-from deniable.aggregator.storage._decode import decode_log
 from deniable.aggregator.storage._fingerprint import Hasher
 from deniable.aggregator.storage._ids import ReportIds
+from deniable.aggregator.storage._stored_rows import StoredRows
 from deniable.aggregator.storage._survey_ids import Slots, SurveyIds
 from deniable.shared.errors import AlreadyExists, FailedPrecondition
 
-__all__ = ["Claim", "IdIndex"]
+__all__ = ["Claim", "GroupClaim", "IdIndex"]
 
 
 @dataclass
 class Claim:
-    """One batch's reports sorted into new and stored before, not yet entered.
+    """One batch's reports sorted into new and stored before.
 
     Attributes:
         submission: the batch.
@@ -40,7 +43,6 @@ class Claim:
         prints: each report's fingerprint.
         fresh: None if every report is new, else a mask of the new ones.
         rows: per survey, the rows of its reports (ascending).
-        slots: per survey, its reports' places in the survey's filter.
     """
 
     submission: Submission
@@ -48,7 +50,6 @@ class Claim:
     prints: NDArray[np.uint64]
     fresh: NDArray[np.bool_] | None = None
     rows: dict[str, NDArray[np.intp]] = field(default_factory=dict)
-    slots: dict[str, Slots] = field(default_factory=dict)
 
     @property
     def stored(self) -> int:
@@ -60,41 +61,35 @@ class Claim:
         rows = self.rows[survey_id]
         return rows if self.fresh is None else rows[self.fresh[rows]]
 
-    def new_slots(self, survey_id: str) -> Slots:
-        """The filter places of the survey's new reports."""
-        bloom, index, pattern = self.slots[survey_id]
+    def resent(self, row: int) -> None:
+        """Mark the report at ``row`` as stored before."""
         if self.fresh is None:
-            return bloom, index, pattern
-        keep = self.fresh[self.rows[survey_id]]
-        return bloom, index[keep], pattern[keep]
+            self.fresh = np.ones(self.total, dtype=bool)
+        self.fresh[row] = False
 
 
-class _StoredRows:
-    """Log rows read while resolving one batch, decoded once each."""
+@dataclass
+class _Part:
+    """One survey's reports across a group's batches, in batch order, then row order."""
 
-    def __init__(self, db: sqlite3.Connection, hasher: Hasher) -> None:
-        self.db, self.hasher = db, hasher
-        self.rows: dict[int, tuple[ReportIds, Sequence[bytes], list[NDArray[np.uint64]]]] = {}
+    survey: SurveyIds
+    owners: NDArray[np.intp]  # the batch (its place in the group) of each report
+    rows: NDArray[np.intp]  # its row in that batch
+    prints: NDArray[np.uint64]
+    slots: Slots  # their places in the survey's filter, for entering them
 
-    def payload(self, seq: int, report_id: bytes, fingerprint: int) -> bytes | None:
-        """The stored payload of ``report_id`` in log row ``seq``, or None if not there."""
-        row = self.rows.get(seq)
-        if row is None:
-            (data,) = self.db.execute("SELECT reports FROM log WHERE seq = ?", (seq,)).fetchone()
-            ids, payloads = decode_log(bytes(data))
-            row = self.rows[seq] = (
-                ids,
-                payloads,
-                [group.prints_for(self.hasher) for group in ids.groups],
-            )
-        ids, payloads, prints = row
-        for group, group_prints in zip(ids.groups, prints, strict=True):
-            if group.ids.shape[1] != len(report_id):
-                continue
-            for at in np.flatnonzero(group_prints == np.uint64(fingerprint)).tolist():
-                if group.ids[at].tobytes() == report_id:
-                    return payloads[int(group.rows[at])]
-        return None
+
+@dataclass
+class GroupClaim:
+    """A group of batches sorted into new and stored reports.
+
+    Attributes:
+        claims: per batch, in order, its claim, or the error that refuses it.
+        parts: per survey, its reports across the group.
+    """
+
+    claims: list[Claim | BaseException]
+    parts: dict[str, _Part]
 
 
 class IdIndex:
@@ -103,24 +98,47 @@ class IdIndex:
     def __init__(self, hasher: Hasher) -> None:
         self.hasher = hasher
         self.surveys: dict[str, SurveyIds] = {}
-        self.unentered: deque[tuple[Claim, dict[str, int]]] = deque()
         self.broken = False  # set if entering ids failed: the index can no longer be trusted
 
     def __contains__(self, survey_id: str) -> bool:
         return survey_id in self.surveys
 
-    def claim(
-        self, db: sqlite3.Connection, submission: Submission, pending: Sequence[Claim]
-    ) -> Claim:
-        """Sort a batch's reports into new and stored before (stored or ``pending``).
+    def claim(self, db: sqlite3.Connection, submissions: Sequence[Submission]) -> GroupClaim:
+        """Sort each batch's reports into new and stored before (stored, or earlier here).
+
+        A batch is refused, alone, with FailedPrecondition (a survey is closed) or
+        AlreadyExists (an id stored, or held by an earlier batch of the group, with
+        another payload); a refused batch holds nothing for the later ones.
 
         Raises:
-            FailedPrecondition: a survey is closed.
-            AlreadyExists: an id is stored (or pending) with a different payload.
+            StorageError: the index failed earlier; nothing can be claimed until a restart.
         """
         if self.broken:
             raise StorageError("the report-id index failed (see the log); restart the daemon")
-        self.catch_up()
+        claims: list[Claim | BaseException] = []
+        pieces: dict[str, list[tuple[int, NDArray[np.intp]]]] = {}
+        for owner, submission in enumerate(submissions):
+            try:
+                claim = self._claim_one(submission)
+            except Exception as error:
+                claims.append(error)
+                continue
+            claims.append(claim)
+            for survey_id, rows in claim.rows.items():
+                pieces.setdefault(survey_id, []).append((owner, rows))
+        group = GroupClaim(claims, {})
+        candidates: list[tuple[int, str, int, list[int], bool]] = []
+        for survey_id, entries in pieces.items():
+            part, found, repeated = self._locate(db, survey_id, entries, claims)
+            group.parts[survey_id] = part
+            for at in sorted(found.keys() | repeated):
+                owner, row = int(part.owners[at]), int(part.rows[at])
+                candidates.append((owner, survey_id, row, found.get(at, []), at in repeated))
+        if candidates:
+            self._resolve(db, claims, candidates)
+        return group
+
+    def _claim_one(self, submission: Submission) -> Claim:
         ids = submission.report_ids
         if not isinstance(ids, ReportIds):
             ids = ReportIds.of(list(ids))
@@ -137,153 +155,162 @@ class IdIndex:
                 first = submission.positions[int(group.rows[0])]
                 raise FailedPrecondition(f"reports[{first}]: survey {group.survey_id!r} is closed")
             parts.setdefault(group.survey_id, []).append(group.rows)
-        stored = _StoredRows(db, self.hasher)
         for survey_id, pieces in parts.items():
-            rows = pieces[0] if len(pieces) == 1 else np.sort(np.concatenate(pieces))
-            claim.rows[survey_id] = rows
-            survey_prints = prints if len(rows) == len(prints) else prints[rows]
-            candidates, claim.slots[survey_id] = self.surveys[survey_id].locate(db, survey_prints)
-            for other in pending:
-                if survey_id in other.rows:
-                    theirs = other.prints[other.new_rows(survey_id)]
-                    for at in np.flatnonzero(np.isin(survey_prints, theirs)).tolist():
-                        candidates.setdefault(at, [])
-            for at in sorted(candidates):
-                row = int(rows[at])
-                seqs = candidates[at]
-                if self._stored_before(claim, survey_id, row, seqs, pending, stored, ids):
-                    if claim.fresh is None:
-                        claim.fresh = np.ones(claim.total, dtype=bool)
-                    claim.fresh[row] = False
+            claim.rows[survey_id] = (
+                pieces[0] if len(pieces) == 1 else np.sort(np.concatenate(pieces))
+            )
         return claim
 
-    @staticmethod
-    def _stored_before(
-        claim: Claim,
+    def _locate(
+        self,
+        db: sqlite3.Connection,
         survey_id: str,
-        row: int,
-        seqs: list[int],
-        pending: Sequence[Claim],
-        stored: _StoredRows,
-        ids: ReportIds,
-    ) -> bool:
-        """Whether the report at ``row`` is an exact resend; AlreadyExists if it conflicts.
+        entries: list[tuple[int, NDArray[np.intp]]],
+        claims: list[Claim | BaseException],
+    ) -> tuple[_Part, dict[int, list[int]], set[int]]:
+        """One survey's reports of the group, through the survey's filters at once.
 
-        ``seqs`` are the log rows that may hold it.
+        Returns their part; by position, the log rows that may hold each; and the
+        positions whose fingerprint another batch of the group has too.
         """
-        report_id = ids[row]
-        fingerprint = int(claim.prints[row])
-        payload = claim.submission.payloads[row]
-        found: bytes | None = None
-        for other in pending:
-            if found is None and survey_id in other.rows:
-                found = _pending_payload(other, survey_id, report_id, fingerprint)
-        for seq in seqs:
-            if found is not None:
-                break
-            found = stored.payload(seq, report_id, fingerprint)
-        if found is None:
-            return False
-        if found != payload:
-            raise AlreadyExists(
-                f"reports[{claim.submission.positions[row]}].report_id: "
-                f"{report_id.decode()!r} is already stored in survey {survey_id!r} "
-                "with different content"
+        survey = self.surveys[survey_id]
+        prints_of = [_claim(claims, owner).prints for owner, _ in entries]
+        if len(entries) == 1:
+            (owner, rows), batch_prints = entries[0], prints_of[0]
+            prints = batch_prints if len(rows) == len(batch_prints) else batch_prints[rows]
+            owners = np.full(len(rows), owner, dtype=np.intp)
+        else:
+            rows = np.concatenate([rows for _, rows in entries])
+            prints = np.concatenate([p[r] for p, (_, r) in zip(prints_of, entries, strict=True)])
+            owners = np.repeat(
+                np.array([owner for owner, _ in entries], dtype=np.intp),
+                [len(r) for _, r in entries],
             )
-        return True
+        found, slots = survey.locate(db, prints)
+        repeated: set[int] = set()
+        if len(entries) > 1:  # each batch's ids are distinct; two batches may share some
+            order = np.argsort(prints, kind="stable")
+            ordered = prints[order]
+            same = np.flatnonzero(ordered[1:] == ordered[:-1])
+            if len(same):
+                repeated = set(order[same].tolist()) | set(order[same + 1].tolist())
+        return _Part(survey, owners, rows, prints, slots), found, repeated
+
+    def _resolve(
+        self,
+        db: sqlite3.Connection,
+        claims: list[Claim | BaseException],
+        candidates: list[tuple[int, str, int, list[int], bool]],
+    ) -> None:
+        """Decide each candidate exactly, batch by batch in the group's order.
+
+        A candidate is (batch, survey, row, the log rows that may hold it, whether another
+        batch of the group has its fingerprint). Stored payloads are read first, all at
+        once; then an earlier batch of the group that holds the same id (and was not
+        refused) answers before the log does.
+        """
+        candidates.sort(key=lambda c: (c[0], c[2]))
+        ids = [_claim(claims, c[0]).submission.report_ids[c[2]] for c in candidates]
+        looked = [at for at, c in enumerate(candidates) if c[3]]
+        stored: list[bytes | None] = [None] * len(candidates)
+        payloads = StoredRows(db, self.hasher).payloads(
+            [(ids[at], int(_claim(claims, candidates[at][0]).prints[candidates[at][2]]),
+              candidates[at][3]) for at in looked]
+        )  # fmt: skip
+        for at, payload in zip(looked, payloads, strict=True):
+            stored[at] = payload
+        pending: dict[tuple[str, bytes], bytes] = {}  # new ids of earlier, accepted batches
+        at = 0
+        while at < len(candidates):
+            owner = candidates[at][0]
+            end = at
+            while end < len(candidates) and candidates[end][0] == owner:
+                end += 1
+            try:
+                pending.update(self._decide(_claim(claims, owner), candidates, ids, stored,
+                                            pending, range(at, end)))  # fmt: skip
+            except AlreadyExists as error:
+                claims[owner] = error  # refused alone: holds nothing for later batches
+            at = end
+
+    @staticmethod
+    def _decide(
+        claim: Claim,
+        candidates: list[tuple[int, str, int, list[int], bool]],
+        ids: list[bytes],
+        stored: list[bytes | None],
+        pending: dict[tuple[str, bytes], bytes],
+        span: range,
+    ) -> dict[tuple[str, bytes], bytes]:
+        """One batch's candidates: mark its resends; its new ids that later batches share.
+
+        Raises:
+            AlreadyExists: an id is stored (or held earlier in the group) with other content.
+        """
+        mine: dict[tuple[str, bytes], bytes] = {}
+        for at in span:
+            _, survey_id, row, _, shared = candidates[at]
+            report_id = ids[at]
+            payload = claim.submission.payloads[row]
+            found = pending.get((survey_id, report_id)) if shared else None
+            if found is None:
+                found = stored[at]
+            if found is None:
+                if shared:
+                    mine[survey_id, report_id] = payload
+                continue
+            if found != payload:
+                raise AlreadyExists(
+                    f"reports[{claim.submission.positions[row]}].report_id: "
+                    f"{report_id.decode()!r} is already stored in survey {survey_id!r} "
+                    "with different content"
+                )
+            claim.resent(row)
+        return mine
+
+    def enter(self, group: GroupClaim, seqs: Sequence[dict[str, int] | None]) -> None:
+        """Enter a committed group's new ids (``seqs``: each batch's log row per survey).
+
+        Called once its transaction has committed, under the storage lock; a refused
+        batch has None.
+        """
+        for survey_id, part in group.parts.items():
+            if self.surveys.get(survey_id) is not part.survey:
+                continue  # closed meanwhile
+            new = np.ones(len(part.prints), dtype=bool)
+            rows_seq = np.zeros(len(seqs), dtype=np.int64)
+            for owner, claim in enumerate(group.claims):
+                where = seqs[owner]
+                if not isinstance(claim, Claim) or where is None or survey_id not in where:
+                    new[part.owners == owner] = False
+                    continue
+                rows_seq[owner] = where[survey_id]
+                if claim.fresh is not None:
+                    mine = part.owners == owner
+                    new[mine] &= claim.fresh[part.rows[mine]]
+            bloom, index, pattern = part.slots
+            if new.all():
+                part.survey.enter(part.prints, rows_seq[part.owners], part.slots)
+            else:
+                slots = (bloom, index[new], pattern[new])
+                part.survey.enter(part.prints[new], rows_seq[part.owners[new]], slots)
 
     def first_stored(
         self, db: sqlite3.Connection, survey_id: str, ids: ReportIds, prints: NDArray[np.uint64]
     ) -> bytes | None:
         """The first of ``ids`` (with their ``prints``) the survey already holds, if any."""
-        self.catch_up()
-        stored = _StoredRows(db, self.hasher)
-        for row, seqs in sorted(self.surveys[survey_id].locate(db, prints)[0].items()):
-            report_id, fingerprint = ids[row], int(prints[row])
-            for seq in seqs:
-                if stored.payload(seq, report_id, fingerprint) is not None:
-                    return report_id
+        found, _ = self.surveys[survey_id].locate(db, prints)
+        rows = sorted(found)
+        payloads = StoredRows(db, self.hasher).payloads(
+            [(ids[row], int(prints[row]), found[row]) for row in rows]
+        )
+        for row, payload in zip(rows, payloads, strict=True):
+            if payload is not None:
+                return ids[row]
         return None
 
-    def committed(self, claim: Claim, seqs: dict[str, int]) -> None:
-        """Note a batch's new ids (``seqs``: each survey's log row), to be entered.
 
-        They are entered by :meth:`catch_up` once the transaction has committed (the
-        storage does it right after ``COMMIT``; :meth:`mark` and :meth:`rewind` forget
-        them if it fails); whoever reads the index calls :meth:`catch_up` first, so
-        nothing is missed.
-        """
-        self.unentered.append((claim, seqs))
-
-    def mark(self) -> dict[str, tuple[int, int, int]]:
-        """The index's size before the batches noted by :meth:`committed` are entered."""
-        marks = {}
-        for _, seqs in self.unentered:
-            for survey_id in seqs:
-                survey = self.surveys.get(survey_id)
-                if survey is not None and survey_id not in marks:
-                    marks[survey_id] = (
-                        survey.recent.count,
-                        survey.bloom.count,
-                        survey.recent.bloom.count,
-                    )
-        return marks
-
-    def rewind(self, marks: dict[str, tuple[int, int, int]]) -> None:
-        """Forget the ids entered since :meth:`mark` (their transaction failed).
-
-        The recent ids are cut back; bits the failed batches set in the filters stay,
-        which only makes a few more ids look like "maybe".
-        """
-        self.unentered.clear()
-        for survey_id, (recent, bloom, recent_bloom) in marks.items():
-            survey = self.surveys.get(survey_id)
-            if survey is not None:
-                survey.recent.count = recent
-                survey.bloom.count = bloom
-                survey.recent.bloom.count = recent_bloom
-
-    def catch_up(self) -> None:
-        """Enter every committed batch not entered yet, in commit order, all at once."""
-        if not self.unentered:
-            return
-        entries: dict[str, list[tuple[NDArray[np.uint64], int, Slots]]] = {}
-        while self.unentered:
-            claim, seqs = self.unentered.popleft()
-            for survey_id, seq in seqs.items():
-                entries.setdefault(survey_id, []).append(
-                    (claim.prints[claim.new_rows(survey_id)], seq, claim.new_slots(survey_id))
-                )
-        for survey_id, rows in entries.items():
-            survey = self.surveys.get(survey_id)
-            if survey is None:
-                continue
-            if len(rows) == 1:
-                survey.enter(*rows[0])
-                continue
-            prints = np.concatenate([p for p, _, _ in rows])
-            counts = [len(p) for p, _, _ in rows]
-            each = np.repeat(np.array([s for _, s, _ in rows], dtype=np.int64), counts)
-            blooms = {id(slots[0]) for _, _, slots in rows}
-            merged: Slots | None = None
-            if len(blooms) == 1:
-                merged = (
-                    rows[0][2][0],
-                    np.concatenate([slots[1] for _, _, slots in rows]),
-                    np.concatenate([slots[2] for _, _, slots in rows]),
-                )
-            survey.enter(prints, each, merged)
-
-
-def _pending_payload(
-    claim: Claim, survey_id: str, report_id: bytes, fingerprint: int
-) -> bytes | None:
-    """The payload of ``report_id`` among a pending batch's new reports of the survey."""
-    rows = claim.new_rows(survey_id)
-    ids = claim.submission.report_ids
-    for at in np.flatnonzero(claim.prints[rows] == np.uint64(fingerprint)).tolist():
-        row = int(rows[at])
-        if ids[row] == report_id:
-            payload: bytes = claim.submission.payloads[row]
-            return payload
-    return None
+def _claim(claims: list[Claim | BaseException], owner: int) -> Claim:
+    claim = claims[owner]
+    assert isinstance(claim, Claim)
+    return claim

@@ -52,7 +52,6 @@ class Seal:
     @classmethod
     def take(cls, index: IdIndex, survey_id: str) -> Seal | None:
         """Under the lock: a copy of the survey's recent ids; None if closed or none."""
-        index.catch_up()
         survey = index.surveys.get(survey_id)
         if survey is None or not survey.recent.count:
             return None
@@ -78,7 +77,6 @@ class Seal:
         assert self.sealed is not None, "build() first"
         if index.surveys.get(self.survey_id) is not self.survey:
             return False
-        index.catch_up()
         db.execute("PRAGMA synchronous=NORMAL")
         try:
             with transaction(db):
@@ -111,7 +109,6 @@ class Growth:
     @classmethod
     def take(cls, index: IdIndex, survey_id: str) -> Growth | None:
         """Under the lock: what the survey holds now, or None if it is closed."""
-        index.catch_up()
         survey = index.surveys.get(survey_id)
         if survey is None:
             return None
@@ -133,7 +130,6 @@ class Growth:
 
         False if the survey was closed, or ids were sealed, meanwhile (not installed).
         """
-        index.catch_up()
         survey = self.survey
         if index.surveys.get(self.survey_id) is not survey or survey.recent.seals != self.seals:
             return False

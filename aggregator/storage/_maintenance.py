@@ -24,6 +24,7 @@ import logging
 import sqlite3
 import threading
 import time
+from collections.abc import Iterable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -143,29 +144,15 @@ class Maintenance:
             self._thread = threading.Thread(target=self._run, name="deniable-storage", daemon=True)
             self._thread.start()
 
-    def during_commit(self) -> dict[str, tuple[int, int, int]]:
-        """Before ``COMMIT``, under the storage lock: the index's marks, for :meth:`settle`."""
-        return self._index.mark()
+    def committed(self, surveys: Iterable[str]) -> None:
+        """After a commit (its ids entered), under the storage lock: start what is due.
 
-    def settle(self, marks: dict[str, tuple[int, int, int]], *, failed: bool) -> None:
-        """After ``COMMIT``, under the storage lock: enter the batches' ids, or forget them.
-
-        The committing thread enters them itself (a few tens of microseconds): handing
-        them to the background thread cost more in wake-ups and contention for the
-        interpreter than it saved. Other work that is due is started.
+        ``surveys`` are those the commit added ids to.
         """
-        if failed:
-            self._index.rewind(marks)
-            return
-        try:
-            self._index.catch_up()
-        except Exception:  # committed all the same: refuse batches from now on instead
-            _logger.exception("entering report ids failed; restart the daemon")
-            self._index.broken = True
         self._commits += 1
         if self._thread is None:
             self._due_inline = True
-        elif self._due(marks):
+        elif self._due(surveys):
             self._wake.set()
 
     def after_commit(self) -> None:
@@ -174,10 +161,10 @@ class Maintenance:
             self._due_inline = False
             self.run_once()
 
-    def _due(self, marks: dict[str, tuple[int, int, int]]) -> bool:
+    def _due(self, surveys: Iterable[str]) -> bool:
         if self._commits >= self._checkpointed + CHECKPOINT_EVERY:
             return True
-        for survey_id in marks:
+        for survey_id in surveys:
             survey = self._index.surveys.get(survey_id)
             if survey is not None and (
                 survey.recent.count >= self._segment_ids or survey.bloom.full
@@ -207,7 +194,6 @@ class Maintenance:
 
     def _run_once(self) -> None:
         with self._lock:
-            self._index.catch_up()
             surveys = list(self._index.surveys.items())
         sealed = False
         for survey_id, survey in surveys:

@@ -25,7 +25,7 @@ from deniable.aggregator.storage._base import (
 from deniable.aggregator.storage._committer import Committer
 from deniable.aggregator.storage._filter import patterns
 from deniable.aggregator.storage._fingerprint import Hasher, use_default
-from deniable.aggregator.storage._id_index import Claim, IdIndex
+from deniable.aggregator.storage._id_index import Claim, GroupClaim, IdIndex
 from deniable.aggregator.storage._lock import exclusive_lock
 from deniable.aggregator.storage._log_format import expand
 from deniable.aggregator.storage._maintenance import DamagedLogError, Maintenance, load_survey
@@ -202,7 +202,6 @@ class SqliteStorage(Storage):
                     (pb.SURVEY_STATE_CLOSED, survey_id),
                 )
                 delete_segments(self._db, survey_id)
-            self._index.catch_up()
             self._index.surveys.pop(survey_id, None)
         return self.get_survey(survey_id)
 
@@ -241,46 +240,81 @@ class SqliteStorage(Storage):
         and takes no part in the transaction; if the transaction fails, every batch in it
         gets that error and none of its ids is entered in the index.
         """
-        results: list[SubmitOutcome | BaseException] = []
-        claims: list[tuple[int, Claim, list[Binding]]] = []
-        pending = PendingBindings()
-        for position, submission in enumerate(submissions):
-            try:
-                bindings = self._bind_locked(submission, pending)
-                claim = self._index.claim(self._db, submission, [c for _, c, _ in claims])
-            except Exception as error:
-                results.append(error)
-                continue
-            pending.add(bindings)
-            claims.append((position, claim, bindings))
-            results.append(RuntimeError("not committed"))  # replaced below
-        if not claims:
+        errors, claimed, group, bindings = self._claim_locked(submissions)
+        results: list[SubmitOutcome | BaseException] = [RuntimeError("not committed")] * len(
+            submissions
+        )
+        for position, error in errors.items():
+            results[position] = error
+        accepted: list[tuple[int, int, Claim]] = []
+        for place, (position, claim) in enumerate(zip(claimed, group.claims, strict=True)):
+            if isinstance(claim, Claim):
+                accepted.append((place, position, claim))
+            else:
+                results[position] = claim
+        if not accepted:
             return results
         tallies: dict[tuple[str, str], Tally] = {}
         released: dict[tuple[str, str], Tally] = {}
+        seqs: list[dict[str, int] | None] = [None] * len(claimed)
         self._db.execute("BEGIN IMMEDIATE")
         try:
-            for _, claim, bindings in claims:
-                self._index.committed(claim, self._append_locked(claim, tallies, released))
-                store_bindings(self._db, bindings)
+            for place, position, claim in accepted:
+                seqs[place] = self._append_locked(claim, tallies, released)
+                store_bindings(self._db, bindings[position])
             self._write_tallies(tallies, released)
-        except BaseException as error:
-            self._index.unentered.clear()  # first: these ids must never be entered
-            rollback(self._db)
-            raise storage_error(error) from None
-        marks = self._maintenance.during_commit()
-        try:
             self._db.execute("COMMIT")
-        except BaseException as error:
-            self._maintenance.settle(marks, failed=True)  # first: forget the batches' ids
+        except BaseException as error:  # nothing of the group is stored nor entered
             rollback(self._db)
             raise storage_error(error) from None
-        self._maintenance.settle(marks, failed=False)
+        try:
+            self._index.enter(group, seqs)
+        except Exception:  # committed all the same: refuse batches from now on instead
+            _logger.exception("entering report ids failed; restart the daemon")
+            self._index.broken = True
+        self._maintenance.committed(group.parts)
         self._tallies.update(tallies)  # only once committed
         self._released.update(released)
-        for position, claim, _ in claims:
+        for _, position, claim in accepted:
             results[position] = SubmitOutcome(claim.stored, claim.total - claim.stored)
         return results
+
+    def _claim_locked(
+        self, submissions: Sequence[Submission]
+    ) -> tuple[dict[int, BaseException], list[int], GroupClaim, dict[int, list[Binding]]]:
+        """Sort the group's batches into new and stored reports; token batches' bindings.
+
+        Returns the batches refused by their bindings, the positions of the others (in
+        order), their group claim, and each one's new bindings. A token batch's bindings
+        are checked first (so that another report for an answered question is refused as
+        such), in order, each seeing the earlier batches'. If the id claim then refuses a
+        token batch, the batches after it were checked against bindings that will not be
+        stored: both steps run again without it.
+        """
+        refused: dict[int, BaseException] = {}  # token batches the id claim refused
+        while True:
+            errors = dict(refused)
+            pending = PendingBindings()
+            bindings: dict[int, list[Binding]] = {}
+            for position, submission in enumerate(submissions):
+                if position in errors:
+                    continue
+                try:
+                    bindings[position] = self._bind_locked(submission, pending)
+                except Exception as error:
+                    errors[position] = error
+                    continue
+                pending.add(bindings[position])
+            claimed = [position for position in range(len(submissions)) if position not in errors]
+            group = self._index.claim(self._db, [submissions[p] for p in claimed])
+            unbound = {
+                position: claim
+                for position, claim in zip(claimed, group.claims, strict=True)
+                if isinstance(claim, BaseException) and bindings[position]
+            }
+            if not unbound:
+                return errors, claimed, group, bindings
+            refused.update(unbound)
 
     def maintain(self) -> None:
         """Do the background work that is due now, in this thread (tests use it)."""

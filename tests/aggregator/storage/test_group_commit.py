@@ -10,17 +10,21 @@ from pathlib import Path
 
 import pytest
 
-from deniable.aggregator.storage import SubmitOutcome, Tally, open_storage
+from deniable.aggregator.server._enrollment import token_hash
+from deniable.aggregator.storage import Submission, SubmitOutcome, Tally, open_storage
 from deniable.aggregator.storage._committer import Committer, CommitterClosedError
+from deniable.aggregator.storage._id_index import GroupClaim, IdIndex
 from deniable.aggregator.storage._sqlite import SqliteStorage
 from deniable.shared.errors import AlreadyExists
 from deniable.shared.privacy import ReleaseSteps
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.aggregator.storage.test_storage_contract import (
+    enrolled,
     logged,
     recount,
     report,
     submission,
+    submit,
     survey,
 )
 
@@ -207,4 +211,64 @@ def test_batches_sharing_a_commit_each_release_at_their_own_point(tmp_path: Path
     assert storage.released("s1", "q1") == Tally(5, (5,))  # 8
     storage.submit(submission([report("d", 0)], steps))
     assert storage.released("s1", "q1") == storage.tally("s1", "q1") == Tally(9, (6,))
+    storage.close()
+
+
+def _commit(storage: SqliteStorage, *batches: Submission) -> list[SubmitOutcome | BaseException]:
+    with storage._lock:
+        return storage._commit_locked(list(batches))
+
+
+def test_batches_of_one_group_that_share_ids_count_each_id_once(tmp_path: Path) -> None:
+    """A later batch holding an earlier one's id is a resend of it, or refused alone."""
+    storage = SqliteStorage(str(tmp_path / "x.db"))
+    storage.create_survey(survey())
+    submit(storage, [report("old", 1)])
+    first = submission([report("a", 1), report("b", 0)])
+    again = submission([report("b", 0), report("c", 1)])  # b as the first batch has it
+    clash = submission([report("c", 0), report("d", 1)])  # c with another bit: refused
+    stale = submission([report("old", 0), report("e", 1)])  # stored with another bit
+    after = submission([report("e", 1), report("d", 0)])  # e and d: the refused ones' ids
+    outcomes = _commit(storage, first, again, clash, stale, after)
+    assert outcomes[:2] == [SubmitOutcome(2, 0), SubmitOutcome(1, 1)]
+    assert isinstance(outcomes[2], AlreadyExists)
+    assert "'c' is already stored" in str(outcomes[2])
+    assert isinstance(outcomes[3], AlreadyExists)
+    assert outcomes[4] == SubmitOutcome(2, 0)  # the refused batches hold nothing
+    assert sorted(r.report_id for r in logged(storage)) == ["a", "b", "c", "d", "e", "old"]
+    assert storage.tally("s1", "q1") == recount(storage, "s1", "q1") == Tally(6, (4,))
+    storage.close()
+
+
+def test_a_token_batch_the_id_claim_refuses_binds_nothing_for_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bindings are checked before ids; if the ids then refuse a batch, its bindings go.
+
+    (The binding check already refuses what the id claim would for an enrollment survey,
+    so the claim is made to refuse the first batch here.) The second batch of the same
+    token answers the same question: refused at first for the first batch's binding, it
+    is checked again without it, and stored.
+    """
+    storage = SqliteStorage(str(tmp_path / "x.db"))
+    storage.create_survey(enrolled())
+    storage.issue_tokens("s1", [token_hash("t")])
+    claim = IdIndex.claim
+
+    def refuse_first(self: IdIndex, db: object, submissions: list[Submission]) -> GroupClaim:
+        group = claim(self, db, submissions)  # type: ignore[arg-type]
+        for place, batch in enumerate(submissions):
+            if list(batch.report_ids) == [b"one"]:
+                group.claims[place] = AlreadyExists("refused for its ids")
+        return group
+
+    monkeypatch.setattr(IdIndex, "claim", refuse_first)
+    first = replace(submission([report("one", 0, "q1")]), token_hash=token_hash("t"))
+    second = replace(submission([report("two", 1, "q1")]), token_hash=token_hash("t"))
+    outcomes = _commit(storage, first, second)
+    assert isinstance(outcomes[0], AlreadyExists)
+    assert outcomes[1] == SubmitOutcome(1, 0)
+    monkeypatch.undo()
+    assert [r.report_id for r in logged(storage)] == ["two"]
+    assert storage.tally("s1", "q1") == Tally(1, (1,))
     storage.close()

@@ -33,7 +33,7 @@ from hypothesis.stateful import (
 )
 
 from deniable.aggregator.analysis._check import check
-from deniable.aggregator.storage import _sqlite, _survey_ids
+from deniable.aggregator.storage import SubmitOutcome, _sqlite, _survey_ids
 from deniable.aggregator.storage._fingerprint import Hasher
 from deniable.aggregator.storage._index_jobs import Growth, Seal
 from deniable.aggregator.storage._maintenance import Maintenance
@@ -41,7 +41,7 @@ from deniable.aggregator.storage._reader import open_reader
 from deniable.aggregator.storage._sqlite import SqliteStorage
 from deniable.shared.errors import AlreadyExists
 from tests.aggregator.storage.test_id_index import FailingCommit
-from tests.aggregator.storage.test_storage_contract import report, submit, survey
+from tests.aggregator.storage.test_storage_contract import report, submission, submit, survey
 
 SURVEYS = ("s1", "s2")
 UNIVERSE = 90  # ids are drawn from a small set, so resends and conflicts are frequent
@@ -113,6 +113,24 @@ class IdIndexMachine(RuleBasedStateMachine):
         outcome = submit(self.open, reports)
         assert (outcome.stored, outcome.already_stored) == (new, len(batch) - new)
         held.update(batch)
+
+    @rule(group=st.lists(st.tuples(st.sampled_from(SURVEYS), batches), min_size=2, max_size=4))
+    def submit_group(self, group: list[tuple[str, list[tuple[int, int]]]]) -> None:
+        """Batches committed together: each as if committed alone, in order."""
+        submissions = [
+            submission([report(_id(number), bit, "q1", name) for number, bit in batch])
+            for name, batch in group
+        ]
+        with self.open._lock:
+            outcomes = self.open._commit_locked(submissions)
+        for (name, batch), outcome in zip(group, outcomes, strict=True):
+            held = self.model[name]
+            if any(number in held and held[number] != bit for number, bit in batch):
+                assert isinstance(outcome, AlreadyExists)
+                continue
+            new = sum(number not in held for number, _ in batch)
+            assert outcome == SubmitOutcome(new, len(batch) - new)
+            held.update(batch)
 
     @rule(name=st.sampled_from(SURVEYS), batch=batches)
     def submit_failing(self, name: str, batch: list[tuple[int, int]]) -> None:
