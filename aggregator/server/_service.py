@@ -282,6 +282,8 @@ class AggregatorService:
             rows=group.rows,
             tally=lambda keep: mechanism.tally(reports[keep]),
             releases=ReleaseSteps.of(survey.min_reports, survey.release_step),
+            mechanism=mechanism,
+            reports=reports,
         )
 
     def _mechanism(self, survey_id: str, question: pb.Question) -> Mechanism:

@@ -6,10 +6,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from deniable.shared.mechanisms import Mechanism
 from deniable.shared.privacy import ReleaseSteps
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
@@ -44,6 +46,11 @@ class ReportGroup:
         releases: the survey's release steps, or None when its estimates are not stepped.
             The batch whose commit brings the question's tally to a release point stores
             a snapshot of it, in the same transaction (see :meth:`Storage.released`).
+        mechanism: the question's mechanism, and ``reports`` the group's reports as it
+            decoded them; when both are given, a backend may tally the reports of several
+            batches in one call (``mechanism.tally(mechanism.join(...))``) instead of
+            calling each group's ``tally``. The two must agree.
+        reports: see ``mechanism``; indexable by a mask over ``rows``.
     """
 
     survey_id: str
@@ -51,6 +58,8 @@ class ReportGroup:
     rows: NDArray[np.intp]
     tally: Callable[[Selection], list[int]]
     releases: ReleaseSteps | None = None
+    mechanism: Mechanism | None = None
+    reports: Any = None
 
 
 @dataclass(frozen=True)

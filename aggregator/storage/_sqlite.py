@@ -40,6 +40,7 @@ from deniable.aggregator.storage._sqlite_tokens import (
     store_bindings,
 )
 from deniable.aggregator.storage._survey_ids import SEGMENT_IDS, SurveyIds
+from deniable.aggregator.storage._tally_change import TallyChange
 from deniable.aggregator.storage._transaction import rollback, storage_error, transaction
 from deniable.aggregator.storage._wal import preallocate_wal, wal_target_size
 from deniable.shared.errors import FailedPrecondition
@@ -254,14 +255,15 @@ class SqliteStorage(Storage):
                 results[position] = claim
         if not accepted:
             return results
-        tallies: dict[tuple[str, str], Tally] = {}
+        changes: dict[tuple[str, str], TallyChange] = {}
         released: dict[tuple[str, str], Tally] = {}
         seqs: list[dict[str, int] | None] = [None] * len(claimed)
         self._db.execute("BEGIN IMMEDIATE")
         try:
             for place, position, claim in accepted:
-                seqs[place] = self._append_locked(claim, tallies, released)
+                seqs[place] = self._append_locked(claim, changes, released)
                 store_bindings(self._db, bindings[position])
+            tallies = {key: change.tally() for key, change in changes.items()}
             self._write_tallies(tallies, released)
             self._db.execute("COMMIT")
         except BaseException as error:  # nothing of the group is stored nor entered
@@ -337,11 +339,12 @@ class SqliteStorage(Storage):
     def _append_locked(
         self,
         claim: Claim,
-        tallies: dict[tuple[str, str], Tally],
+        changes: dict[tuple[str, str], TallyChange],
         released: dict[tuple[str, str], Tally],
     ) -> dict[str, int]:
-        """Write a batch's log rows; add to the group's tallies and due releases (in memory).
+        """Write a batch's log rows; add its reports to the group's tally changes.
 
+        A release due after this batch is the tally then (computed at once, in memory).
         Returns each survey's new log row.
         """
         submission, fresh = claim.submission, claim.fresh
@@ -356,12 +359,14 @@ class SqliteStorage(Storage):
                 if not count:
                     continue
             key = (group.survey_id, group.question_id)
-            old = tallies.get(key) or self._tallies.get(key) or self._read_tally(key)
-            new = tallies[key] = old.plus(count, group.tally(keep))
+            change = changes.get(key)
+            if change is None:
+                change = changes[key] = TallyChange(self._tallies.get(key) or self._read_tally(key))
+            change.add(group, keep, count)
             if group.releases is not None:
                 last = released.get(key) or self._released.get(key) or self._read_released(key)
-                if group.releases.due(last.n, new.n):
-                    released[key] = new
+                if group.releases.due(last.n, change.n):
+                    released[key] = change.tally()
         for survey_id in claim.rows:
             rows: NDArray[np.intp] = claim.new_rows(survey_id)
             if len(rows):

@@ -269,6 +269,21 @@ class Mechanism(ABC):
                 raise
             raise ReportValueError(error.row, value_field, error.message) from None
 
+    def join(self, parts: Sequence[Any]) -> Any | None:
+        """Several groups of decoded reports (:meth:`decode`) as one, or None if it cannot.
+
+        The aggregator tallies the reports of every batch a commit takes in one call:
+        ``tally(join(parts))`` must equal the sum of each part's ``tally``. The default
+        joins arrays along their first axis (one row per report); a mechanism whose
+        reports are in another form joins them itself, or returns None (each part is then
+        tallied on its own).
+        """
+        if not all(isinstance(part, np.ndarray) for part in parts):
+            return None
+        if len({part.shape[1:] for part in parts}) != 1:
+            return None
+        return np.concatenate(parts)
+
     @abstractmethod
     def tally(self, reports: Any) -> list[int]:
         """What these reports add to the question's running sums (exact integers)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar, NamedTuple
@@ -233,6 +233,16 @@ class OptimizedLocalHashing(FrequencyOracle):
         check_below(rows[:, 1], HASH_PRIME, "hashed.b", "2^61-1")
         check_below(rows[:, 2], self.g, "hashed.value", f"g={self.g}")
         return OlhReports(rows[:, 0], rows[:, 1], rows[:, 2].astype(np.int64))
+
+    def join(self, parts: Sequence[Any]) -> OlhReports | None:
+        """Several groups of reports as one (their a, b and y columns joined)."""
+        if not all(isinstance(part, OlhReports) for part in parts):
+            return None
+        return OlhReports(
+            np.concatenate([part.a for part in parts]),
+            np.concatenate([part.b for part in parts]),
+            np.concatenate([part.y for part in parts]),
+        )
 
     def support_counts(self, reports: Any) -> NDArray[np.int64]:
         """C_v = #{i : H_{a_i,b_i}(v) = y_i}, every report hashed at every option.

@@ -155,6 +155,9 @@ def test_the_tally_is_item_counts_then_pair_counts_and_merges_by_addition() -> N
         Tally(30, tuple(mechanism.tally(reports[20:])))
     )
     assert halves == Tally(50, tuple(sums))
+    joined = mechanism.join([reports[:20], reports[20:]])
+    assert joined is not None
+    assert mechanism.tally(joined) == sums
 
 
 def test_the_wire_form_round_trips_through_the_registry() -> None:

@@ -101,6 +101,10 @@ def test_a_report_goes_over_the_wire_and_tallies_the_same(mechanism: Mechanism) 
     rest = mechanism.tally(decoded[2:])
     merged = Tally(2, tuple(first)).merge(Tally(2, tuple(rest)))
     assert merged == Tally(4, tuple(mechanism.tally(decoded)))
+    joined = mechanism.join([decoded[:1], decoded[1:1], decoded[1:]])  # one part empty
+    assert joined is not None
+    assert len(joined) == 4
+    assert mechanism.tally(joined) == mechanism.tally(decoded)
     estimate = mechanism.estimate(merged, 0.9)
     assert estimate.n == 4
     assert set(estimate.wire_fields(question)) <= set(pb.Estimate.DESCRIPTOR.fields_by_name)
