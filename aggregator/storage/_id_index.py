@@ -189,11 +189,10 @@ class IdIndex:
         found, slots = survey.locate(db, prints)
         repeated: set[int] = set()
         if len(entries) > 1:  # each batch's ids are distinct; two batches may share some
-            order = np.argsort(prints, kind="stable")
-            ordered = prints[order]
-            same = np.flatnonzero(ordered[1:] == ordered[:-1])
+            ordered = np.sort(prints)
+            same = ordered[1:][ordered[1:] == ordered[:-1]]
             if len(same):
-                repeated = set(order[same].tolist()) | set(order[same + 1].tolist())
+                repeated = set(np.flatnonzero(np.isin(prints, same)).tolist())
         return _Part(survey, owners, rows, prints, slots), found, repeated
 
     def _resolve(
