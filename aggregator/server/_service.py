@@ -224,14 +224,17 @@ class AggregatorService:
         # Identical repeats inside the batch were dropped when decoding: counted once.
         return PreparedBatch(submission, batch.size - len(batch.report_ids))
 
-    def store_reports(self, prepared: PreparedBatch, executor: Executor) -> Future[SubmitOutcome]:
+    def store_reports(
+        self, prepared: PreparedBatch, executor: Executor, *, alone: bool = False
+    ) -> Future[SubmitOutcome]:
         """Store a prepared batch; a future of the outcome, resolved once it is durable.
 
         The caller (an event loop) awaits it, then answers with
         :meth:`PreparedBatch.response`. A backend without a committer thread of its own
-        runs the commit on ``executor``.
+        runs the commit on ``executor``. ``alone``: no other batch is on its way (see
+        :meth:`Storage.submit_async`).
         """
-        return self.storage.submit_async(prepared.submission, executor)
+        return self.storage.submit_async(prepared.submission, executor, alone=alone)
 
     def _check_group(
         self, group: Group, positions: Sequence[int], enrolled: bool = False

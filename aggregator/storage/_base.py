@@ -166,12 +166,16 @@ class Storage(ABC):
             Unauthenticated: the token was not issued for the reports' survey.
         """
 
-    def submit_async(self, submission: Submission, executor: Executor) -> Future[SubmitOutcome]:
+    def submit_async(
+        self, submission: Submission, executor: Executor, *, alone: bool = False
+    ) -> Future[SubmitOutcome]:
         """:meth:`submit`, with a future of its outcome (or error) returned at once.
 
         A caller on an event loop awaits the future instead of holding a thread. The
         default runs :meth:`submit` on ``executor``; a backend with a committer thread of
-        its own queues the submission there instead.
+        its own queues the submission there instead. ``alone`` tells that no other batch
+        is on its way: such a backend may then commit it in the calling thread, before
+        returning (a resolved future).
         """
         return executor.submit(self.submit, submission)
 

@@ -58,6 +58,7 @@ class Committer(Generic[Item, Result]):
         self._after = after
         self._queue: deque[tuple[Item, Future[Result]]] = deque()
         self._ready = threading.Condition(threading.Lock())
+        self._busy = False  # a group is being committed (by the thread or a caller)
         self._closing = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -77,13 +78,39 @@ class Committer(Generic[Item, Result]):
                 self._ready.notify()
         return future
 
+    def submit_or_commit(self, item: Item) -> Future[Result]:
+        """Commit ``item`` in the calling thread if nothing else is queued or committing.
+
+        A lone caller then pays no hand-over to the thread and back (on a virtual machine,
+        waking an idle thread can cost more than the commit's own work); its future is
+        resolved on return. Otherwise the item is queued as by :meth:`submit`. Batches
+        that arrive during the caller's commit are left to the thread.
+        """
+        with self._ready:
+            alone = not self._busy and not self._queue and not self._closing
+            if alone:
+                self._busy = True
+        if not alone:
+            return self.submit(item)
+        future: Future[Result] = Future()
+        try:
+            self._resolve([(item, future)])
+        finally:
+            with self._ready:
+                self._busy = False
+                if self._queue:
+                    self._ready.notify()
+        self._after_group()
+        return future
+
     def _take(self) -> list[tuple[Item, Future[Result]]] | None:
         """The next group (at least one item, at most ``max_weight``), None once closed."""
         with self._ready:
-            while not self._queue:
-                if self._closing:
+            while not self._queue or self._busy:
+                if self._closing and not self._queue:
                     return None
                 self._ready.wait()
+            self._busy = True
             group = [self._queue.popleft()]
             total = self._weight(group[0][0])
             while self._queue and total + self._weight(self._queue[0][0]) <= self._max_weight:
@@ -94,24 +121,37 @@ class Committer(Generic[Item, Result]):
 
     def _run(self) -> None:
         while (group := self._take()) is not None:
-            results: Sequence[Result | BaseException]
             try:
-                results = self._commit([item for item, _ in group])
-            except BaseException as error:  # every item of the group gets it
-                results = [error] * len(group)
-            if len(results) != len(group):
-                mismatch = f"commit gave {len(results)} results for {len(group)} items"
-                results = [RuntimeError(mismatch)] * len(group)
-            for (_, future), outcome in zip(group, results, strict=True):
-                if isinstance(outcome, BaseException):
-                    future.set_exception(outcome)
-                else:
-                    future.set_result(outcome)
-            if self._after is not None:
-                try:
-                    self._after()
-                except Exception:  # the next group must still be committed
-                    _logger.exception("work after a commit failed")
+                self._resolve(group)
+            finally:
+                with self._ready:
+                    self._busy = False
+                    if self._queue:
+                        self._ready.notify()
+            self._after_group()
+
+    def _resolve(self, group: list[tuple[Item, Future[Result]]]) -> None:
+        """Commit a group and resolve each item's future with its result or error."""
+        results: Sequence[Result | BaseException]
+        try:
+            results = self._commit([item for item, _ in group])
+        except BaseException as error:  # every item of the group gets it
+            results = [error] * len(group)
+        if len(results) != len(group):
+            mismatch = f"commit gave {len(results)} results for {len(group)} items"
+            results = [RuntimeError(mismatch)] * len(group)
+        for (_, future), outcome in zip(group, results, strict=True):
+            if isinstance(outcome, BaseException):
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
+
+    def _after_group(self) -> None:
+        if self._after is not None:
+            try:
+                self._after()
+            except Exception:  # the next group must still be committed
+                _logger.exception("work after a commit failed")
 
     def close(self) -> None:
         """Commit what is queued, then stop the thread (closing twice is allowed)."""

@@ -219,10 +219,18 @@ class SqliteStorage(Storage):
         or nothing, and the reply still waits for the fsync, but concurrent batches share
         it.
         """
-        return self._committer.submit(submission).result()
+        return self._committer.submit_or_commit(submission).result()
 
-    def submit_async(self, submission: Submission, executor: Executor) -> Future[SubmitOutcome]:
-        """Queue the batch for the committer thread; its future resolves once durable."""
+    def submit_async(
+        self, submission: Submission, executor: Executor, *, alone: bool = False
+    ) -> Future[SubmitOutcome]:
+        """Queue the batch for the committer thread; its future resolves once durable.
+
+        ``alone``: if nothing is being committed or queued either, commit it in the
+        calling thread at once (no hand-over to the thread and back).
+        """
+        if alone:
+            return self._committer.submit_or_commit(submission)
         return self._committer.submit(submission)
 
     def _commit_group(

@@ -38,7 +38,9 @@ class GatedStorage(SqliteStorage):
         self.finished = threading.Semaphore(0)  # released as each submit returns
         self.seen: list[bytes] = []  # the report ids of every submit that reached storage
 
-    def submit_async(self, submission: Submission, executor: Executor) -> Future[SubmitOutcome]:
+    def submit_async(
+        self, submission: Submission, executor: Executor, *, alone: bool = False
+    ) -> Future[SubmitOutcome]:
         return executor.submit(self.submit, submission)  # on a worker, like PostgreSQL's
 
     def submit(self, submission: Submission) -> SubmitOutcome:

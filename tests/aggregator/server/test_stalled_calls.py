@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from concurrent.futures import Executor, Future
 from pathlib import Path
 
 import grpc
@@ -16,7 +17,7 @@ import pytest
 
 from deniable.aggregator.server._lifecycle import RunningServer, ServerLimits, start_server
 from deniable.aggregator.server._service import PreparedBatch
-from deniable.aggregator.storage import open_storage
+from deniable.aggregator.storage import SubmitOutcome, open_storage
 from deniable.client._remote import AggregatorClient, RemoteError
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.conftest import ADMIN_TOKEN, binary_question
@@ -90,12 +91,18 @@ def test_a_burst_beyond_the_in_flight_byte_cap_is_refused_and_stores_nothing(
     limits = ServerLimits(workers=2, max_message_bytes=cap, max_inflight_bytes=cap)
     running = serve(tmp_path, limits)
     entered, release = threading.Event(), threading.Event()
-    prepare = running.service.prepare_reports
+    store = running.service.store_reports
 
-    def held(data: bytes) -> PreparedBatch:
+    def held(
+        prepared: PreparedBatch, executor: Executor, *, alone: bool = False
+    ) -> Future[SubmitOutcome]:
         entered.set()
-        release.wait(HANG_GUARD)  # the first big batch stays in flight until released
-        return prepare(data)
+
+        def later() -> SubmitOutcome:
+            release.wait(HANG_GUARD)  # the first big batch stays in flight until released
+            return store(prepared, executor).result(HANG_GUARD)
+
+        return executor.submit(later)
 
     try:
         with AggregatorClient(running.address, admin_token=ADMIN_TOKEN, attempts=1,
@@ -104,7 +111,7 @@ def test_a_burst_beyond_the_in_flight_byte_cap_is_refused_and_stores_nothing(
             first, second = reports(survey, "a", 9000), reports(survey, "b", 9000)
             size = pb.SubmitReportsRequest(reports=first).ByteSize()
             assert cap / 2 < size < cap  # one fits under the cap, two do not
-            running.service.prepare_reports = held  # type: ignore[method-assign]
+            running.service.store_reports = held  # type: ignore[method-assign]
             outcome: list[pb.SubmitReportsResponse] = []
             sender = threading.Thread(target=lambda: outcome.append(client.submit_reports(first)))
             sender.start()
@@ -122,7 +129,7 @@ def test_a_burst_beyond_the_in_flight_byte_cap_is_refused_and_stores_nothing(
             release.set()
             sender.join(HANG_GUARD)
             assert outcome[0].stored == 9000
-            running.service.prepare_reports = prepare  # type: ignore[method-assign]
+            running.service.store_reports = store  # type: ignore[method-assign]
             assert client.submit_reports(second).stored == 9000  # room again
             assert client.get_estimate(survey.id, "q").n == 18000
             assert running.admission is not None

@@ -76,6 +76,27 @@ def test_items_queued_during_a_commit_share_the_next_one() -> None:
     committer.close()
 
 
+def test_a_lone_item_is_committed_by_its_caller_and_others_queue_meanwhile() -> None:
+    threads: list[str] = []
+    recorder = Recorder()
+
+    def commit(items: Sequence[int]) -> list[int | BaseException]:
+        threads.append(threading.current_thread().name)
+        return recorder(items)
+
+    committer = Committer(commit, name="test-commit")
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="caller") as pool:
+        first = pool.submit(committer.submit_or_commit, 0)  # alone: the caller commits it
+        assert recorder.entered.wait(WAIT)
+        queued = committer.submit_or_commit(2)  # a commit is running: queued for the thread
+        assert not queued.done()
+        recorder.release.set()
+        assert first.result(WAIT).result(0) == 0  # resolved when submit_or_commit returned
+    assert queued.result(WAIT) == 20
+    assert threads == ["caller_0", "test-commit"]
+    committer.close()
+
+
 def test_a_group_holds_at_most_max_weight_but_always_one_item() -> None:
     recorder = Recorder()
     committer = Committer(recorder, name="test-commit", weight=lambda item: item, max_weight=10)
