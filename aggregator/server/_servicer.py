@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
+from functools import partial
 from typing import Any, NoReturn, TypeVar
 
 import grpc
@@ -39,15 +40,28 @@ class DeadlinePassedError(AggregatorError):
     code = "DEADLINE_EXCEEDED"
 
 
-async def _abort(context: Context, error: Exception, method: str) -> NoReturn:
+def _status(error: Exception, method: str) -> tuple[grpc.StatusCode, str]:
+    """The status that ends a call that failed with ``error``, logged."""
     if isinstance(error, AggregatorError):
         message = error.message
         if len(message) > MAX_DETAILS:  # never over gRPC's header limit, whatever is echoed
             message = f"{message[: MAX_DETAILS - 20]}... (message cut)"
         log.info("rejected", extra={"rpc": method, "code": error.code, "detail": message})
-        await context.abort(grpc.StatusCode[error.code], message)
+        return grpc.StatusCode[error.code], message
     log.error("internal error", exc_info=error, extra={"rpc": method})
-    await context.abort(grpc.StatusCode.INTERNAL, "internal error; see the aggregator's log")
+    return grpc.StatusCode.INTERNAL, "internal error; see the aggregator's log"
+
+
+async def _abort(context: Context, status: tuple[grpc.StatusCode, str]) -> NoReturn:
+    """End the call with ``status``.
+
+    Called outside any ``except`` block, with the failure already turned into a status:
+    grpc.aio keeps the exception that ``abort`` raises, and a chained failure, whose
+    traceback holds the frames that decoded the request, would keep the request's bytes
+    alive until the cyclic garbage collector runs (a burst of refused batches then piles
+    up in memory).
+    """
+    await context.abort(*status)
 
 
 class AggregatorServicer:
@@ -77,6 +91,8 @@ class AggregatorServicer:
         passes during its commit is still committed, and the client's retry with the same
         report_ids is then acknowledged as already stored.
         """
+        jobs = [work]
+        del work  # only ``jobs`` holds the work (and its request), emptied below
 
         def run() -> Response:
             remaining = context.time_remaining()
@@ -85,14 +101,17 @@ class AggregatorServicer:
                     f"{method}: the caller's deadline passed before the call was handled; "
                     "nothing done"
                 )
-            return work()
+            return jobs.pop()()
 
         try:
             with self.admission.admit(method, size):
                 loop = asyncio.get_running_loop()
                 return await loop.run_in_executor(self.executor, run)
         except Exception as error:  # every failure leaves through _abort with a status code
-            await _abort(context, error, method)
+            status = _status(error, method)
+        finally:
+            jobs.clear()  # a refused call's frames outlive it, in its abort's traceback
+        await _abort(context, status)
 
     def handler(self, name: str, request_type: type[Message]) -> Callable[[bytes, Context], Any]:
         """The handler of RPC ``name``: admit, parse (unless raw), run the service method.
@@ -103,24 +122,30 @@ class AggregatorServicer:
         method: Callable[[Any], Any] = getattr(self, f"_{name}")
 
         async def handle(data: bytes, context: Context) -> Any:
-            if name in RAW_REQUESTS:
-                request: Any = data
-            else:
-                try:
-                    request = request_type.FromString(data)
-                except DecodeError:
+            request: Any = data
+            size = len(data)
+            try:
+                if name not in RAW_REQUESTS:
+                    try:
+                        request = request_type.FromString(data)
+                    except DecodeError:
+                        request = None
+                if request is None:
                     full_name = request_type.DESCRIPTOR.full_name
-                    await _abort(
-                        context, InvalidArgument(f"request: not a valid {full_name}"), name
-                    )
-            response = await self.call(context, name, len(data), lambda: method(request))
+                    invalid = InvalidArgument(f"request: not a valid {full_name}")
+                    await _abort(context, _status(invalid, name))
+                response = await self.call(context, name, size, partial(method, request))
+            finally:  # a refused call's frames outlive it, in its abort's traceback
+                del data, request
             if name not in STREAMS:
                 return response
             try:
                 await send_stream(context, self.executor, response)
             except Exception as error:  # a storage error mid-stream: the status ends it
-                await _abort(context, error, name)
-            return None
+                status = _status(error, name)
+            else:
+                return None
+            await _abort(context, status)
 
         return handle
 
