@@ -32,7 +32,7 @@ from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 SUBMIT = "/deniable.v1.Aggregator/SubmitReports"
 # Each channel a connection of its own: a process's channels share one otherwise. At most
-# 16 stalled calls per connection, the daemon's --max-streams-per-connection.
+# 16 stalled calls per connection, the daemon's --calls-per-connection.
 OWN_CONNECTION = [("grpc.use_local_subchannel_pool", 1)]
 TIMEOUT = 30.0  # per call; bounds every wait
 QUESTION = pb.Question(

@@ -120,7 +120,7 @@ def _grace(ctx: click.Context, param: click.Parameter, value: float) -> float:
     "max-connections", "Connections open at once; one beyond is closed as it is accepted."
 )
 @_limit_option(
-    "max-streams-per-connection",
+    "calls-per-connection",
     "Calls open at once on one connection (HTTP/2 MAX_CONCURRENT_STREAMS); a client's "
     "further calls wait on its side.",
 )
@@ -144,7 +144,7 @@ def serve_command(
     max_concurrent_rpcs: int,
     max_inflight_bytes: int,
     max_connections: int,
-    max_streams_per_connection: int,
+    calls_per_connection: int,
     workers: int,
     log_level: str,
 ) -> None:
@@ -164,7 +164,7 @@ def serve_command(
             max_concurrent_rpcs=max_concurrent_rpcs,
             max_inflight_bytes=max_inflight_bytes,
             max_connections=max_connections,
-            max_streams_per_connection=max_streams_per_connection,
+            calls_per_connection=calls_per_connection,
             workers=workers,
         )
     except LimitError as error:
@@ -204,7 +204,7 @@ def serve_command(
             "max_concurrent_rpcs": limits.max_concurrent_rpcs,
             "max_inflight_bytes": limits.max_inflight_bytes,
             "max_connections": limits.max_connections,
-            "max_streams_per_connection": limits.max_streams_per_connection,
+            "calls_per_connection": limits.calls_per_connection,
             "workers": limits.workers,
             "held_bytes_bound": limits.held_bytes_bound(),
         },

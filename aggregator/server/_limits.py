@@ -44,7 +44,7 @@ class ServerLimits:
             with RESOURCE_EXHAUSTED. At least ``max_message_bytes``.
         max_connections: connections open at once; a connection beyond it is closed as
             soon as it is accepted (the client sees UNAVAILABLE, or reconnects).
-        max_streams_per_connection: calls open at once on one connection (HTTP/2
+        calls_per_connection: calls open at once on one connection (HTTP/2
             SETTINGS_MAX_CONCURRENT_STREAMS); a client's further calls wait on its side,
             nothing of them sent.
         stream_window_bytes: the HTTP/2 flow-control window of a call that the daemon has
@@ -72,7 +72,7 @@ class ServerLimits:
     max_concurrent_rpcs: int = 128
     max_inflight_bytes: int = 32 * MIB
     max_connections: int = 256
-    max_streams_per_connection: int = 16
+    calls_per_connection: int = 16
     stream_window_bytes: int = 16 * 1024
     workers: int = 16
     keepalive_time_ms: int = 60_000
@@ -115,14 +115,14 @@ class ServerLimits:
 
         A call taken up (at most ``max_concurrent_rpcs``) holds its request, at most
         ``max_message_bytes``, while gRPC reads it and while it is handled; every other
-        open call (at most ``max_connections`` times ``max_streams_per_connection``) has
+        open call (at most ``max_connections`` times ``calls_per_connection``) has
         sent at most its window; the requests being handled, at most
         ``max_inflight_bytes``, take about :data:`DECODE_EXTRA` times their size more
         while they are decoded and stored.
         """
         return (
             self.max_concurrent_rpcs * self.max_message_bytes
-            + self.max_connections * self.max_streams_per_connection * self.stream_window_bytes
+            + self.max_connections * self.calls_per_connection * self.stream_window_bytes
             + self.max_inflight_bytes * DECODE_EXTRA
         )
 
@@ -132,7 +132,7 @@ class ServerLimits:
             ("grpc.max_receive_message_length", self.max_message_bytes),
             ("grpc.max_send_message_length", self.max_message_bytes),
             ("grpc.max_allowed_incoming_connections", self.max_connections),
-            ("grpc.max_concurrent_streams", self.max_streams_per_connection),
+            ("grpc.max_concurrent_streams", self.calls_per_connection),
             # A fixed window per call: with BDP probing on, gRPC grows it to 4 MiB or more,
             # and reads whole requests of calls the daemon has not taken up (or refuses).
             ("grpc.http2.bdp_probe", 0),

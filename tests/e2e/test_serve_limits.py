@@ -48,17 +48,17 @@ def test_memory_limits_reach_the_daemon_from_options_and_the_environment(
 ) -> None:
     given = _serve(
         tmp_path,
-        ["--max-inflight-bytes", str(8 << 20), "--max-streams-per-connection", "4"],
+        ["--max-inflight-bytes", str(8 << 20), "--calls-per-connection", "4"],
         {f"{PREFIX}MAX_CONNECTIONS": "64"},
     )
     assert (given["max_inflight_bytes"], given["max_connections"]) == (8 << 20, 64)
-    assert given["settings"][MAX_CONCURRENT_STREAMS] == given["max_streams_per_connection"] == 4
+    assert given["settings"][MAX_CONCURRENT_STREAMS] == given["calls_per_connection"] == 4
     from_env = _serve(tmp_path, [], {f"{PREFIX}MAX_INFLIGHT_BYTES": str(16 << 20)})
     assert from_env["max_inflight_bytes"] == 16 << 20
     defaults = _serve(tmp_path, [], {})
     assert defaults["max_message_bytes"] == 4 << 20
     assert defaults["max_inflight_bytes"] == 32 << 20
-    assert (defaults["max_connections"], defaults["max_streams_per_connection"]) == (256, 16)
+    assert (defaults["max_connections"], defaults["calls_per_connection"]) == (256, 16)
     assert defaults["held_bytes_bound"] < 10**9  # docs/security.md: under 1 GB by default
 
 
@@ -75,8 +75,8 @@ def test_bad_memory_limits_exit_2_before_anything_is_opened(
         (["--max-message-bytes", str(64 << 20)], {},
          f"--max-inflight-bytes: must be at least the largest message, {64 << 20}"),
         (["--max-connections", "0"], {}, "--max-connections: must be between 1 and"),
-        ([], {f"{PREFIX}MAX_STREAMS_PER_CONNECTION": "-1"},
-         "--max-streams-per-connection: must be between 1 and"),
+        ([], {f"{PREFIX}CALLS_PER_CONNECTION": "-1"},
+         "--calls-per-connection: must be between 1 and"),
         (["--max-inflight-bytes", "lots"], {}, "'lots' is not a valid integer"),
     ]  # fmt: skip
     for args, env, message in cases:
@@ -89,6 +89,6 @@ def test_bad_memory_limits_exit_2_before_anything_is_opened(
         assert "Traceback" not in done.stderr
         assert not database.exists()  # refused before opening anything
     shown = run_cli("deniable-aggregator", "serve", "--help")
-    for option in ("max-inflight-bytes", "max-connections", "max-streams-per-connection"):
+    for option in ("max-inflight-bytes", "max-connections", "calls-per-connection"):
         assert f"--{option}" in shown.stdout
         assert PREFIX + option.upper().replace("-", "_") in "".join(shown.stdout.split())

@@ -48,7 +48,7 @@ def test_the_daemon_announces_a_fixed_window_and_its_calls_per_connection(
 ) -> None:
     settings = server_settings(limited.port)
     assert settings is not None
-    assert settings[MAX_CONCURRENT_STREAMS] == limited.limits.max_streams_per_connection == 16
+    assert settings[MAX_CONCURRENT_STREAMS] == limited.limits.calls_per_connection == 16
     assert settings[INITIAL_WINDOW_SIZE] == limited.limits.stream_window_bytes == 16 * 1024
     options = dict(limited.limits.channel_options())
     assert options["grpc.http2.bdp_probe"] == 0  # else gRPC grows the window to 4 MiB or more

@@ -249,7 +249,7 @@ def test_servicer_skips_a_call_whose_deadline_has_passed(tmp_path: Path, remaini
 @pytest.mark.parametrize(
     "field", ["max_message_bytes", "max_batch", "max_concurrent_rpcs", "workers",
               "keepalive_time_ms", "min_ping_interval_ms", "max_connection_idle_ms",
-              "max_inflight_bytes", "max_connections", "max_streams_per_connection",
+              "max_inflight_bytes", "max_connections", "calls_per_connection",
               "stream_window_bytes"],
 )  # fmt: skip
 @pytest.mark.parametrize("value", [0, -1, 2**31])
