@@ -70,7 +70,7 @@ class ServerLimits:
     max_message_bytes: int = 4 * MIB
     max_batch: int = MAX_BATCH
     max_concurrent_rpcs: int = 128
-    max_inflight_bytes: int = 32 * MIB
+    max_inflight_bytes: int = 8 * MIB
     max_connections: int = 256
     calls_per_connection: int = 16
     stream_window_bytes: int = 16 * 1024
