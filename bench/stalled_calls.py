@@ -31,6 +31,9 @@ from deniable.client._remote import AggregatorClient
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 SUBMIT = "/deniable.v1.Aggregator/SubmitReports"
+# Each channel a connection of its own: a process's channels share one otherwise. At most
+# 16 stalled calls per connection, the daemon's --calls-per-connection.
+OWN_CONNECTION = [("grpc.use_local_subchannel_pool", 1)]
 TIMEOUT = 30.0  # per call; bounds every wait
 QUESTION = pb.Question(
     id="q", text="Q?", binary=pb.BinaryQuestion(),
@@ -92,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
                                   timeout=TIMEOUT) as client:  # fmt: skip
                 survey = client.create_survey("Stalled callers", [QUESTION])
                 quiet = timed_calls(client, survey, "a", args.calls)
-                channels = [grpc.insecure_channel(daemon.address)
+                channels = [grpc.insecure_channel(daemon.address, options=OWN_CONNECTION)
                             for _ in range((args.stalled + 15) // 16 + args.idle)]  # fmt: skip
                 stalled = []
                 for index in range(args.stalled):

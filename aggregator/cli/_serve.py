@@ -111,6 +111,19 @@ def _grace(ctx: click.Context, param: click.Parameter, value: float) -> float:
 @_limit_option(
     "max-concurrent-rpcs", "Calls running or queued at once; beyond: RESOURCE_EXHAUSTED."
 )
+@_limit_option(
+    "max-inflight-bytes",
+    "Request bytes being handled at once (at least --max-message-bytes); a request that "
+    "would pass it: RESOURCE_EXHAUSTED.",
+)
+@_limit_option(
+    "max-connections", "Connections open at once; one beyond is closed as it is accepted."
+)
+@_limit_option(
+    "calls-per-connection",
+    "Calls open at once on one connection (HTTP/2 MAX_CONCURRENT_STREAMS); a client's "
+    "further calls wait on its side.",
+)
 @_limit_option("workers", "Threads that run calls (the rest queue).")
 @click.option(
     "--log-level",
@@ -129,6 +142,9 @@ def serve_command(
     max_message_bytes: int,
     max_batch: int,
     max_concurrent_rpcs: int,
+    max_inflight_bytes: int,
+    max_connections: int,
+    calls_per_connection: int,
     workers: int,
     log_level: str,
 ) -> None:
@@ -137,8 +153,8 @@ def serve_command(
     Logs are JSON lines on stderr. On a signal the health service turns NOT_SERVING,
     calls in flight finish (up to --grace seconds) and the database is closed.
     Without TLS on an address other than loopback it logs a warning: the admin
-    token and the reports would travel unencrypted. Limits, keepalive and TLS
-    setup: docs/security.md.
+    token and the reports would travel unencrypted. Limits (and the memory they
+    bound), keepalive and TLS setup: docs/security.md.
     """
     try:
         tls = load_server_tls(tls_cert, tls_key, tls_client_ca)
@@ -146,6 +162,9 @@ def serve_command(
             max_message_bytes=max_message_bytes,
             max_batch=max_batch,
             max_concurrent_rpcs=max_concurrent_rpcs,
+            max_inflight_bytes=max_inflight_bytes,
+            max_connections=max_connections,
+            calls_per_connection=calls_per_connection,
             workers=workers,
         )
     except LimitError as error:
@@ -183,7 +202,11 @@ def serve_command(
             "max_message_bytes": limits.max_message_bytes,
             "max_batch": limits.max_batch,
             "max_concurrent_rpcs": limits.max_concurrent_rpcs,
+            "max_inflight_bytes": limits.max_inflight_bytes,
+            "max_connections": limits.max_connections,
+            "calls_per_connection": limits.calls_per_connection,
             "workers": limits.workers,
+            "held_bytes_bound": limits.held_bytes_bound(),
         },
     )
     warn_if_plaintext(str(listen), tls, log)

@@ -7,6 +7,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
+from functools import partial
 from typing import Any, NoReturn, TypeVar
 
 import grpc
@@ -71,15 +72,28 @@ def _check_deadline(context: Context, method: str) -> None:
         )
 
 
-async def _abort(context: Context, error: Exception, method: str) -> NoReturn:
+def _status(error: Exception, method: str) -> tuple[grpc.StatusCode, str]:
+    """The status that ends a call that failed with ``error``, logged."""
     if isinstance(error, AggregatorError):
         message = error.message
         if len(message) > MAX_DETAILS:  # never over gRPC's header limit, whatever is echoed
             message = f"{message[: MAX_DETAILS - 20]}... (message cut)"
         log.info("rejected", extra={"rpc": method, "code": error.code, "detail": message})
-        await context.abort(grpc.StatusCode[error.code], message)
+        return grpc.StatusCode[error.code], message
     log.error("internal error", exc_info=error, extra={"rpc": method})
-    await context.abort(grpc.StatusCode.INTERNAL, "internal error; see the aggregator's log")
+    return grpc.StatusCode.INTERNAL, "internal error; see the aggregator's log"
+
+
+async def _abort(context: Context, status: tuple[grpc.StatusCode, str]) -> NoReturn:
+    """End the call with ``status``.
+
+    Called outside any ``except`` block, with the failure already turned into a status:
+    grpc.aio keeps the exception that ``abort`` raises, and a chained failure, whose
+    traceback holds the frames that decoded the request, would keep the request's bytes
+    alive until the cyclic garbage collector runs (a burst of refused batches then piles
+    up in memory).
+    """
+    await context.abort(*status)
 
 
 class AggregatorServicer:
@@ -111,11 +125,16 @@ class AggregatorServicer:
         passes during its commit is still committed, and the client's retry with the same
         report_ids is then acknowledged as already stored.
         """
+        jobs = [work]
+        del work  # only ``jobs`` holds the work (and its request), emptied below
         try:
             with self.admission.admit(method, size):
-                return await self.on_worker(context, method, work)
+                return await self.on_worker(context, method, lambda: jobs.pop()())
         except Exception as error:  # every failure leaves through _abort with a status code
-            await _abort(context, error, method)
+            status = _status(error, method)
+        finally:
+            jobs.clear()  # a refused call's frames outlive it, in its abort's traceback
+        await _abort(context, status)
 
     async def on_worker(
         self, context: Context, method: str, work: Callable[[], Response]
@@ -135,19 +154,29 @@ class AggregatorServicer:
         method: Callable[[Any], Any] = getattr(self, f"_{name}")
 
         async def handle(data: bytes, context: Context) -> Any:
+            request: Any = None
+            size = len(data)
             try:
-                request = request_type.FromString(data)
-            except DecodeError:
-                full_name = request_type.DESCRIPTOR.full_name
-                await _abort(context, InvalidArgument(f"request: not a valid {full_name}"), name)
-            response = await self.call(context, name, len(data), lambda: method(request))
+                try:
+                    request = request_type.FromString(data)
+                except DecodeError:
+                    request = None
+                if request is None:
+                    full_name = request_type.DESCRIPTOR.full_name
+                    invalid = InvalidArgument(f"request: not a valid {full_name}")
+                    await _abort(context, _status(invalid, name))
+                response = await self.call(context, name, size, partial(method, request))
+            finally:  # a refused call's frames outlive it, in its abort's traceback
+                del data, request
             if name not in STREAMS:
                 return response
             try:
                 await send_stream(context, self.executor, response)
             except Exception as error:  # a storage error mid-stream: the status ends it
-                await _abort(context, error, name)
-            return None
+                status = _status(error, name)
+            else:
+                return None
+            await _abort(context, status)
 
         return handle
 
@@ -164,28 +193,38 @@ class AggregatorServicer:
         hand-over to the committer thread and back would only add to its latency.
         """
         method = "SubmitReports"
+        size = len(data)
+        prepared: PreparedBatch | None = None
         self._submitting += 1
         try:
-            with self.admission.admit(method, len(data)):
-                if len(data) <= INLINE_BYTES:
+            with self.admission.admit(method, size):
+                if size <= INLINE_BYTES:
                     _check_deadline(context, method)
                     prepared = self.service.prepare_reports(data)
                 else:
-                    prepared = await self.on_worker(context, method, lambda: self._prepare(data))
+                    jobs = [data]
+                    prepared = await self.on_worker(
+                        context, method, lambda: self._prepare(jobs.pop())
+                    )
+                data = b""
                 workers = _BeforeDeadline(self.executor, context, method)
                 alone = self._submitting == 1
                 future = self.service.store_reports(prepared, workers, alone=alone)
                 outcome = await asyncio.wrap_future(future)
         except Exception as error:  # every failure leaves through _abort with a status code
-            await _abort(context, error, method)
+            status = _status(error, method)
+        else:
+            assert prepared is not None
+            response = prepared.response(outcome)
+            log.debug(
+                "reports stored",
+                extra={"stored": response.stored, "already_stored": response.already_stored},
+            )
+            return response
         finally:
             self._submitting -= 1
-        response = prepared.response(outcome)
-        log.debug(
-            "reports stored",
-            extra={"stored": response.stored, "already_stored": response.already_stored},
-        )
-        return response
+            data, prepared = b"", None  # a refused call's frames outlive it (its abort)
+        await _abort(context, status)
 
     def _prepare(self, data: bytes) -> PreparedBatch:
         with self._preparing:

@@ -191,7 +191,7 @@ def test_chunks_are_whole_batches_of_about_one_mebibyte(admin: AggregatorClient)
 def test_a_batch_over_8_mib_reaches_an_admin_client_or_is_named(tmp_path: Path) -> None:
     """A daemon that took a larger batch sends it whole; one with a smaller limit says so."""
     url = f"sqlite:///{tmp_path / 'aggregator.db'}"
-    roomy = ServerLimits(max_message_bytes=16 << 20, max_batch=60_000)
+    roomy = ServerLimits(max_message_bytes=16 << 20, max_inflight_bytes=16 << 20, max_batch=60_000)
     first = start_server(open_storage(url), ADMIN_TOKEN, "127.0.0.1:0", limits=roomy)
     try:
         with AggregatorClient(first.address, admin_token=ADMIN_TOKEN, attempts=1) as admin:
@@ -207,13 +207,14 @@ def test_a_batch_over_8_mib_reaches_an_admin_client_or_is_named(tmp_path: Path) 
             assert list(chunk.reports) == batch
     finally:
         first.stop(grace=1.0)
-    second = start_server(open_storage(url), ADMIN_TOKEN, "127.0.0.1:0")  # 8 MiB
+    second = start_server(open_storage(url), ADMIN_TOKEN, "127.0.0.1:0")  # the default
     try:
         with AggregatorClient(second.address, admin_token=ADMIN_TOKEN, attempts=1) as admin:
             with pytest.raises(RemoteError) as caught:
                 list(admin.export_reports(survey.id))
             assert caught.value.status == Code.RESOURCE_EXHAUSTED
-            assert f"({MAX_MESSAGE_BYTES:,}, --max-message-bytes)" in caught.value.details
+            default = ServerLimits().max_message_bytes
+            assert f"({default:,}, --max-message-bytes)" in caught.value.details
     finally:
         second.stop(grace=1.0)
 

@@ -253,7 +253,9 @@ def test_servicer_skips_a_call_whose_deadline_has_passed(tmp_path: Path, remaini
 
 @pytest.mark.parametrize(
     "field", ["max_message_bytes", "max_batch", "max_concurrent_rpcs", "workers",
-              "keepalive_time_ms", "min_ping_interval_ms", "max_connection_idle_ms"],
+              "keepalive_time_ms", "min_ping_interval_ms", "max_connection_idle_ms",
+              "max_inflight_bytes", "max_connections", "calls_per_connection",
+              "stream_window_bytes"],
 )  # fmt: skip
 @pytest.mark.parametrize("value", [0, -1, 2**31])
 def test_limits_out_of_range_name_the_field_and_value(field: str, value: int) -> None:
@@ -275,6 +277,10 @@ def test_tiny_messages_and_impolite_ping_policies_are_refused() -> None:
         ServerLimits(max_message_bytes=1000)
     with pytest.raises(LimitError, match=r"min_ping_interval_ms: 30001 .* too_many_pings"):
         ServerLimits(min_ping_interval_ms=30_001)
+    with pytest.raises(LimitError, match="stream_window_bytes: must be at least 1024, got 100"):
+        ServerLimits(stream_window_bytes=100)
+    with pytest.raises(LimitError, match=r"max_inflight_bytes: .* largest message, 8388608 "):
+        ServerLimits(max_message_bytes=8 << 20, max_inflight_bytes=4 << 20)
 
 
 def test_server_accepts_the_pings_our_clients_send() -> None:
@@ -288,6 +294,6 @@ def test_server_accepts_the_pings_our_clients_send() -> None:
         assert server["grpc.keepalive_permit_without_calls"] == 1
     assert server["grpc.http2.max_ping_strikes"] >= 1
     assert client["grpc.keepalive_timeout_ms"] < client["grpc.keepalive_time_ms"]
-    # Both ends accept the same message size, so a reply the server may send is never
-    # refused by our client.
-    assert server["grpc.max_send_message_length"] == MAX_MESSAGE_BYTES
+    # The client accepts at least what the server may send (8 MiB against 4 MiB), so a
+    # reply the server may send is never refused by our client.
+    assert server["grpc.max_send_message_length"] <= MAX_MESSAGE_BYTES

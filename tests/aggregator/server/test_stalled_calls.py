@@ -26,6 +26,7 @@ STALLED = 64
 IDLE = 100
 HANG_GUARD = 60.0  # seconds: only so that a starved server fails the test instead of hanging
 SUBMIT = "/deniable.v1.Aggregator/SubmitReports"
+OWN_CONNECTION = [("grpc.use_local_subchannel_pool", 1)]
 
 
 def reports(survey: pb.Survey, prefix: str, n: int) -> list[pb.Report]:
@@ -59,10 +60,13 @@ def test_calls_that_never_send_their_request_and_idle_connections_starve_nobody(
         return
         yield b""  # a generator that yields nothing
 
-    channels = [grpc.insecure_channel(stalling.address) for _ in range(STALLED // 16 + IDLE)]
+    channels = [  # each a connection of its own (a process's channels share one otherwise)
+        grpc.insecure_channel(stalling.address, options=OWN_CONNECTION)
+        for _ in range(STALLED // 16 + IDLE)
+    ]
     try:
         stalled = []
-        for index in range(STALLED):  # 16 calls per connection, on 4 connections
+        for index in range(STALLED):  # 16 calls per connection (its limit), on 4 connections
             call: grpc.StreamUnaryMultiCallable[bytes, pb.SubmitReportsResponse]
             call = channels[index // 16].stream_unary(
                 SUBMIT, None, pb.SubmitReportsResponse.FromString
