@@ -21,6 +21,15 @@ from pathlib import Path
 import google.protobuf
 import grpc
 from google.protobuf.internal import api_implementation
+from ingest_participants import (
+    IN_FLIGHT,
+    PARTICIPANTS,
+    SURVEY,
+    ParticipantRun,
+    measure_participants,
+    participant_questions,
+    report_participants,
+)
 from ingest_profile import profile_ingest
 from ingest_servers import (
     ADMIN_TOKEN,
@@ -154,12 +163,14 @@ def make_cells(
 
 
 def target_ratio(cell: Cell) -> float | None:
-    """The line a batch-1000 cell is held against (None: shown for information only)."""
+    """The line a batch-1000 cell is held against (None: shown for information only).
+
+    Yes/no batches of 1000 from one client or four: 0.5x (a bare call plus one fsync is
+    about 0.8x); mixed kinds in one batch: 0.4x.
+    """
     if cell.batch != TARGET_BATCH:
         return None
-    if cell.traffic == YESNO:
-        return 0.7 if cell.mode == SEQUENTIAL else 0.5
-    return 0.5
+    return 0.5 if cell.traffic == YESNO else 0.4
 
 
 @dataclass
@@ -305,10 +316,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--traffic",
         nargs="+",
-        choices=[YESNO, MIXED],
-        default=[YESNO, MIXED],
-        help="yes/no reports only, and/or yes/no, multiple-choice and numeric reports "
-        "interleaved in every batch (measured at batch 1000)",
+        choices=[YESNO, MIXED, PARTICIPANTS],
+        default=[YESNO, MIXED, PARTICIPANTS],
+        help="yes/no reports only; yes/no, multiple-choice and numeric reports interleaved "
+        "in every batch (measured at batch 1000); and/or participants: each call one "
+        f"participant's {len(SURVEY)} reports, {IN_FLIGHT} in flight (asyncio client)",
+    )
+    parser.add_argument(
+        "--participant-calls",
+        type=int,
+        default=6000,
+        help="participants' calls per round sent to the real server (upper bound)",
     )
     parser.add_argument(
         "--in-process",
@@ -340,7 +358,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     batches: list[int] = sorted(set(args.batches))
     in_process: bool = args.in_process
-    cells = make_cells(batches, args.reports, args.max_requests, args.threads, args.traffic)
+    batch_traffic = [traffic for traffic in args.traffic if traffic != PARTICIPANTS]
+    cells = make_cells(batches, args.reports, args.max_requests, args.threads, batch_traffic)
     arrangement = (
         "both servers in this process (client and server share one GIL)"
         if in_process
@@ -390,12 +409,32 @@ def main(argv: Sequence[str] | None = None) -> int:
                     args.bare_min_seconds,
                     args.seed,
                 )
-                elapsed = time.perf_counter() - t0
                 counted = sum(
                     admin.get_estimate(survey.id, question.id).n
                     for question in survey_questions()
-                    if any(c.traffic == MIXED for c in cells) or question.id == QUESTION_ID
+                    if any(c.traffic == MIXED for c in cells)
+                    or (cells and question.id == QUESTION_ID)
                 )
+                participants: ParticipantRun | None = None
+                if PARTICIPANTS in args.traffic:
+                    answered = admin.create_survey("participants", participant_questions())
+                    addresses = {REAL: servers[REAL].address, BARE: servers[BARE].address}
+                    participants = measure_participants(
+                        addresses,
+                        answered,
+                        args.rounds,
+                        args.participant_calls,
+                        args.max_seconds,
+                        args.bare_min_seconds,
+                        args.seed,
+                    )
+                    counted += sum(
+                        admin.get_estimate(answered.id, question.id).n
+                        for question in answered.questions
+                    )
+                    run.real_sent += participants.sent
+                    run.real_stored += participants.stored
+                elapsed = time.perf_counter() - t0
         finally:
             for channel in channels:
                 channel.close()
@@ -406,7 +445,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"measured in {elapsed:.1f} s (load average now {os.getloadavg()[0]:.2f}); "
             f"median (min-max) of {args.rounds} rounds\n"
         )
-        targets = report_table(cells, run)
+        targets = report_table(cells, run) if cells else {}
+        print()
+        lines = [] if participants is None else report_participants(participants)
         print()
         failed = False
         for cell, ratio in targets.items():
@@ -418,13 +459,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{'PASS' if ratio >= line else 'FAIL'} ({ratio:.2f}, the median of the "
                 "rounds' paired ratios)"
             )
+        for name, met, figure in lines:
+            print(f"target: {name}: {'PASS' if met else 'FAIL'} ({figure})")
         correct = counted == run.real_sent == run.real_stored
         print(
             f"correctness: GetEstimate n, summed over the questions = {counted:,}; reports "
             f"sent to the real server = {run.real_sent:,}; acknowledged as stored = "
             f"{run.real_stored:,}: {'OK' if correct else 'MISMATCH'}"
         )
-        if args.profile == "on" or (args.profile == "auto" and failed):
+        if cells and (args.profile == "on" or (args.profile == "auto" and failed)):
             print()
             profile_ingest(tmp / "bench.db", survey.id, TARGET_BATCH, 20, args.seed + 1)
     return 0 if correct else 1
