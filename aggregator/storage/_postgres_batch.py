@@ -6,7 +6,9 @@ inserts every report id with a plain ``INSERT`` (a stored id, or one another dae
 inserting, makes it fail with a unique violation: nothing of it is written), and adds
 one tally row per question and one log row per survey. A uniform yes/no batch's ids go
 as one string that the server splits, its bits as another, and its payloads as the two
-digests they can have, so nothing is done per report in Python.
+digests they can have, so nothing is done per report in Python. Arrays of bytes (log
+rows, digests) and of ids go in PostgreSQL's binary format (``%b``): as text, psycopg
+would write every byte as two hex digits and the server parse them back.
 
 Both statements are prepared on each pooled connection at their first use (their text
 depends only on the batch's shape), so the server plans them once.
