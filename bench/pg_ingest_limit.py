@@ -27,31 +27,39 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
+import grpc
 import psycopg
 from fault_harness import ADMIN_TOKEN, BIN, Daemon, start_daemon
-from ingest_backends import percentile, send
-from ingest_servers import QUESTION_ID, build_requests, survey_questions
-from pg_cluster import Cluster, Used, create_database, open_cluster, used
+from ingest_backends import METHOD, OPTIONS, percentile
+from ingest_servers import CALL_TIMEOUT, QUESTION_ID, build_requests, survey_questions
+from pg_cluster import Cluster, create_database, open_cluster, used
+from pg_limit_figures import BARE, CONFIGS, PLAIN, TWO, Run, report, summarize
 
 from deniable.aggregator.storage._postgres import migrate
 from deniable.client._remote import AggregatorClient
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
-BARE, PLAIN = "bare ON CONFLICT, 1 conn", "bare plain INSERT, 1 conn"
-ONE, TWO = "1 daemon", "2 daemons"
-CONFIGS = (BARE, ONE, TWO, PLAIN)
-DAEMON_TARGET, TWO_TARGET = 0.6, 1.0
+
+class Sent(NamedTuple):
+    """What a load of batches got: reports acknowledged and stored, seconds, latencies."""
+
+    reports: int
+    stored: int
+    seconds: float
+    latencies: tuple[float, ...]
+
+
 BARE_SURVEY = "0123456789abcdef"  # survey ids are 16 hex digits
 BARE_INSERT = (
     "INSERT INTO report_ids (survey_id, report_id, payload_digest) "
@@ -61,21 +69,50 @@ BARE_INSERT = (
 )
 
 
-@dataclass(frozen=True)
-class Run:
-    """One configuration's measurement in one round."""
+def send(addresses: Sequence[str], bodies: Sequence[bytes], threads: int) -> Sent:
+    """Send every batch: ``threads`` clients, each on a daemon of its own (round robin).
 
-    config: str
-    round: int
-    stored: int
-    seconds: float
-    latencies: tuple[float, ...]
-    used: Used
+    Each client keeps one call in flight and takes the next batch from one shared queue as
+    its call returns, so a daemon that the machine slows for a while takes fewer batches;
+    a fixed share per client would leave the run waiting for that daemon's clients alone.
+    Channels connect before the clock starts.
+    """
+    queue, lock, results = iter(bodies), threading.Lock(), []
+    channels = [
+        grpc.insecure_channel(addresses[i % len(addresses)], options=OPTIONS)
+        for i in range(threads)
+    ]
+    for channel in channels:
+        grpc.channel_ready_future(channel).result(timeout=CALL_TIMEOUT)
 
-    @property
-    def rate(self) -> float:
-        """Reports stored per second."""
-        return self.stored / self.seconds
+    def client(channel: grpc.Channel) -> None:
+        call: grpc.UnaryUnaryMultiCallable[bytes, pb.SubmitReportsResponse]
+        call = channel.unary_unary(
+            METHOD, response_deserializer=pb.SubmitReportsResponse.FromString
+        )
+        while True:
+            with lock:
+                body = next(queue, None)
+            if body is None:
+                return
+            start = time.perf_counter()
+            response = call(body, timeout=CALL_TIMEOUT)
+            with lock:
+                results.append(
+                    (response.stored, response.already_stored, time.perf_counter() - start)
+                )
+
+    workers = [threading.Thread(target=client, args=(channel,)) for channel in channels]
+    t0 = time.perf_counter()
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    seconds = time.perf_counter() - t0
+    for channel in channels:
+        channel.close()
+    stored, already, latencies = zip(*results, strict=True) if results else ((), (), ())
+    return Sent(sum(stored) + sum(already), sum(stored), seconds, tuple(latencies))
 
 
 def total(args: argparse.Namespace) -> int:
@@ -142,11 +179,9 @@ def daemons(
             requests = build_requests(random.Random(round_), survey.id, args.batch, total(args))
             bodies = [request.SerializeToString() for request in requests]
             addresses, pids = [d.address for d in started], [d.process.pid for d in started]
-            warm = send(addresses, bodies[: args.warmup], args.threads, float("inf"))[1]
+            warm = send(addresses, bodies[: args.warmup], args.threads).stored
             before = used(cluster, url, pids)
-            sent, stored, seconds, latencies = send(
-                addresses, bodies[args.warmup :], args.threads, float("inf")
-            )
+            sent, stored, seconds, latencies = send(addresses, bodies[args.warmup :], args.threads)
             done = used(cluster, url, pids) - before
             estimate = admin.get_estimate(survey.id, QUESTION_ID)
     finally:
@@ -167,44 +202,6 @@ def daemons(
     if check.returncode != 0:
         raise RuntimeError(f"{config}: check failed:\n{check.stdout}{check.stderr}")
     return Run(config, round_, stored, seconds, tuple(latencies), done)
-
-
-def summarize(runs: Sequence[Run], args: argparse.Namespace) -> dict[str, object]:
-    """Medians with ranges, and the paired ratios of each round."""
-    by = {
-        config: sorted((r for r in runs if r.config == config), key=lambda r: r.round)
-        for config in CONFIGS
-    }
-    ratio = [o.rate / b.rate for o, b in zip(by[ONE], by[BARE], strict=True)]
-    plain = [o.rate / b.rate for o, b in zip(by[ONE], by[PLAIN], strict=True)]
-    cpu = [b.used.cpu / o.used.cpu for o, b in zip(by[ONE], by[BARE], strict=True)]
-    two = [t.rate / o.rate for t, o in zip(by[TWO], by[ONE], strict=True)]
-    rates = {
-        config: {
-            "median": statistics.median(r.rate for r in mine),
-            "min": min(r.rate for r in mine),
-            "max": max(r.rate for r in mine),
-            "p50_ms": 1e3 * percentile([x for r in mine for x in r.latencies], 0.50),
-            "p99_ms": 1e3 * percentile([x for r in mine for x in r.latencies], 0.99),
-            "transactions_per_batch": statistics.median(
-                r.used.transactions / args.batches for r in mine
-            ),
-            **{
-                f"{part}_cpu_ms_per_batch": statistics.median(
-                    1e3 * getattr(r.used, part) / args.batches for r in mine
-                )
-                for part in ("server", "daemons", "client")
-            },
-        }
-        for config, mine in by.items()
-    }
-    return {
-        "reports_per_s": rates,
-        "daemon_vs_bare": ratio,
-        "daemon_vs_plain": plain,
-        "bare_cpu_vs_daemon_cpu": cpu,
-        "two_vs_one": two,
-    }
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -260,46 +257,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"# load average at the end {os.getloadavg()[0]:.1f}")
     summary = summarize(runs, args)
     return report(summary, args)
-
-
-def report(summary: dict[str, object], args: argparse.Namespace) -> int:
-    """Print the summary (and write it as JSON); 0 if both targets are met, else 1."""
-    rates = summary["reports_per_s"]
-    assert isinstance(rates, dict)
-    print(
-        f"\n{'configuration':26} reports/s, median (range) of {args.rounds}  p50 ms  p99 ms"
-        "  CPU ms per batch: server daemons client  xacts/batch"
-    )
-    for config, row in rates.items():
-        print(
-            f"{config:26} {row['median']:9,.0f} ({row['min']:,.0f}-{row['max']:,.0f})"
-            f"  {row['p50_ms']:6.1f}  {row['p99_ms']:6.1f}  {' ' * 17}"
-            f"{row['server_cpu_ms_per_batch']:6.1f} {row['daemons_cpu_ms_per_batch']:7.1f} "
-            f"{row['client_cpu_ms_per_batch']:6.1f}  {row['transactions_per_batch']:11.2f}"
-        )
-    ok = True
-    for name, key, target in (
-        ("1 daemon / bare ON CONFLICT", "daemon_vs_bare", DAEMON_TARGET),
-        ("2 daemons / 1 daemon", "two_vs_one", TWO_TARGET),
-        ("1 daemon / bare plain INSERT", "daemon_vs_plain", None),
-        ("CPU per batch, bare ON CONFLICT / 1 daemon", "bare_cpu_vs_daemon_cpu", None),
-    ):
-        per_round = summary[key]
-        assert isinstance(per_round, list)
-        median = statistics.median(per_round)
-        verdict = ""
-        if target is not None:
-            ok &= median >= target
-            verdict = f" (target >= {target}): {'PASS' if median >= target else 'FAIL'}"
-        print(
-            f"{name}: per round {' '.join(f'{x:.2f}' for x in per_round)}; "
-            f"median {median:.2f}x{verdict}"
-        )
-    if args.json:
-        args.json.write_text(
-            json.dumps(summary | {"args": vars(args) | {"json": str(args.json)}}, indent=2)
-        )
-    return 0 if ok else 1
 
 
 if __name__ == "__main__":
