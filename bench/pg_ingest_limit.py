@@ -17,8 +17,9 @@ timed batches of ``--batch`` yes/no reports (the same fresh 32-hex-digit ids):
 
 It prints reports/s, CPU per batch of the server, the daemons and this process (the
 clients), the paired ratios per round and their medians, PASS or FAIL for 1 daemon >=
-0.6x bare and 2 daemons >= 1.0x 1, and fails if a count does not add up: a daemon run's
-estimate n must equal the reports acknowledged, and ``deniable-aggregator check`` pass.
+0.6x bare and 2 daemons >= 1.0x 1. It exits with status 1 only if a count does not add
+up: a daemon run's estimate n must equal the reports acknowledged, and
+``deniable-aggregator check`` pass on its database; never because the machine was slow.
 
     python bench/pg_ingest_limit.py                      # --rounds 5 --batches 200
 """
@@ -256,7 +257,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         cluster.stop()
     print(f"# load average at the end {os.getloadavg()[0]:.1f}")
     summary = summarize(runs, args)
-    return report(summary, args)
+    report(summary, args)  # a target missed is a figure, not a failure of the run
+    return 0
 
 
 if __name__ == "__main__":

@@ -21,10 +21,9 @@ def test_each_configuration_is_measured_and_its_counts_checked(tmp_path: Path) -
          "--batch", "50", "--threads", "2", "--no-fsync", "--json", str(figures)],
         capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
-    # 0 or 1 by the targets, which a run this short does not decide; a count that does not
-    # add up (or a failed `check`) raises before the figures are written.
-    assert done.returncode in (0, 1), done.stderr
-    assert "Traceback" not in done.stderr, done.stderr
+    # A target missed is printed, not an error; a count that does not add up (or a failed
+    # `check`) raises before the figures are written.
+    assert done.returncode == 0, done.stderr
     summary = json.loads(figures.read_text())
     rates = summary["reports_per_s"]
     assert sorted(rates) == sorted(CONFIGS)
