@@ -41,6 +41,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/storage_scale.py
 	$(BIN)/python bench/ingest_backends.py
 	$(BIN)/python bench/pg_index_cost.py
+	$(BIN)/python bench/pg_ingest_limit.py
 	$(BIN)/python bench/export_memory.py
 
 # Regenerate the committed wire code (tests/test_proto_drift.py fails when it is stale).

@@ -6,7 +6,9 @@ inserts every report id with a plain ``INSERT`` (a stored id, or one another dae
 inserting, makes it fail with a unique violation: nothing of it is written), and adds
 one tally row per question and one log row per survey. A uniform yes/no batch's ids go
 as one string that the server splits, its bits as another, and its payloads as the two
-digests they can have, so nothing is done per report in Python.
+digests they can have, so nothing is done per report in Python. Arrays of bytes (log
+rows, digests) and of ids go in PostgreSQL's binary format (``%b``): as text, psycopg
+would write every byte as two hex digits and the server parse them back.
 
 Both statements are prepared on each pooled connection at their first use (their text
 depends only on the batch's shape), so the server plans them once.
@@ -46,8 +48,8 @@ _UNIFORM_ROWS = (
     "WITH ORDINALITY AS k(r, b, i)"
 )
 _LISTED_ROWS = (
-    "SELECT * FROM unnest(%(surveys_of)s::text[], %(report_ids)s::text[], "
-    "%(digests)s::bytea[]) WITH ORDINALITY AS k(s, r, d, i)"
+    "SELECT * FROM unnest(%(surveys_of)b::text[], %(report_ids)b::text[], "
+    "%(digests)b::bytea[]) WITH ORDINALITY AS k(s, r, d, i)"
 )
 # Ids go in sorted, so two batches that share ids wait for each other, never deadlock.
 _ORDER = 'ORDER BY s COLLATE "C", r COLLATE "C"'
@@ -64,7 +66,7 @@ _FAST = (
     "%(tally_sums)s::text[]) AS t(s, q, n, sums) WHERE (SELECT ok FROM ok) "
     "RETURNING survey_id, question_id, batch), "
     "log AS (INSERT INTO log (survey_id, reports) "
-    "SELECT * FROM unnest(%(log_s)s::text[], %(log_reports)s::bytea[]) "
+    "SELECT * FROM unnest(%(log_s)s::text[], %(log_reports)b::bytea[]) "
     "WHERE (SELECT ok FROM ok)) "
     "SELECT (SELECT ok FROM ok), array(SELECT id FROM open), "
     "array(SELECT survey_id FROM tally ORDER BY batch), "
@@ -219,7 +221,7 @@ def careful(db: Connection, submission: Submission) -> Written:
     log_s, log_reports = _log_rows(submission, fresh)
     if log_s:
         db.execute(
-            "INSERT INTO log (survey_id, reports) SELECT * FROM unnest(%s::text[], %s::bytea[])",
+            "INSERT INTO log (survey_id, reports) SELECT * FROM unnest(%s::text[], %b::bytea[])",
             (log_s, log_reports),
         )
     return Written(int(np.count_nonzero(fresh)), tally_rows)
