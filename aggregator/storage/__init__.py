@@ -10,6 +10,7 @@ from deniable.aggregator.storage._base import (
     Submission,
     SubmitOutcome,
     Tally,
+    Unread,
 )
 from deniable.aggregator.storage._url import default_database_url, open_storage
 
@@ -21,6 +22,7 @@ __all__ = [
     "Submission",
     "SubmitOutcome",
     "Tally",
+    "Unread",
     "default_database_url",
     "open_storage",
 ]

@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -25,11 +25,25 @@ __all__ = [
     "Submission",
     "SubmitOutcome",
     "Tally",
+    "Unread",
 ]
 
 
 class StorageError(Exception):
     """The database cannot be opened or used (in use, corrupt, or from a newer version)."""
+
+
+@dataclass(frozen=True)
+class Unread:
+    """A group's values as received, left for the storage to read with its commit's others.
+
+    Attributes:
+        field: the value field the reports carry (one of the mechanism's accepted ones).
+        values: the decoder's column of those values (see ``storage._decode.Group``).
+    """
+
+    field: str
+    values: Any
 
 
 @dataclass(frozen=True)
@@ -51,6 +65,9 @@ class ReportGroup:
             batches in one call (``mechanism.tally(mechanism.join(...))``) instead of
             calling each group's ``tally``. The two must agree.
         reports: see ``mechanism``; indexable by a mask over ``rows``.
+        unread: for a backend that reads values itself (:attr:`Storage.reads_values`),
+            the values as received, not yet validated by ``mechanism``; ``reports`` and
+            ``tally`` are then unused until the backend has read them.
     """
 
     survey_id: str
@@ -60,6 +77,7 @@ class ReportGroup:
     releases: ReleaseSteps | None = None
     mechanism: Mechanism | None = None
     reports: Any = None
+    unread: Unread | None = None
 
 
 @dataclass(frozen=True)
@@ -127,7 +145,15 @@ class Storage(ABC):
 
     Every method is atomic. ``submit`` appends the new reports to the log and updates the
     tallies in one transaction, and returns only after the transaction is durable.
+
+    Attributes:
+        reads_values: whether :meth:`submit` takes groups whose values are unread
+            (:class:`Unread`): it then validates them with the group's mechanism, all the
+            batches of a commit at once, and refuses a batch with a bad value with
+            InvalidArgument (naming the report and field).
     """
+
+    reads_values: ClassVar[bool] = False
 
     @abstractmethod
     def create_survey(self, survey: pb.Survey) -> None:

@@ -25,6 +25,7 @@ from deniable.aggregator.storage._base import (
 from deniable.aggregator.storage._committer import Committer
 from deniable.aggregator.storage._filter import patterns
 from deniable.aggregator.storage._fingerprint import Hasher, use_default
+from deniable.aggregator.storage._group_read import read_groups
 from deniable.aggregator.storage._id_index import Claim, GroupClaim, IdIndex
 from deniable.aggregator.storage._lock import exclusive_lock
 from deniable.aggregator.storage._log_format import expand
@@ -80,6 +81,8 @@ class SqliteStorage(Storage):
     serves all threads under a lock, as SQLite admits one writer at a time anyway; batches
     that arrive during a commit share the next one (:class:`GroupCommitter`).
     """
+
+    reads_values = True  # a commit reads each question's values of all its batches at once
 
     def __init__(
         self, path: str, *, segment_ids: int = SEGMENT_IDS, background: bool = True
@@ -249,7 +252,8 @@ class SqliteStorage(Storage):
         and takes no part in the transaction; if the transaction fails, every batch in it
         gets that error and none of its ids is entered in the index.
         """
-        errors, claimed, group, bindings = self._claim_locked(submissions)
+        submissions, unreadable = read_groups(submissions)
+        errors, claimed, group, bindings = self._claim_locked(submissions, unreadable)
         results: list[SubmitOutcome | BaseException] = [RuntimeError("not committed")] * len(
             submissions
         )
@@ -290,7 +294,7 @@ class SqliteStorage(Storage):
         return results
 
     def _claim_locked(
-        self, submissions: Sequence[Submission]
+        self, submissions: Sequence[Submission], refused: dict[int, BaseException]
     ) -> tuple[dict[int, BaseException], list[int], GroupClaim, dict[int, list[Binding]]]:
         """Sort the group's batches into new and stored reports; token batches' bindings.
 
@@ -299,9 +303,10 @@ class SqliteStorage(Storage):
         are checked first (so that another report for an answered question is refused as
         such), in order, each seeing the earlier batches'. If the id claim then refuses a
         token batch, the batches after it were checked against bindings that will not be
-        stored: both steps run again without it.
+        stored: both steps run again without it. ``refused``: batches refused already
+        (for a value), left out.
         """
-        refused: dict[int, BaseException] = {}  # token batches the id claim refused
+        refused = dict(refused)  # and the token batches the id claim refuses
         while True:
             errors = dict(refused)
             pending = PendingBindings()
