@@ -1,4 +1,4 @@
-"""A commit reads each question's values of all its batches at once; a bad value refuses its batch."""
+"""A commit reads each question's values of all its batches at once; a bad value refuses it."""
 
 from __future__ import annotations
 
