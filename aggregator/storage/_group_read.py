@@ -12,13 +12,11 @@ have given; the others are read again without it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
-from functools import partial
 from typing import Any
 
 import numpy as np
 
-from deniable.aggregator.storage._base import ReportGroup, Selection, Submission
+from deniable.aggregator.storage._base import ReportGroup, Submission
 from deniable.shared.errors import InvalidArgument
 from deniable.shared.mechanisms import Mechanism, ReportValueError
 
@@ -29,10 +27,11 @@ _Member = tuple[int, int]  # (batch, group) positions
 
 def read_groups(
     submissions: Sequence[Submission],
-) -> tuple[list[Submission], dict[int, BaseException]]:
-    """The batches with every group read, and the batches refused for a value, by position.
+) -> tuple[dict[tuple[int, int], Any], dict[int, BaseException]]:
+    """The reports of every unread group, and the batches refused for a value.
 
-    A refused batch is returned unchanged (and must not be stored).
+    The reports are keyed by (batch, group) positions; the refusals by batch position
+    (a refused batch must not be stored, and has no reports here).
     """
     errors: dict[int, BaseException] = {}
     while True:
@@ -45,7 +44,7 @@ def read_groups(
                     key = (group.survey_id, group.question_id, group.unread.field)
                     buckets.setdefault(key, []).append((position, index))
         if not buckets:
-            return list(submissions), errors
+            return {}, errors
         read: dict[_Member, Any] = {}
         for (_, _, field), members in buckets.items():
             refused = _read(submissions, field, members, read)
@@ -53,10 +52,7 @@ def read_groups(
                 errors[refused[0]] = refused[1]
                 break
         else:
-            return [
-                submission if position in errors else _with(submission, position, read)
-                for position, submission in enumerate(submissions)
-            ], errors
+            return read, errors
 
 
 def _read(
@@ -87,11 +83,16 @@ def _read(
         read[members[0]] = decoded
         return None
     start = 0
+    sliced = isinstance(decoded, np.ndarray)  # else a row mask, as decode promises
     for member, column in zip(members, columns, strict=True):
-        mask = np.zeros(len(joined), dtype=bool)
-        mask[start : start + len(column)] = True
-        read[member] = decoded[mask]
-        start += len(column)
+        end = start + len(column)
+        if sliced:
+            read[member] = decoded[start:end]
+        else:
+            mask = np.zeros(len(joined), dtype=bool)
+            mask[start:end] = True
+            read[member] = decoded[mask]
+        start = end
     return None
 
 
@@ -131,25 +132,3 @@ def _join(columns: list[Any]) -> Any | None:
     if all(isinstance(column, list) for column in columns):
         return [value for column in columns for value in column]
     return None
-
-
-def _with(submission: Submission, position: int, read: dict[_Member, Any]) -> Submission:
-    """The batch with its unread groups replaced by the groups read."""
-    if not any(group.unread is not None for group in submission.groups):
-        return submission
-    groups = [
-        group if group.unread is None else _read_group(group, read[position, index])
-        for index, group in enumerate(submission.groups)
-    ]
-    return replace(submission, groups=groups)
-
-
-def _read_group(group: ReportGroup, reports: Any) -> ReportGroup:
-    assert group.mechanism is not None
-    return replace(
-        group, unread=None, reports=reports, tally=partial(_tally, group.mechanism, reports)
-    )
-
-
-def _tally(mechanism: Mechanism, reports: Any, keep: Selection) -> list[int]:
-    return mechanism.tally(reports[keep])

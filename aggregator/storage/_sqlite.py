@@ -9,7 +9,7 @@ import threading
 from collections.abc import Generator, Sequence
 from concurrent.futures import Executor, Future
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -252,7 +252,7 @@ class SqliteStorage(Storage):
         and takes no part in the transaction; if the transaction fails, every batch in it
         gets that error and none of its ids is entered in the index.
         """
-        submissions, unreadable = read_groups(submissions)
+        reads, unreadable = read_groups(submissions)
         errors, claimed, group, bindings = self._claim_locked(submissions, unreadable)
         results: list[SubmitOutcome | BaseException] = [RuntimeError("not committed")] * len(
             submissions
@@ -273,7 +273,7 @@ class SqliteStorage(Storage):
         self._db.execute("BEGIN IMMEDIATE")
         try:
             for place, position, claim in accepted:
-                seqs[place] = self._append_locked(claim, changes, released)
+                seqs[place] = self._append_locked(claim, changes, released, reads, position)
                 store_bindings(self._db, bindings[position])
             tallies = {key: change.tally() for key, change in changes.items()}
             self._write_tallies(tallies, released)
@@ -354,15 +354,18 @@ class SqliteStorage(Storage):
         claim: Claim,
         changes: dict[tuple[str, str], TallyChange],
         released: dict[tuple[str, str], Tally],
+        reads: dict[tuple[int, int], Any],
+        position: int,
     ) -> dict[str, int]:
         """Write a batch's log rows; add its reports to the group's tally changes.
 
         A release due after this batch is the tally then (computed at once, in memory).
-        Returns each survey's new log row.
+        ``reads``: the reports of unread groups (:func:`read_groups`), by (batch at
+        ``position``, group). Returns each survey's new log row.
         """
         submission, fresh = claim.submission, claim.fresh
         seqs: dict[str, int] = {}
-        for group in submission.groups:
+        for index, group in enumerate(submission.groups):
             keep: Selection
             if fresh is None:
                 keep, count = _ALL, len(group.rows)
@@ -375,7 +378,7 @@ class SqliteStorage(Storage):
             change = changes.get(key)
             if change is None:
                 change = changes[key] = TallyChange(self._tallies.get(key) or self._read_tally(key))
-            change.add(group, keep, count)
+            change.add(group, keep, count, reads.get((position, index)))
             if group.releases is not None:
                 last = released.get(key) or self._released.get(key) or self._read_released(key)
                 if group.releases.due(last.n, change.n):

@@ -45,16 +45,25 @@ class TallyChange:
         """Reports in the tally after the groups added so far."""
         return self.base.n + self.count
 
-    def add(self, group: ReportGroup, keep: Selection, count: int) -> None:
-        """Add the ``count`` reports of ``group`` that ``keep`` selects."""
+    def add(self, group: ReportGroup, keep: Selection, count: int, reports: Any = None) -> None:
+        """Add the ``count`` reports of ``group`` that ``keep`` selects.
+
+        ``reports``: the group's reports as the storage read them (an unread group's);
+        by default the group's own.
+        """
         self.count += count
         self._done = None
         mechanism = group.mechanism
-        joinable = mechanism is not None and group.reports is not None
-        if joinable and self._mechanism in (None, mechanism):
-            self._mechanism = mechanism
-            self._parts.append(group.reports[keep])
-            return
+        if reports is None:
+            reports = group.reports
+        if mechanism is not None and reports is not None:
+            if self._mechanism is None or self._mechanism is mechanism:
+                self._mechanism = mechanism
+                self._parts.append(reports if isinstance(keep, slice) else reports[keep])
+                return
+            if group.unread is not None:  # another mechanism object: tally it on its own
+                self._sums.append(mechanism.tally(reports[keep]))
+                return
         self._sums.append(group.tally(keep))
 
     def tally(self) -> Tally:

@@ -62,10 +62,14 @@ def test_the_groups_of_many_batches_are_read_together(service: AggregatorService
     assert all(g.unread is not None for batch in batches for g in batch.groups)
     read, refused = read_groups(batches)
     assert refused == {}
-    for batch in read:
-        for group in batch.groups:
-            assert group.unread is None
-            assert len(group.tally(slice(None))) > 0
+    assert sorted(read) == [(b, g) for b in range(5) for g in range(2)]
+    for (b, g), reports in read.items():
+        group = batches[b].groups[g]
+        assert group.mechanism is not None
+        assert len(reports) == 2
+        assert group.mechanism.tally(reports) == group.mechanism.tally(
+            group.mechanism.read(group.unread.field, group.unread.values)  # type: ignore[union-attr]
+        )
     storage = service.storage
     assert isinstance(storage, SqliteStorage)
     with storage._lock:
