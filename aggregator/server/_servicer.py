@@ -140,8 +140,11 @@ class AggregatorServicer:
         self, context: Context, method: str, work: Callable[[], Response]
     ) -> Response:
         """Run ``work`` on a worker; DeadlinePassedError if the deadline passed meanwhile."""
-        future = _BeforeDeadline(self.executor, context, method).submit(work)
-        return await asyncio.wrap_future(future)
+        # No local holds the future: a failed one holds its exception, whose traceback
+        # holds this frame, a cycle that only the garbage collector would free.
+        return await asyncio.wrap_future(
+            _BeforeDeadline(self.executor, context, method).submit(work)
+        )
 
     def handler(self, name: str, request_type: type[Message]) -> Callable[[bytes, Context], Any]:
         """The handler of RPC ``name``: admit, parse (unless raw), run the service method.
@@ -209,8 +212,9 @@ class AggregatorServicer:
                 data = b""
                 workers = _BeforeDeadline(self.executor, context, method)
                 alone = self._submitting == 1
-                future = self.service.store_reports(prepared, workers, alone=alone)
-                outcome = await asyncio.wrap_future(future)
+                outcome = await asyncio.wrap_future(  # no local holds it (see on_worker)
+                    self.service.store_reports(prepared, workers, alone=alone)
+                )
         except Exception as error:  # every failure leaves through _abort with a status code
             status = _status(error, method)
         else:

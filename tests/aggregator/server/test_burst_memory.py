@@ -20,6 +20,7 @@ import pytest
 
 from deniable.aggregator.server._lifecycle import RunningServer, start_server
 from deniable.aggregator.server._limits import ServerLimits
+from deniable.aggregator.server._servicer import INLINE_BYTES
 from deniable.aggregator.storage import open_storage
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.aggregator.server._http2 import (
@@ -116,11 +117,19 @@ def test_a_burst_of_big_requests_is_not_read_into_memory_beyond_the_limits(
     assert grown < taken_up + windows + slack < calls * size
 
 
-def test_a_refused_request_is_freed_without_the_garbage_collector(tmp_path: Path) -> None:
-    """grpc.aio keeps a call's abort exception; its traceback must not keep the request."""
+@pytest.mark.parametrize("size", [1_000_000, 2_000_000], ids=["on-the-loop", "on-a-worker"])
+def test_a_refused_request_is_freed_without_the_garbage_collector(
+    tmp_path: Path, size: int
+) -> None:
+    """grpc.aio keeps a call's abort exception; its traceback must not keep the request.
+
+    A request up to INLINE_BYTES is decoded on the event loop, a larger one on a worker,
+    whose failure comes back through a future.
+    """
+    assert (size <= INLINE_BYTES) == (size == 1_000_000)
     storage = open_storage(f"sqlite:///{tmp_path / 'burst.db'}")
     running = start_server(storage, ADMIN_TOKEN, "127.0.0.1:0")
-    junk = b"\xff" * 1_000_000  # not a SubmitReportsRequest: INVALID_ARGUMENT from the worker
+    junk = b"\xff" * size  # not a SubmitReportsRequest: INVALID_ARGUMENT
     tracemalloc.start()
     gc.disable()
     try:
