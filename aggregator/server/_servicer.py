@@ -220,10 +220,11 @@ class AggregatorServicer:
         else:
             assert prepared is not None
             response = prepared.response(outcome)
-            log.debug(
-                "reports stored",
-                extra={"stored": response.stored, "already_stored": response.already_stored},
-            )
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug(
+                    "reports stored",
+                    extra={"stored": response.stored, "already_stored": response.already_stored},
+                )
             return response
         finally:
             self._submitting -= 1

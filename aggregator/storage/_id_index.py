@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 
 from deniable.aggregator.storage._base import StorageError, Submission
 from deniable.aggregator.storage._fingerprint import Hasher
-from deniable.aggregator.storage._ids import ReportIds
+from deniable.aggregator.storage._ids import IdGroup, ReportIds
 from deniable.aggregator.storage._stored_rows import StoredRows
 from deniable.aggregator.storage._survey_ids import Slots, SurveyIds
 from deniable.shared.errors import AlreadyExists, FailedPrecondition
@@ -117,6 +117,7 @@ class IdIndex:
             raise StorageError("the report-id index failed (see the log); restart the daemon")
         claims: list[Claim | BaseException] = []
         pieces: dict[str, list[tuple[int, NDArray[np.intp]]]] = {}
+        self._fingerprint([submission.report_ids for submission in submissions])
         for owner, submission in enumerate(submissions):
             try:
                 claim = self._claim_one(submission)
@@ -137,6 +138,30 @@ class IdIndex:
         if candidates:
             self._resolve(db, claims, candidates)
         return group
+
+    def _fingerprint(self, batches: Sequence[Sequence[bytes]]) -> None:
+        """Fingerprint the ids of many batches in one pass per id length (cached on each).
+
+        The hash is a few dozen numpy operations whatever the number of ids: a commit of
+        many small batches pays them once, not once per batch.
+        """
+        if len(batches) < 2:
+            return
+        by_length: dict[int, list[IdGroup]] = {}
+        for ids in batches:
+            if isinstance(ids, ReportIds):
+                for group in ids.groups:
+                    if not group.has_prints(self.hasher):
+                        by_length.setdefault(group.ids.shape[1], []).append(group)
+        for groups in by_length.values():
+            if len(groups) < 2:
+                continue
+            prints = self.hasher(np.concatenate([group.ids for group in groups]))
+            start = 0
+            for group in groups:
+                end = start + len(group.ids)
+                group.set_prints(self.hasher, prints[start:end])
+                start = end
 
     def _claim_one(self, submission: Submission) -> Claim:
         ids = submission.report_ids

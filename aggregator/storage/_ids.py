@@ -71,6 +71,15 @@ class IdGroup:
             prints = self._prints[hasher] = hasher(self.ids)
         return prints
 
+    def has_prints(self, hasher: Hasher) -> bool:
+        """Whether the fingerprints with ``hasher`` are known already."""
+        return hasher in self._prints
+
+    def set_prints(self, hasher: Hasher, prints: NDArray[np.uint64]) -> None:
+        """Keep fingerprints computed with ``hasher`` elsewhere (with other ids, at once)."""
+        assert len(prints) == len(self.ids)
+        self._prints[hasher] = prints
+
 
 class ReportIds(Sequence[bytes]):
     """A batch's distinct report ids, grouped by length as matrices.
