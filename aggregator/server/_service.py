@@ -173,6 +173,11 @@ class AggregatorService:
             raise NotFound(f"survey_id: unknown survey {shown(survey_id)}")
         return survey
 
+    def _spec(self, survey_id: str) -> pb.Survey:
+        """The survey as stored, kept for its spec: NotFound if there is no such survey."""
+        survey = self._specs[survey_id] = self._survey(survey_id)
+        return survey
+
     def _with_central(self, survey: pb.Survey) -> pb.Survey:
         """Fill in ``Survey.central`` (composed over the questions) for a stepped survey."""
         mechanisms = [self._mechanism(survey.id, question) for question in survey.questions]
@@ -369,8 +374,12 @@ class AggregatorService:
         return self._exports.held(chunks, survey.id)
 
     def get_estimate(self, request: pb.GetEstimateRequest) -> pb.Estimate:
-        """O(1) estimate from the question's running tally, or its last release if stepped."""
-        survey = self._survey(request.survey_id)
+        """O(1) estimate from the question's running tally, or its last release if stepped.
+
+        The survey's spec (its questions, gate and steps, which never change) is read once
+        and cached; each estimate reads the question's tally (and release) only.
+        """
+        survey = self._specs.get(request.survey_id) or self._spec(request.survey_id)
         question = _find_question(survey, request.question_id, "question_id")
         confidence = request.confidence or 0.95
         if not 0.0 < confidence <= MAX_CONFIDENCE:  # also refuses NaN
