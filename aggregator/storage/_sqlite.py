@@ -426,22 +426,40 @@ class SqliteStorage(Storage):
         return Tally(0) if row is None else Tally(n=row[0], sums=tuple(json.loads(row[1])))
 
     def released(self, survey_id: str, question_id: str) -> Tally | None:
-        """The tally last released (``Tally(0)`` before the first); one indexed row."""
+        """The tally last released (``Tally(0)`` before the first).
+
+        From memory once a commit (or a read) has known it: an estimate does not wait for a
+        commit in progress. Else one indexed row.
+        """
+        key = (survey_id, question_id)
+        known = self._released.get(key)
+        if known is not None:
+            return known
         with self._lock:
-            known = self._db.execute(
-                "SELECT 1 FROM tallies WHERE survey_id = ? AND question_id = ?",
-                (survey_id, question_id),
+            exists = self._db.execute(
+                "SELECT 1 FROM tallies WHERE survey_id = ? AND question_id = ?", key
             ).fetchone()
-            return None if known is None else self._read_released((survey_id, question_id))
+            if exists is None:
+                return None
+            return self._released.setdefault(key, self._read_released(key))
 
     def tally(self, survey_id: str, question_id: str) -> Tally | None:
-        """O(1): one indexed row, whatever the number of reports."""
+        """O(1) whatever the number of reports: the tally as of the last commit.
+
+        From memory once a commit (or a read) has known it, so an estimate does not wait
+        for a commit in progress; else one indexed row.
+        """
+        key = (survey_id, question_id)
+        known = self._tallies.get(key)
+        if known is not None:
+            return known
         with self._lock:
             row = self._db.execute(
-                "SELECT n, sums FROM tallies WHERE survey_id = ? AND question_id = ?",
-                (survey_id, question_id),
+                "SELECT n, sums FROM tallies WHERE survey_id = ? AND question_id = ?", key
             ).fetchone()
-        return None if row is None else Tally(n=row[0], sums=tuple(json.loads(row[1])))
+            if row is None:
+                return None
+            return self._tallies.setdefault(key, Tally(n=row[0], sums=tuple(json.loads(row[1]))))
 
     def log(self, survey_id: str) -> Generator[bytes, None, None]:
         """The survey's log rows in commit order, up to the last one when reading began.

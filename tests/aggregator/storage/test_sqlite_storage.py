@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,8 @@ from deniable.aggregator.storage._sqlite import SqliteStorage
 from deniable.shared.errors import AlreadyExists
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.aggregator.storage.test_storage_contract import logged, recount, report, submit, survey
+
+HANG_GUARD = 30.0  # seconds: only so that a broken lock fails the test instead of hanging
 
 V1_SCHEMA = """
 CREATE TABLE surveys (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, state INTEGER NOT NULL,
@@ -116,3 +119,23 @@ def test_closing_a_survey_frees_its_ids_but_keeps_its_log(tmp_path: Path) -> Non
         reports=1,
     )
     storage.close()
+
+
+def test_a_tally_is_read_while_a_commit_holds_the_database(tmp_path: Path) -> None:
+    """An estimate gets the tally of the last commit without waiting for the one running."""
+    storage = SqliteStorage(str(tmp_path / "x.db"))
+    try:
+        storage.create_survey(survey())
+        submit(storage, [report("a", 1), report("b", 0)])
+        got: list[Tally | None] = []
+        with storage._lock:  # as a commit in progress holds it
+            reader = threading.Thread(target=lambda: got.append(storage.tally("s1", "q1")))
+            reader.start()
+            reader.join(HANG_GUARD)
+            assert got == [Tally(2, (1,))]
+        assert storage.tally("s1", "q2") == Tally(0)  # never committed to: read from the row
+        assert storage.tally("s1", "nope") is None
+        assert storage.released("s1", "q1") == Tally(0)
+        assert storage.released("s1", "nope") is None
+    finally:
+        storage.close()
