@@ -234,7 +234,18 @@ class IdIndex:
         refused) answers before the log does.
         """
         candidates.sort(key=lambda c: (c[0], c[2]))
-        ids = [_claim(claims, c[0]).submission.report_ids[c[2]] for c in candidates]
+        ids: list[bytes] = []
+        at = 0
+        while at < len(candidates):  # each batch's ids in one pass
+            owner, end = candidates[at][0], at
+            while end < len(candidates) and candidates[end][0] == owner:
+                end += 1
+            batch = _claim(claims, owner).submission.report_ids
+            rows = [c[2] for c in candidates[at:end]]
+            ids.extend(
+                batch.take(rows) if isinstance(batch, ReportIds) else [batch[r] for r in rows]
+            )
+            at = end
         looked = [at for at, c in enumerate(candidates) if c[3]]
         stored: list[bytes | None] = [None] * len(candidates)
         payloads = StoredRows(db, self.hasher).payloads(

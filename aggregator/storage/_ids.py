@@ -91,6 +91,7 @@ class ReportIds(Sequence[bytes]):
     def __init__(self, count: int, groups: Sequence[IdGroup]) -> None:
         self.size = count
         self.groups = tuple(groups)
+        self._one = len(self.groups) == 1 and len(self.groups[0].rows) == count
 
     @classmethod
     def of(cls, ids: Sequence[bytes]) -> ReportIds:
@@ -121,6 +122,8 @@ class ReportIds(Sequence[bytes]):
         if not -self.size <= row < self.size:
             raise IndexError(f"report row {row} out of range for {self.size}")
         row %= self.size
+        if self._one:  # rows 0..n-1, in order
+            return bytes(self.groups[0].ids[row].tobytes())
         for group in self.groups:
             at = int(np.searchsorted(group.rows, row))
             if at < len(group.rows) and group.rows[at] == row:
@@ -129,6 +132,15 @@ class ReportIds(Sequence[bytes]):
 
     def __iter__(self) -> Iterator[bytes]:
         return (self[i] for i in range(self.size))
+
+    def take(self, rows: Sequence[int]) -> list[bytes]:
+        """The ids at ``rows``, in that order (one pass, for many rows at once)."""
+        if not self._one:
+            return [self[row] for row in rows]
+        ids = self.groups[0].ids
+        length = ids.shape[1]
+        joined = ids[np.asarray(rows, dtype=np.intp)].tobytes()
+        return [joined[at : at + length] for at in range(0, len(joined), length)]
 
 
 class UniformPayloads(Sequence[bytes]):

@@ -36,6 +36,7 @@ __all__ = [
 CHUNK = 1024  # fingerprints per chunk row: 8 KB of fingerprints and 8 KB of log rows
 _ORDER_BITS = 20  # positions packed into fingerprints while sorting a segment
 _CHUNK_BITS = 20  # a chunk's rowid is (segment << 20) | index
+_QUERY_CHUNKS = 500  # chunks read per query (under SQLite's limit of bound parameters)
 
 
 @dataclass(frozen=True)
@@ -214,20 +215,36 @@ class Segments:
         return [(int(at), self.list[int(seg)]) for seg, at in hits.tolist()]
 
 
-def lookup(db: sqlite3.Connection, segment: Segment, fingerprint: int) -> list[int]:
-    """The log rows of the segment's ids with this fingerprint (usually none or one)."""
-    key = np.uint64(fingerprint)
-    first = max(int(np.searchsorted(segment.fences, key, "left")) - 1, 0)
-    last = max(int(np.searchsorted(segment.fences, key, "right")) - 1, 0)
+def lookup(
+    db: sqlite3.Connection, segment: Segment, fingerprints: NDArray[np.uint64]
+) -> dict[int, list[int]]:
+    """The log rows of the segment's ids with each of these fingerprints (found ones only).
+
+    The chunks that may hold them (the fences say which) are read in one query, and each
+    chunk is searched for all of its fingerprints at once, so looking up a resent batch's
+    thousand ids costs about what looking up one does.
+    """
+    keys = np.unique(np.asarray(fingerprints, dtype=np.uint64))
+    first = np.maximum(np.searchsorted(segment.fences, keys, "left") - 1, 0)
+    last = np.maximum(np.searchsorted(segment.fences, keys, "right") - 1, 0)
+    chunks = np.unique(np.concatenate([first, last]))
     low = segment.number << _CHUNK_BITS
-    seqs: list[int] = []
-    for prints, stored in db.execute(
-        "SELECT prints, seqs FROM id_chunks WHERE chunk BETWEEN ? AND ?",
-        (low | first, low | last),
-    ):
-        column = np.frombuffer(prints, "<u8")
-        begin = int(np.searchsorted(column, key, "left"))
-        end = int(np.searchsorted(column, key, "right"))
-        if end > begin:
-            seqs.extend(np.frombuffer(stored, "<i8")[begin:end].tolist())
-    return seqs
+    found: dict[int, list[int]] = {}
+    for start in range(0, len(chunks), _QUERY_CHUNKS):
+        wanted = [low | int(chunk) for chunk in chunks[start : start + _QUERY_CHUNKS].tolist()]
+        marks = ",".join("?" * len(wanted))
+        for prints, stored in db.execute(
+            f"SELECT prints, seqs FROM id_chunks WHERE chunk IN ({marks})", wanted
+        ):
+            column = np.frombuffer(prints, "<u8")
+            begin = np.searchsorted(column, keys, "left")
+            end = np.searchsorted(column, keys, "right")
+            hit = np.flatnonzero(end > begin)
+            if not len(hit):
+                continue
+            seqs = np.frombuffer(stored, "<i8")
+            for at in hit.tolist():
+                found.setdefault(int(keys[at]), []).extend(
+                    seqs[int(begin[at]) : int(end[at])].tolist()
+                )
+    return found

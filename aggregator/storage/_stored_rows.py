@@ -9,6 +9,7 @@ import numpy as np
 
 from deniable.aggregator.storage._decode import decode_log
 from deniable.aggregator.storage._fingerprint import Hasher
+from deniable.aggregator.storage._ids import ReportIds
 
 __all__ = ["StoredRows"]
 
@@ -27,10 +28,19 @@ class _Row:
     def payloads_of(self, wanted: Sequence[tuple[bytes, int]]) -> list[bytes | None]:
         """For each (report id, fingerprint): the stored payload of that id, or None."""
         keys = np.fromiter((fingerprint for _, fingerprint in wanted), np.uint64, len(wanted))
-        first = np.searchsorted(self.sorted, keys, "left").tolist()
-        last = np.searchsorted(self.sorted, keys, "right").tolist()
+        first = np.searchsorted(self.sorted, keys, "left")
+        last = np.searchsorted(self.sorted, keys, "right")
+        single = (last - first == 1).all()
+        if single:  # the usual case: one stored id per fingerprint, read in one pass
+            ats = self.order[first].tolist()
+            stored = self.ids.take(ats) if isinstance(self.ids, ReportIds) else None
+            if stored is not None:
+                return [
+                    self.payloads[at] if held == report_id else None
+                    for (report_id, _), at, held in zip(wanted, ats, stored, strict=True)
+                ]
         found: list[bytes | None] = []
-        for (report_id, _), begin, end in zip(wanted, first, last, strict=True):
+        for (report_id, _), begin, end in zip(wanted, first.tolist(), last.tolist(), strict=True):
             payload = None
             for at in self.order[begin:end].tolist():  # usually none or one
                 if self.ids[at] == report_id:
