@@ -93,14 +93,7 @@ class Committer(Generic[Item, Result]):
         if not alone:
             return self.submit(item)
         future: Future[Result] = Future()
-        try:
-            self._resolve([(item, future)])
-        finally:
-            with self._ready:
-                self._busy = False
-                if self._queue:
-                    self._ready.notify()
-        self._after_group()
+        self._commit_one_group([(item, future)])
         return future
 
     def _take(self) -> list[tuple[Item, Future[Result]]] | None:
@@ -121,14 +114,18 @@ class Committer(Generic[Item, Result]):
 
     def _run(self) -> None:
         while (group := self._take()) is not None:
-            try:
-                self._resolve(group)
-            finally:
-                with self._ready:
-                    self._busy = False
-                    if self._queue:
-                        self._ready.notify()
-            self._after_group()
+            self._commit_one_group(group)
+
+    def _commit_one_group(self, group: list[tuple[Item, Future[Result]]]) -> None:
+        """Commit a group taken as busy; then wake the thread if more is queued."""
+        try:
+            self._resolve(group)
+        finally:
+            with self._ready:
+                self._busy = False
+                if self._queue:
+                    self._ready.notify()
+        self._after_group()
 
     def _resolve(self, group: list[tuple[Item, Future[Result]]]) -> None:
         """Commit a group and resolve each item's future with its result or error."""

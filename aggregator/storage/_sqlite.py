@@ -9,13 +9,9 @@ import threading
 from collections.abc import Generator, Sequence
 from concurrent.futures import Executor, Future
 from pathlib import Path
-from typing import IO, Any
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import IO
 
 from deniable.aggregator.storage._base import (
-    Selection,
     Storage,
     StorageError,
     Submission,
@@ -25,38 +21,33 @@ from deniable.aggregator.storage._base import (
 from deniable.aggregator.storage._committer import Committer
 from deniable.aggregator.storage._filter import patterns
 from deniable.aggregator.storage._fingerprint import Hasher, use_default
-from deniable.aggregator.storage._group_read import read_groups
-from deniable.aggregator.storage._id_index import Claim, GroupClaim, IdIndex
+from deniable.aggregator.storage._id_index import IdIndex
 from deniable.aggregator.storage._lock import exclusive_lock
 from deniable.aggregator.storage._log_format import expand
 from deniable.aggregator.storage._maintenance import DamagedLogError, Maintenance, load_survey
 from deniable.aggregator.storage._migrate import fingerprint_key, migrate
 from deniable.aggregator.storage._segments import delete_segments
+from deniable.aggregator.storage._sqlite_commit import SqliteCommits
 from deniable.aggregator.storage._sqlite_tokens import (
     Binding,
-    PendingBindings,
-    bind,
     insert_tokens,
     issued,
     store_bindings,
 )
 from deniable.aggregator.storage._survey_ids import SEGMENT_IDS, SurveyIds
-from deniable.aggregator.storage._tally_change import TallyChange
-from deniable.aggregator.storage._transaction import rollback, storage_error, transaction
+from deniable.aggregator.storage._transaction import transaction
 from deniable.aggregator.storage._wal import preallocate_wal, wal_target_size
-from deniable.shared.errors import FailedPrecondition
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["LOG_PAGE", "SqliteStorage"]
 
 _logger = logging.getLogger("deniable.aggregator")
 
-_ALL = np.s_[:]  # every row of a group: a view, not a copy
 LOG_PAGE = 16  # log rows (stored batches) read per hold of the lock by Storage.log
 COMMIT_REPORTS = 50_000  # reports of the batches committed together, at most (one at least)
 
 
-class SqliteStorage(Storage):
+class SqliteStorage(SqliteCommits, Storage):
     """The embedded default backend, for one aggregator process per database file.
 
     Layout: each committed batch appends one row per survey to ``log`` holding the new
@@ -79,7 +70,8 @@ class SqliteStorage(Storage):
     Durability: the WAL journal with ``synchronous=FULL`` fsyncs the log at every commit,
     so an acknowledged batch survives a process crash and a power loss. One connection
     serves all threads under a lock, as SQLite admits one writer at a time anyway; batches
-    that arrive during a commit share the next one (:class:`GroupCommitter`).
+    that arrive during a commit share the next one (:class:`._committer.Committer`); the
+    commit itself is :class:`._sqlite_commit.SqliteCommits`.
     """
 
     reads_values = True  # a commit reads each question's values of all its batches at once
@@ -242,188 +234,9 @@ class SqliteStorage(Storage):
         with self._lock:
             return self._commit_locked(submissions)
 
-    def _commit_locked(
-        self, submissions: Sequence[Submission]
-    ) -> list[SubmitOutcome | BaseException]:
-        """Sort each batch's reports into new and stored, then store them in one transaction.
-
-        A batch refused while its reports are sorted (a closed survey, a conflicting id,
-        or for a batch with an enrollment token a conflicting binding) gets its own error
-        and takes no part in the transaction; if the transaction fails, every batch in it
-        gets that error and none of its ids is entered in the index.
-        """
-        reads, unreadable = read_groups(submissions)
-        errors, claimed, group, bindings = self._claim_locked(submissions, unreadable)
-        results: list[SubmitOutcome | BaseException] = [RuntimeError("not committed")] * len(
-            submissions
-        )
-        for position, error in errors.items():
-            results[position] = error
-        accepted: list[tuple[int, int, Claim]] = []
-        for place, (position, claim) in enumerate(zip(claimed, group.claims, strict=True)):
-            if isinstance(claim, Claim):
-                accepted.append((place, position, claim))
-            else:
-                results[position] = claim
-        if not accepted:
-            return results
-        changes: dict[tuple[str, str], TallyChange] = {}
-        released: dict[tuple[str, str], Tally] = {}
-        seqs: list[dict[str, int] | None] = [None] * len(claimed)
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            for place, position, claim in accepted:
-                seqs[place] = self._append_locked(claim, changes, released, reads, position)
-                store_bindings(self._db, bindings[position])
-            tallies = {key: change.tally() for key, change in changes.items()}
-            self._write_tallies(tallies, released)
-            self._db.execute("COMMIT")
-        except BaseException as error:  # nothing of the group is stored nor entered
-            rollback(self._db)
-            raise storage_error(error) from None
-        try:
-            self._index.enter(group, seqs)
-        except Exception:  # committed all the same: refuse batches from now on instead
-            _logger.exception("entering report ids failed; restart the daemon")
-            self._index.broken = True
-        self._maintenance.committed(group.parts)
-        self._tallies.update(tallies)  # only once committed
-        self._released.update(released)
-        for _, position, claim in accepted:
-            results[position] = SubmitOutcome(claim.stored, claim.total - claim.stored)
-        return results
-
-    def _claim_locked(
-        self, submissions: Sequence[Submission], refused: dict[int, BaseException]
-    ) -> tuple[dict[int, BaseException], list[int], GroupClaim, dict[int, list[Binding]]]:
-        """Sort the group's batches into new and stored reports; token batches' bindings.
-
-        Returns the batches refused by their bindings, the positions of the others (in
-        order), their group claim, and each one's new bindings. A token batch's bindings
-        are checked first (so that another report for an answered question is refused as
-        such), in order, each seeing the earlier batches'. If the id claim then refuses a
-        token batch, the batches after it were checked against bindings that will not be
-        stored: both steps run again without it. ``refused``: batches refused already
-        (for a value), left out.
-        """
-        refused = dict(refused)  # and the token batches the id claim refuses
-        while True:
-            errors = dict(refused)
-            pending = PendingBindings()
-            bindings: dict[int, list[Binding]] = {}
-            for position, submission in enumerate(submissions):
-                if position in errors:
-                    continue
-                try:
-                    bindings[position] = self._bind_locked(submission, pending)
-                except Exception as error:
-                    errors[position] = error
-                    continue
-                pending.add(bindings[position])
-            claimed = [position for position in range(len(submissions)) if position not in errors]
-            group = self._index.claim(self._db, [submissions[p] for p in claimed])
-            unbound = {
-                position: claim
-                for position, claim in zip(claimed, group.claims, strict=True)
-                if isinstance(claim, BaseException) and bindings[position]
-            }
-            if not unbound:
-                return errors, claimed, group, bindings
-            refused.update(unbound)
-
     def maintain(self) -> None:
         """Do the background work that is due now, in this thread (tests use it)."""
         self._maintenance.run_once()
-
-    def _bind_locked(self, submission: Submission, pending: PendingBindings) -> list[Binding]:
-        """A token batch's new (token, question) bindings, checked before its ids are sorted.
-
-        Checked first, so that a different report for an answered question is refused as
-        such (naming the question) even when it reuses the first report's id.
-        """
-        if submission.token_hash is None:
-            return []
-        for group in submission.groups:
-            if group.survey_id not in self._index:
-                first = submission.positions[int(group.rows[0])]
-                raise FailedPrecondition(f"reports[{first}]: survey {group.survey_id!r} is closed")
-        return bind(self._db, submission, pending)
-
-    def _append_locked(
-        self,
-        claim: Claim,
-        changes: dict[tuple[str, str], TallyChange],
-        released: dict[tuple[str, str], Tally],
-        reads: dict[tuple[int, int], Any],
-        position: int,
-    ) -> dict[str, int]:
-        """Write a batch's log rows; add its reports to the group's tally changes.
-
-        A release due after this batch is the tally then (computed at once, in memory).
-        ``reads``: the reports of unread groups (:func:`read_groups`), by (batch at
-        ``position``, group). Returns each survey's new log row.
-        """
-        submission, fresh = claim.submission, claim.fresh
-        seqs: dict[str, int] = {}
-        for index, group in enumerate(submission.groups):
-            keep: Selection
-            if fresh is None:
-                keep, count = _ALL, len(group.rows)
-            else:
-                keep = fresh[group.rows]
-                count = int(np.count_nonzero(keep))
-                if not count:
-                    continue
-            key = (group.survey_id, group.question_id)
-            change = changes.get(key)
-            if change is None:
-                change = changes[key] = TallyChange(self._tallies.get(key) or self._read_tally(key))
-            change.add(group, keep, count, reads.get((position, index)))
-            if group.releases is not None:
-                last = released.get(key) or self._released.get(key) or self._read_released(key)
-                if group.releases.due(last.n, change.n):
-                    released[key] = change.tally()
-        for survey_id in claim.rows:
-            rows: NDArray[np.intp] = claim.new_rows(survey_id)
-            if len(rows):
-                cursor = self._db.execute(
-                    "INSERT INTO log (survey_id, reports) VALUES (?, ?)",
-                    (survey_id, submission.encode(rows)),
-                )
-                assert cursor.lastrowid is not None
-                seqs[survey_id] = cursor.lastrowid
-        return seqs
-
-    def _write_tallies(
-        self, tallies: dict[tuple[str, str], Tally], released: dict[tuple[str, str], Tally]
-    ) -> None:
-        """One row per question the group changed: its tally, and its release if one is due.
-
-        A release is the tally after the batch that reached its point, or after a later
-        batch of the same commit; either way a tally the question has at a commit.
-        """
-        self._db.executemany(
-            "UPDATE tallies SET n = ?, sums = ? WHERE survey_id = ? AND question_id = ?",
-            [(new.n, json.dumps(new.sums), *key) for key, new in tallies.items()],
-        )
-        if released:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO releases (survey_id, question_id, n, sums) "
-                "VALUES (?, ?, ?, ?)",
-                [(*key, new.n, json.dumps(new.sums)) for key, new in released.items()],
-            )
-
-    def _read_tally(self, key: tuple[str, str]) -> Tally:
-        n, sums = self._db.execute(
-            "SELECT n, sums FROM tallies WHERE survey_id = ? AND question_id = ?", key
-        ).fetchone()
-        return Tally(n=n, sums=tuple(json.loads(sums)))
-
-    def _read_released(self, key: tuple[str, str]) -> Tally:
-        row = self._db.execute(
-            "SELECT n, sums FROM releases WHERE survey_id = ? AND question_id = ?", key
-        ).fetchone()
-        return Tally(0) if row is None else Tally(n=row[0], sums=tuple(json.loads(row[1])))
 
     def released(self, survey_id: str, question_id: str) -> Tally | None:
         """The tally last released (``Tally(0)`` before the first).
