@@ -176,10 +176,14 @@ def parse_answers(options: Iterable[str], questions: Sequence[pb.Question]) -> d
 class PreparedReport:
     """One randomized report, ready to send, with the mechanism it was perturbed by.
 
-    ``reused`` marks a report kept from an earlier run: each question's report is drawn
-    once and then always sent as it is, whatever the answer given later. ``charged``: its
-    ε is already in the ledger, so sending it costs nothing. ``drawn_at`` and ``sent_at``
-    (UTC, ISO 8601) say when it was drawn and when the aggregator acknowledged it.
+    ``reused`` marks a report kept from an earlier run, or the value kept for the same
+    question asked elsewhere: each question's report is drawn once and then always sent as
+    it is, whatever the answer given later. ``charged``: this report is already in the
+    ledger at its aggregator (nothing to record). ``paid``: its draw is already charged on
+    this device (at this aggregator or another), so sending it costs nothing; ``draw`` is
+    the report id the value was first drawn under, for a copy (None: this report's own).
+    ``drawn_at`` and ``sent_at`` (UTC, ISO 8601) say when it was drawn and when the
+    aggregator acknowledged it.
     """
 
     report: pb.Report
@@ -188,11 +192,18 @@ class PreparedReport:
     charged: bool = False
     drawn_at: str | None = None
     sent_at: str | None = None
+    paid: bool = False
+    draw: str | None = None
+
+    @property
+    def drawn(self) -> str:
+        """The draw this report carries: the report id its value was first drawn under."""
+        return self.draw or self.report.report_id
 
     @property
     def cost(self) -> float:
-        """The ε this report adds to the ledger: its mechanism's, or 0 when charged before."""
-        return 0.0 if self.charged else self.mechanism.epsilon
+        """The ε this report adds to the device's total: 0 when its draw was charged before."""
+        return 0.0 if self.paid or self.charged else self.mechanism.epsilon
 
     def summary(self) -> dict[str, Any]:
         """What is sent, as JSON fields: never the true answer."""

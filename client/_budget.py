@@ -12,7 +12,6 @@ from deniable.client._ledger import Ledger, aggregator_name
 from deniable.client._options import (
     json_option,
     optional_server_option,
-    policy_from_context,
     policy_options,
 )
 from deniable.client._policy import Policy, round_down, round_up
@@ -22,7 +21,15 @@ __all__ = ["budget_command", "budget_document"]
 
 
 def budget_document(ledger: Ledger, policy: Policy, aggregators: list[str]) -> dict[str, Any]:
-    """Spent and remaining ε per aggregator, with each survey's charges."""
+    """Spent and remaining ε on this device, and per aggregator with each survey's charges.
+
+    A report sent to several aggregators (or under several names of one) counts once in
+    the device's total and once at each of them. An aggregator's ``remaining`` is what it
+    can still collect: the device's remaining budget, or less under its cap.
+    """
+    device_spent = ledger.total()
+    device_left = max(policy.budget - device_spent, 0.0)
+    cap = policy.aggregator_budget
     rows = []
     for aggregator in aggregators:
         spent = ledger.spent(aggregator)
@@ -35,12 +42,14 @@ def budget_document(ledger: Ledger, policy: Policy, aggregators: list[str]) -> d
             }
             for survey_id in ledger.surveys(aggregator)
         ]
+        budget = policy.budget if cap is None else min(cap, policy.budget)
+        left = device_left if cap is None else min(device_left, max(cap - spent, 0.0))
         rows.append(
             {
                 "aggregator": aggregator,
                 "spent": spent,
-                "budget": policy.budget,
-                "remaining": max(policy.budget - spent, 0.0),
+                "budget": budget,
+                "remaining": left,
                 "surveys": surveys,
             }
         )
@@ -48,8 +57,12 @@ def budget_document(ledger: Ledger, policy: Policy, aggregators: list[str]) -> d
         "policy": {
             "max_epsilon": policy.max_epsilon,
             "budget": policy.budget,
-            "sources": {name: policy.source(name) for name in ("max_epsilon", "budget")},
+            "aggregator_budget": cap,
+            "sources": {
+                name: policy.source(name) for name in ("max_epsilon", "budget", "aggregator_budget")
+            },
         },
+        "device": {"spent": device_spent, "budget": policy.budget, "remaining": device_left},
         "aggregators": rows,
     }
 
@@ -58,17 +71,16 @@ def budget_document(ledger: Ledger, policy: Policy, aggregators: list[str]) -> d
 @optional_server_option
 @policy_options
 @json_option
-def budget_command(
-    server: str | None, max_epsilon: float | None, budget: float | None, as_json: bool
-) -> None:
-    """Show the privacy (epsilon) spent and left, per aggregator and survey.
+def budget_command(server: str | None, policy: Policy, as_json: bool) -> None:
+    """Show the privacy (epsilon) spent and left, on this device and per aggregator.
 
     Reads this device's ledger ($XDG_DATA_HOME/deniable/ledger.json); contacts
-    no aggregator. Each aggregator (by its HOST:PORT) may collect at most
-    --budget epsilon from this device over all its surveys; answers resent as
-    they were cost nothing. --server shows one aggregator only.
+    no aggregator. The budget (--budget) is device-wide: every aggregator and
+    survey together may collect at most that epsilon from this device, and a
+    report sent to several aggregators (or under several names of one) counts
+    once. --aggregator-budget also caps each aggregator. Answers resent as they
+    were cost nothing. --server shows one aggregator only.
     """
-    policy = policy_from_context(max_epsilon, budget)
     state = LocalState()
     ledger = state.read_ledger()
     aggregators = [aggregator_name(server)] if server else ledger.aggregators()
@@ -76,11 +88,22 @@ def budget_command(
     if as_json:
         click.echo(json.dumps({"ledger": str(state.ledger_path), **document}, indent=2))
         return
+    cap = policy.aggregator_budget
+    per = (
+        ""
+        if cap is None
+        else f", at most {cap!r} per aggregator ({policy.source('aggregator_budget')})"
+    )
     click.echo(
-        f"Budget: epsilon {policy.budget!r} per aggregator ({policy.source('budget')}); "
-        f"at most {policy.max_epsilon!r} per answer ({policy.source('max_epsilon')})."
+        f"Budget: epsilon {policy.budget!r} on this device, over every aggregator "
+        f"({policy.source('budget')}){per}; at most {policy.max_epsilon!r} per answer "
+        f"({policy.source('max_epsilon')})."
     )
     click.echo(f"Ledger: {state.ledger_path}")
+    device = document["device"]
+    click.echo(
+        f"This device: {round_up(device['spent'])} spent, {round_down(device['remaining'])} left."
+    )
     if not aggregators:
         click.echo("No privacy spent yet.")
         return

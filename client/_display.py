@@ -35,7 +35,7 @@ def show_reports(say: Say, target: str, plan: Plan, policy: Policy) -> None:
     say(f"\nWill be sent to {target} (your true answers never leave this device):")
     say(f"  {'REPORT_ID':<32}  {'QUESTION':<12}  {'REPORTED':<24}  {'MECHANISM':<19}  EPSILON")
     for item in plan.prepared:
-        cost = "0 (charged before)" if item.charged else round_up(item.mechanism.epsilon)
+        cost = "0 (charged before)" if item.cost == 0 else round_up(item.mechanism.epsilon)
         say(
             f"  {item.report.report_id:<32}  {item.report.question_id:<12}  "
             f"{item.shown():<24}  {item.mechanism.name:<19}  {cost}"
@@ -49,14 +49,20 @@ def show_reports(say: Say, target: str, plan: Plan, policy: Policy) -> None:
     if plan.cost == 0:
         say("  Privacy cost now: none; every report was charged before.")
     else:
-        charged = sum(item.charged for item in plan.prepared)
-        note = f"; {charged} charged before cost nothing again" if charged else ""
+        paid = sum(item.cost == 0 for item in plan.prepared)
+        note = f"; {paid} charged before cost nothing again" if paid else ""
         say(f"  Privacy cost now: epsilon <= {round_up(plan.cost)} (epsilons add up{note}).")
     say(
-        f"  Your budget at {plan.aggregator}: {round_up(plan.spent_before)} spent before, "
+        f"  Your budget on this device: {round_up(plan.spent_before)} spent before, "
         f"{round_down(policy.budget - plan.spent_after)} left after this, "
         f"of {policy.budget!r}."
     )
+    cap = policy.aggregator_budget
+    if cap is not None:
+        say(
+            f"  Your cap at {plan.aggregator}: {round_up(plan.aggregator_before)} spent before, "
+            f"{round_down(cap - plan.aggregator_after)} left after this, of {cap!r}."
+        )
 
 
 def answer_document(
@@ -64,6 +70,8 @@ def answer_document(
 ) -> dict[str, Any]:
     """The ``--json`` document of ``deniable answer``: reports, acknowledgement, privacy."""
     spent = plan.spent_after if charged else plan.spent_before
+    here = plan.aggregator_after if charged else plan.aggregator_before
+    cap = policy.aggregator_budget
     return {
         "survey_id": plan.survey_id,
         "sent": response is not None,
@@ -78,5 +86,10 @@ def answer_document(
             "budget": policy.budget,
             "remaining": max(policy.budget - spent, 0.0),
             "max_epsilon": policy.max_epsilon,
+            "scope": "device",
+            "aggregator_cost": plan.aggregator_cost,
+            "aggregator_spent": here,
+            "aggregator_budget": cap,
+            "aggregator_remaining": None if cap is None else max(cap - here, 0.0),
         },
     }

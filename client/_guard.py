@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
 from deniable.client._answer import Answer, PreparedReport, build_report
+from deniable.client._content import content_of, copy_report, repeats
 from deniable.client._errors import InvalidAnswerError, RefusedError
 from deniable.client._files import LOCK_NAME, data_dir, exclusive_lock
 from deniable.client._ledger import (
@@ -24,62 +23,32 @@ from deniable.client._ledger import (
     save_ledger,
 )
 from deniable.client._memo import MEMO_NAME, Kept, Memo, definition_of, load_memo, save_memo
-from deniable.client._policy import Policy, round_down, round_up
+from deniable.client._plan import Plan
 from deniable.shared.mechanisms import Mechanism
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["LocalState", "Plan", "Session"]
 
 
-@dataclass(frozen=True)
-class Plan:
-    """The reports one answer sends: kept ones as they were drawn, fresh ones drawn now.
+def _source(
+    twin: Kept | None, earlier: PreparedReport | None, paid: set[str], spec: Mechanism
+) -> PreparedReport:
+    """What a repeated question sends: an earlier question's report, or the one kept elsewhere.
 
-    ``spent`` lists the ε already charged at the aggregator.
+    (An earlier question of the survey with the same content got the same twin, if any.)
     """
-
-    aggregator: str
-    survey_id: str
-    prepared: tuple[PreparedReport, ...]
-    spent: tuple[float, ...]
-
-    @property
-    def cost(self) -> float:
-        """The ε this answer adds to the ledger (reports charged before cost nothing)."""
-        return math.fsum(item.cost for item in self.prepared)
-
-    @property
-    def sent(self) -> bool:
-        """Whether the aggregator acknowledged every report of the survey before."""
-        return all(item.sent_at is not None for item in self.prepared)
-
-    @property
-    def spent_before(self) -> float:
-        """ε spent at the aggregator before this answer."""
-        return math.fsum(self.spent)
-
-    @property
-    def spent_after(self) -> float:
-        """ε spent at the aggregator once this answer is charged, summed exactly."""
-        return math.fsum([*self.spent, *(item.cost for item in self.prepared)])
-
-    def check_budget(self, policy: Policy) -> None:
-        """Refuse, before anything is sent, an answer that would take the total over budget.
-
-        Raises:
-            RefusedError: the message says by how much, and how to raise the budget.
-        """
-        if self.cost == 0 or self.spent_after <= policy.budget:
-            return
-        left = policy.budget - self.spent_before
-        raise RefusedError(
-            f"answering would spend epsilon {round_up(self.cost)} at {self.aggregator}, but "
-            f"only {round_down(left)} of your budget of {policy.budget!r} "
-            f"({policy.source('budget')}) is left there ({round_up(self.spent_before)} spent): "
-            f"{round_up(self.spent_after - policy.budget)} over budget; refusing to answer, "
-            f"nothing was sent. See 'deniable budget'; to accept more privacy loss, raise the "
-            f"budget with {policy.how_to_change('budget')}"
-        )
+    if earlier is not None:
+        return earlier
+    if twin is None:
+        raise RuntimeError("a repeated question without its first report")
+    return PreparedReport(
+        twin.report,
+        spec,
+        reused=True,
+        drawn_at=twin.drawn_at,
+        paid=twin.drawn in paid,
+        draw=twin.draw,
+    )
 
 
 def now_utc(now: datetime | None = None) -> str:
@@ -140,40 +109,86 @@ class Session:
             InvalidAnswerError: a question without a kept report has no answer.
         """
         aggregator = aggregator_name(target)
-        kept = self.kept(target, survey)
+        kept, twins = self.kept(target, survey), self.twins(target, survey)
         charged = {charge.report_id for charge in self.ledger.of(aggregator, survey.id)}
+        paid = self.ledger.draws()
+        first_asked = repeats(survey.questions)
         drawn_at = now_utc(now)
-        prepared = []
+        planned: dict[str, PreparedReport] = {}
         for question in survey.questions:
             spec, before = specs[question.id], kept.get(question.id)
+            twin = twins.get(question.id)
             if before is not None:
-                report = before.report
-                prepared.append(
-                    PreparedReport(
-                        report,
-                        spec,
-                        reused=True,
-                        charged=report.report_id in charged,
-                        drawn_at=before.drawn_at,
-                        sent_at=before.sent_at,
-                    )
+                item = PreparedReport(
+                    before.report,
+                    spec,
+                    reused=True,
+                    charged=before.report.report_id in charged,
+                    drawn_at=before.drawn_at,
+                    sent_at=before.sent_at,
+                    paid=before.drawn in paid,
+                    draw=before.draw,
                 )
-                continue
-            if question.id not in answers:
+            elif twin is not None or question.id in first_asked:
+                earlier = planned.get(first_asked.get(question.id, ""))
+                source = _source(twin, earlier, paid, spec)
+                report = copy_report(source.report, survey.id, question, rng)
+                item = PreparedReport(
+                    report,
+                    spec,
+                    reused=source.reused,
+                    charged=report.report_id in charged,
+                    drawn_at=source.drawn_at,
+                    paid=source.paid,
+                    draw=None if source.drawn == report.report_id else source.drawn,
+                )
+            elif question.id not in answers:
                 raise InvalidAnswerError(f"no answer for question {question.id!r}")
-            fresh = build_report(survey.id, question, spec, answers[question.id], rng)
-            prepared.append(dataclasses.replace(fresh, drawn_at=drawn_at))
-        spent = tuple(charge.epsilon for charge in self.ledger.of(aggregator))
-        return Plan(aggregator, survey.id, tuple(prepared), spent)
+            else:
+                fresh = build_report(survey.id, question, spec, answers[question.id], rng)
+                item = dataclasses.replace(fresh, drawn_at=drawn_at)
+            planned[question.id] = item
+        return Plan(
+            aggregator,
+            survey.id,
+            tuple(planned.values()),
+            device_before=self.ledger.total(),
+            aggregator_before=self.ledger.spent(aggregator),
+            aggregator_draws=frozenset(self.ledger.draws(aggregator)),
+        )
+
+    def twins(self, target: str, survey: pb.Survey) -> dict[str, Kept]:
+        """For questions without a report kept here: one kept for the same question elsewhere.
+
+        Elsewhere is another survey, another aggregator, or another name of this one; the
+        same question is the same content (:func:`content_of`). Asking it again gets that
+        report's value, never a fresh draw.
+        """
+        aggregator = aggregator_name(target)
+        found = {}
+        for question in survey.questions:
+            if self.memo.get(aggregator, survey.id, question.id) is None:
+                twin = self.memo.twin(content_of(question))
+                if twin is not None:
+                    found[question.id] = twin
+        return found
 
     def keep(self, plan: Plan, survey: pb.Survey) -> None:
-        """Keep the plan's fresh reports durably, before they are shown or sent."""
+        """Keep the plan's reports not kept yet durably, before they are shown or sent."""
         self._require_lock()
-        definitions = {question.id: definition_of(question) for question in survey.questions}
+        questions = {question.id: question for question in survey.questions}
         fresh = [
-            Kept(plan.aggregator, item.report, definitions[item.report.question_id], at)
+            Kept(
+                plan.aggregator,
+                item.report,
+                definition_of(questions[item.report.question_id]),
+                at,
+                content=content_of(questions[item.report.question_id]),
+                draw=item.draw,
+            )
             for item in plan.prepared
-            if not item.reused and (at := item.drawn_at) is not None
+            if (at := item.drawn_at) is not None
+            and self.memo.get(plan.aggregator, plan.survey_id, item.report.question_id) is None
         ]
         if fresh:
             self.memo = self.memo.add(fresh)
@@ -195,6 +210,7 @@ class Session:
                 item.mechanism.epsilon,
                 item.report.report_id,
                 at,
+                draw=item.drawn,
             )
             for item in plan.prepared
             if not item.charged

@@ -1,4 +1,4 @@
-"""The privacy ledger: every ε this device has spent, per aggregator and survey."""
+"""The privacy ledger: every ε this device has spent, device-wide and per aggregator and survey."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ __all__ = ["LEDGER_NAME", "Charge", "Ledger", "aggregator_name", "load_ledger", 
 
 LEDGER_NAME = "ledger.json"
 _FORMAT = "deniable-ledger"
-_VERSION = 1
-_FIELDS = ("question_id", "mechanism", "epsilon", "report_id", "at")
+_VERSION = 2
+_FIELDS_V1 = ("question_id", "mechanism", "epsilon", "report_id", "at")
+_FIELDS = (*_FIELDS_V1, "draw")
 
 
 def aggregator_name(target: str) -> str:
@@ -26,7 +27,8 @@ def aggregator_name(target: str) -> str:
     the port without leading zeros; ``dns:///HOST:PORT`` is named ``HOST:PORT``, and a
     list of daemons (``ipv4:A:P,B:P``) by its sorted addresses joined with commas. Names
     are not resolved: ``localhost:50051`` and ``127.0.0.1:50051`` are two aggregators to
-    the ledger, and so are a list and one of its addresses alone.
+    the ledger, and so are a list and one of its addresses alone. The budget is device-wide
+    (:meth:`Ledger.total`), so a second name for one aggregator gains it nothing.
 
     Raises:
         ValueError: the target is none of the accepted forms (the message names it).
@@ -42,7 +44,13 @@ def aggregator_name(target: str) -> str:
 
 @dataclass(frozen=True)
 class Charge:
-    """One answer's privacy loss, as recorded before its report is sent."""
+    """One report's privacy loss at an aggregator, as recorded before the report is sent.
+
+    ``draw`` names the randomized draw the report carries: the report id it was first
+    drawn under (its own id unless it is a copy of a report kept for the same question
+    asked elsewhere, see :mod:`._content`). A draw costs its ε once on this device however
+    many aggregators receive it, and once at each aggregator that does.
+    """
 
     aggregator: str
     survey_id: str
@@ -51,9 +59,13 @@ class Charge:
     epsilon: float
     report_id: str
     at: str  # UTC time of the charge, ISO 8601
+    draw: str = ""  # "": the report's own draw (its report id)
 
     def __post_init__(self) -> None:
-        for name in ("aggregator", "survey_id", "question_id", "mechanism", "report_id", "at"):
+        if self.draw == "":
+            object.__setattr__(self, "draw", self.report_id)
+        names = ("aggregator", "survey_id", "question_id", "mechanism", "report_id", "at", "draw")
+        for name in names:
             value = getattr(self, name)
             if not isinstance(value, str) or not value:
                 raise ValueError(f"{name} must be a non-empty string, got {value!r}")
@@ -71,12 +83,17 @@ class Charge:
 
 @dataclass(frozen=True)
 class Ledger:
-    """All charges, oldest first. ε adds up (sequential composition).
+    """All charges, oldest first. ε adds up over distinct draws (sequential composition).
+
+    A draw sent to several aggregators (or under several names of one) is one release of
+    the participant's answer: it counts once in :meth:`total`, and once in :meth:`spent`
+    at each aggregator that received it.
 
     Example:
         >>> ledger = Ledger().add([Charge("h:1", "s", "q", "grr", 1.5, "r1", "t")])
-        >>> ledger.spent("h:1"), ledger.spent("h:2")
-        (1.5, 0.0)
+        >>> ledger = ledger.add([Charge("h:2", "s", "q", "grr", 1.5, "r2", "t", draw="r1")])
+        >>> ledger.spent("h:1"), ledger.spent("h:2"), ledger.spent("h:3"), ledger.total()
+        (1.5, 1.5, 0.0, 1.5)
     """
 
     charges: tuple[Charge, ...] = ()
@@ -98,8 +115,16 @@ class Ledger:
         ]
 
     def spent(self, aggregator: str, survey_id: str | None = None) -> float:
-        """Total ε spent at an aggregator (or on one of its surveys), summed exactly."""
-        return math.fsum(charge.epsilon for charge in self.of(aggregator, survey_id))
+        """ε spent at an aggregator (or on one of its surveys): each draw once, summed exactly."""
+        return _once_per_draw(self.of(aggregator, survey_id))
+
+    def total(self) -> float:
+        """ε spent on this device over every aggregator: each draw once, summed exactly."""
+        return _once_per_draw(self.charges)
+
+    def draws(self, aggregator: str | None = None) -> set[str]:
+        """The draws charged (at one aggregator, or anywhere on this device)."""
+        return {c.draw for c in self.charges if aggregator in (None, c.aggregator)}
 
     def surveys(self, aggregator: str) -> list[str]:
         """The surveys charged at an aggregator, in order of first charge."""
@@ -122,8 +147,10 @@ class Ledger:
         """
         if not isinstance(document, dict) or document.get("format") != _FORMAT:
             raise ValueError(f"format must be {_FORMAT!r}")
-        if document.get("version") != _VERSION:
-            raise ValueError(f"version must be {_VERSION}, got {document.get('version')!r}")
+        version = document.get("version")
+        if version not in (1, _VERSION):
+            raise ValueError(f"version must be {_VERSION} (or 1), got {version!r}")
+        fields = set(_FIELDS if version == _VERSION else _FIELDS_V1)
         aggregators = document.get("aggregators")
         if not isinstance(aggregators, dict):
             raise ValueError(f"aggregators must be an object, got {aggregators!r}")
@@ -136,13 +163,21 @@ class Ledger:
                 if not isinstance(entries, list):
                     raise ValueError(f"{where} must be a list")
                 for index, entry in enumerate(entries):
-                    if not isinstance(entry, dict) or set(entry) != set(_FIELDS):
-                        raise ValueError(f"{where}[{index}] must have the keys {list(_FIELDS)}")
+                    if not isinstance(entry, dict) or set(entry) != fields:
+                        raise ValueError(f"{where}[{index}] must have the keys {sorted(fields)}")
                     try:
                         charges.append(Charge(aggregator, survey_id, **entry))
                     except ValueError as error:
                         raise ValueError(f"{where}[{index}]: {error}") from None
         return cls(tuple(charges))
+
+
+def _once_per_draw(charges: Iterable[Charge]) -> float:
+    """The ε of the charges' distinct draws, summed exactly (a draw's largest charge)."""
+    by_draw: dict[str, float] = {}
+    for charge in charges:
+        by_draw[charge.draw] = max(by_draw.get(charge.draw, 0.0), charge.epsilon)
+    return math.fsum(by_draw.values())
 
 
 def load_ledger(path: Path) -> Ledger:

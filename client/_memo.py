@@ -19,8 +19,9 @@ __all__ = ["MEMO_NAME", "Kept", "Memo", "definition_of", "load_memo", "save_memo
 
 MEMO_NAME = "memo.json"
 _FORMAT = "deniable-memo"
-_VERSION = 2
-_FIELDS = ("aggregator", "report", "definition", "drawn_at", "sent_at")
+_VERSION = 3
+_FIELDS_V2 = ("aggregator", "report", "definition", "drawn_at", "sent_at")
+_FIELDS = (*_FIELDS_V2, "content", "draw")
 
 Key = tuple[str, str, str]
 """(aggregator, survey id, question id): one kept report each."""
@@ -59,6 +60,10 @@ class Kept:
     ``definition`` is :func:`definition_of` the question when the report was drawn (None
     for reports kept by version 1 of the memo, which did not record it). ``sent_at`` is
     when the aggregator acknowledged the report (None: not yet, or not known).
+    ``content`` is :func:`~._content.content_of` the question (None for reports kept by
+    versions 1 and 2): the same question asked anywhere else gets this report's value.
+    ``draw`` is the report id the value was first drawn under, when this report is such a
+    copy (None: drawn for this report).
     """
 
     aggregator: str
@@ -66,6 +71,8 @@ class Kept:
     definition: str | None
     drawn_at: str
     sent_at: str | None = None
+    content: str | None = None
+    draw: str | None = None
 
     def __post_init__(self) -> None:
         report = self.report
@@ -74,10 +81,15 @@ class Kept:
         for name in ("aggregator", "drawn_at"):
             if not isinstance(getattr(self, name), str) or not getattr(self, name):
                 raise ValueError(f"{name} must be a non-empty string")
-        for name in ("definition", "sent_at"):
+        for name in ("definition", "sent_at", "content", "draw"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value):
                 raise ValueError(f"{name} must be null or a non-empty string, got {value!r}")
+
+    @property
+    def drawn(self) -> str:
+        """The draw this report carries: the report id its value was first drawn under."""
+        return self.draw or self.report.report_id
 
     @property
     def key(self) -> Key:
@@ -98,20 +110,37 @@ class Kept:
             "definition": self.definition,
             "drawn_at": self.drawn_at,
             "sent_at": self.sent_at,
+            "content": self.content,
+            "draw": self.draw,
         }
 
 
 @dataclass(frozen=True)
 class Memo:
-    """The kept reports, at most one per (aggregator, survey, question); never replaced."""
+    """The kept reports, at most one per (aggregator, survey, question); never replaced.
+
+    :meth:`twin` finds a kept report by its question's content, wherever it was asked.
+    """
 
     entries: Mapping[Key, Kept] = field(default_factory=dict)
+    _by_content: dict[str, Kept] = field(default_factory=dict, init=False, compare=False)
 
     def __post_init__(self) -> None:
         for key, kept in self.entries.items():
             if key != kept.key:
                 raise ValueError(f"entry {key!r} holds the report of {kept.key!r}")
+            if kept.content is not None:  # the earliest drawn keeps the content
+                first = self._by_content.get(kept.content)
+                if first is None or (kept.drawn_at, kept.key) < (first.drawn_at, first.key):
+                    self._by_content[kept.content] = kept
         object.__setattr__(self, "entries", dict(self.entries))
+
+    def twin(self, content: str) -> Kept | None:
+        """The earliest report kept for a question with this content, anywhere (a copy)."""
+        kept = self._by_content.get(content)
+        if kept is None:
+            return None
+        return replace(kept, report=pb.Report.FromString(kept.report.SerializeToString()))
 
     def get(self, aggregator: str, survey_id: str, question_id: str) -> Kept | None:
         """The kept report of a question, with a copy of its report, if any."""
@@ -153,16 +182,17 @@ class Memo:
         version = document.get("version")
         if version == 1:
             return cls._from_version_1(document, ledger or Ledger())
-        if version != _VERSION:
-            raise ValueError(f"version must be {_VERSION} (or 1), got {version!r}")
+        if version not in (2, _VERSION):
+            raise ValueError(f"version must be {_VERSION} (or 1 or 2), got {version!r}")
+        fields = set(_FIELDS if version == _VERSION else _FIELDS_V2)
         entries = document.get("reports")
         if not isinstance(entries, list):
             raise ValueError(f"reports must be a list, got {entries!r}")
         kept: dict[Key, Kept] = {}
         for index, entry in enumerate(entries):
             where = f"reports[{index}]"
-            if not isinstance(entry, dict) or set(entry) != set(_FIELDS):
-                raise ValueError(f"{where} must have the keys {list(_FIELDS)}")
+            if not isinstance(entry, dict) or set(entry) != fields:
+                raise ValueError(f"{where} must have the keys {sorted(fields)}")
             try:
                 item = Kept(**{**entry, "report": _decode(entry["report"], "report")})
             except ValueError as error:

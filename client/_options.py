@@ -63,15 +63,41 @@ json_option = click.option(
 
 
 def policy_options(command: Command) -> Command:
-    """``--max-epsilon`` and ``--budget``, also from the environment and the config file."""
+    """``--max-epsilon``, ``--budget`` and ``--aggregator-budget``, folded into ``policy``.
+
+    Each also comes from the environment and the config file (command line > environment >
+    config file > default); the command receives one :class:`Policy` as ``policy``.
+    """
+
+    @functools.wraps(command)
+    def with_policy(
+        *args: Any,
+        max_epsilon: float | None,
+        budget: float | None,
+        aggregator_budget: float | None,
+        **kw: Any,
+    ) -> Any:
+        policy = policy_from_context(max_epsilon, budget, aggregator_budget)
+        return command(*args, policy=policy, **kw)
+
     budget = click.option(
         "--budget",
         type=float,
         envvar=ENV_VARS["budget"],
         show_envvar=True,
         metavar="EPSILON",
-        help="Total epsilon each aggregator may collect from this device, over all its "
-        f"surveys. [default: budget in the config file, else {DEFAULT_BUDGET}]",
+        help="Total epsilon this device may spend, over every aggregator and survey (a "
+        "report sent to several aggregators counts once). "
+        f"[default: budget in the config file, else {DEFAULT_BUDGET}]",
+    )
+    aggregator_budget = click.option(
+        "--aggregator-budget",
+        type=float,
+        envvar=ENV_VARS["aggregator_budget"],
+        show_envvar=True,
+        metavar="EPSILON",
+        help="Also cap the epsilon one aggregator (by its name) may collect, below --budget. "
+        "[default: aggregator_budget in the config file, else no cap]",
     )
     max_epsilon = click.option(
         "--max-epsilon",
@@ -82,7 +108,7 @@ def policy_options(command: Command) -> Command:
         help="Refuse any question whose epsilon, computed here, is above this. "
         f"[default: max_epsilon in the config file, else {DEFAULT_MAX_EPSILON}]",
     )
-    return max_epsilon(budget(command))
+    return cast(Command, max_epsilon(budget(aggregator_budget(with_policy))))
 
 
 _SOURCES = {
@@ -91,7 +117,9 @@ _SOURCES = {
 }
 
 
-def policy_from_context(max_epsilon: float | None, budget: float | None) -> Policy:
+def policy_from_context(
+    max_epsilon: float | None, budget: float | None, aggregator_budget: float | None = None
+) -> Policy:
     """The policy: command line > environment > config file > defaults.
 
     Raises:
@@ -100,7 +128,12 @@ def policy_from_context(max_epsilon: float | None, budget: float | None) -> Poli
     """
     ctx = click.get_current_context()
     given: dict[str, tuple[float | None, str]] = {}
-    for name, value in (("max_epsilon", max_epsilon), ("budget", budget)):
+    settings = (
+        ("max_epsilon", max_epsilon),
+        ("budget", budget),
+        ("aggregator_budget", aggregator_budget),
+    )
+    for name, value in settings:
         source = ctx.get_parameter_source(name)
         given[name] = (value, _SOURCES.get(source, "default") if source else "default")
     return resolve_policy(given)

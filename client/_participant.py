@@ -18,6 +18,7 @@ from deniable.client._answer import (
     parse_answer,
     parse_answers,
 )
+from deniable.client._content import repeats
 from deniable.client._display import Say, answer_document, show_question, show_reports
 from deniable.client._errors import InvalidAnswerError, RefusedError, from_remote
 from deniable.client._guard import LocalState, Plan
@@ -25,14 +26,15 @@ from deniable.client._ledger import aggregator_name
 from deniable.client._memo import Kept
 from deniable.client._options import (
     json_option,
-    policy_from_context,
     policy_options,
     server_option,
     tls_options,
     token_options,
 )
+from deniable.client._policy import Policy
 from deniable.client._remote import AggregatorClient, RemoteError
 from deniable.client._token import check_enrollment, refused_with_token
+from deniable.shared.errors import shown
 from deniable.shared.questions import question_type
 from deniable.shared.text import visible
 from deniable.shared.transport import TlsConfig
@@ -121,8 +123,7 @@ def answer_command(
     dry_run: bool,
     assume_yes: bool,
     interactive: bool | None,
-    max_epsilon: float | None,
-    budget: float | None,
+    policy: Policy,
     enrollment_token: str | None,
     as_json: bool,
 ) -> None:
@@ -158,7 +159,6 @@ def answer_command(
     confirm before anything is sent (--yes skips that). Declining sends nothing
     and exits 0. Exit codes: see deniable --help.
     """
-    policy = policy_from_context(max_epsilon, budget)
     check_answer_syntax(answer_options)  # before the aggregator is contacted
     if interactive is None:
         interactive = stdin_is_tty()
@@ -166,14 +166,16 @@ def answer_command(
     state = LocalState()
     with _connect(server, tls) as client:
         survey = client.get_survey(survey_id)
+        check_requested(survey, survey_id)
         check_open(survey)
         check_enrollment(survey, enrollment_token)  # before anything is asked or charged
         specs = {q.id: policy.check(q) for q in survey.questions}  # refuse before asking
         with state.session(write=False) as peek:  # no lock while the participant types
-            kept = peek.kept(server, survey)
+            kept, twins = peek.kept(server, survey), peek.twins(server, survey)
+        first_asked = repeats(survey.questions)
         _refuse_answered(survey, kept, server)
         answers = parse_answers(answer_options, survey.questions)
-        _require_answers(survey, answers, interactive, kept)
+        _require_answers(survey, answers, interactive, {*kept, *twins, *first_asked})
         say(f"Survey {survey.id}: {visible(survey.title)}")
         for index, question in enumerate(survey.questions, 1):
             show_question(say, index, len(survey.questions), question, specs[question.id])
@@ -181,6 +183,19 @@ def answer_command(
                 say(
                     f"  Answered before: the report drawn on {kept[question.id].drawn_at} is "
                     "kept and sent as it is; an answer given now is not used."
+                )
+            elif question.id in twins:
+                twin = twins[question.id]
+                say(
+                    f"  Asked before (survey {visible(twin.report.survey_id)} at "
+                    f"{visible(twin.aggregator)}): the report drawn for it on {twin.drawn_at} "
+                    "is sent again, so no second draw can be averaged with it; an answer given "
+                    "now is not used."
+                )
+            elif question.id in first_asked:
+                say(
+                    f"  The same question as {visible(first_asked[question.id])}: its report "
+                    "is sent for both; no answer is asked."
                 )
             elif question.id in answers:
                 say("  Answered with --answer.")
@@ -220,11 +235,27 @@ def _refuse_answered(survey: pb.Survey, kept: Mapping[str, Kept], server: str) -
     )
 
 
+def check_requested(survey: pb.Survey, survey_id: str) -> None:
+    """Refuse a survey other than the one asked for: its answers would be charged to it.
+
+    Raises:
+        RefusedError: the aggregator answered with another survey id.
+    """
+    if survey.id != survey_id:
+        raise RefusedError(
+            f"asked for survey {visible(survey_id)}, the aggregator sent survey "
+            f"{shown(survey.id)}; refusing to answer, nothing was sent"
+        )
+
+
 def _require_answers(
-    survey: pb.Survey, answers: dict[str, Answer], interactive: bool, kept: Mapping[str, Kept]
+    survey: pb.Survey, answers: dict[str, Answer], interactive: bool, covered: set[str]
 ) -> None:
-    """Without prompts, every question needs a kept report or an --answer; name one missing."""
-    missing = [q for q in survey.questions if q.id not in answers and q.id not in kept]
+    """Without prompts, every question needs a kept report or an --answer; name one missing.
+
+    ``covered``: questions whose report is kept, here or for the same question elsewhere.
+    """
+    missing = [q for q in survey.questions if q.id not in answers and q.id not in covered]
     if missing and not interactive:
         first = missing[0]
         kind = question_type(first.WhichOneof("kind") or "binary")

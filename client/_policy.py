@@ -1,4 +1,4 @@
-"""The participant's privacy policy: maximum ε per answer and total budget per aggregator."""
+"""The participant's privacy policy: maximum ε per answer, device-wide budget, aggregator cap."""
 
 from __future__ import annotations
 
@@ -33,11 +33,19 @@ __all__ = [
 DEFAULT_MAX_EPSILON = 2.0
 """Largest ε one answer may cost: a yes/no guess right at most 88% of the time (docs/privacy.md)."""
 DEFAULT_BUDGET = 10.0
-"""Total ε one aggregator may collect from this device, over all its surveys (docs/privacy.md)."""
+"""Total ε this device may spend, over every aggregator and survey (docs/privacy.md)."""
 CONFIG_NAME = "config.toml"
-ENV_VARS = {"max_epsilon": "DENIABLE_MAX_EPSILON", "budget": "DENIABLE_BUDGET"}
+ENV_VARS = {
+    "max_epsilon": "DENIABLE_MAX_EPSILON",
+    "budget": "DENIABLE_BUDGET",
+    "aggregator_budget": "DENIABLE_AGGREGATOR_BUDGET",
+}
 """The environment variable of each policy setting (also DENIABLE_<COMMAND>_<OPTION>)."""
-_OPTIONS = {"max_epsilon": "--max-epsilon", "budget": "--budget"}
+_OPTIONS = {
+    "max_epsilon": "--max-epsilon",
+    "budget": "--budget",
+    "aggregator_budget": "--aggregator-budget",
+}
 
 
 class ConfigError(InvalidAnswerError):
@@ -69,7 +77,11 @@ def _positive(name: str, value: object) -> float:
 
 @dataclass(frozen=True)
 class Policy:
-    """What this device agrees to: ``max_epsilon`` per answer, ``budget`` per aggregator.
+    """What this device agrees to: ``max_epsilon`` per answer, ``budget`` over everything.
+
+    ``budget`` is device-wide: the ε of every draw sent to any aggregator, each draw once.
+    ``aggregator_budget`` (None: none) caps what one aggregator (by name) may collect; it
+    may sit below ``budget``, never lift it.
 
     ``sources`` says where each value came from (command line, environment, config file,
     default), for messages; it does not take part in comparisons.
@@ -86,10 +98,14 @@ class Policy:
     max_epsilon: float = DEFAULT_MAX_EPSILON
     budget: float = DEFAULT_BUDGET
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
+    aggregator_budget: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "max_epsilon", _positive("max_epsilon", self.max_epsilon))
         object.__setattr__(self, "budget", _positive("budget", self.budget))
+        if self.aggregator_budget is not None:
+            cap = _positive("aggregator_budget", self.aggregator_budget)
+            object.__setattr__(self, "aggregator_budget", cap)
         object.__setattr__(self, "sources", dict(self.sources))
 
     def source(self, name: str) -> str:
@@ -123,7 +139,8 @@ class Policy:
 def load_config(path: Path) -> dict[str, float]:
     """The policy settings in a TOML config file (empty when the file does not exist).
 
-    The file holds a ``[participant]`` table with ``max_epsilon`` and/or ``budget``.
+    The file holds a ``[participant]`` table with ``max_epsilon``, ``budget`` and/or
+    ``aggregator_budget``.
 
     Raises:
         ConfigError: unreadable, not TOML, unknown keys, or invalid values; the message

@@ -7,6 +7,7 @@ import math
 import multiprocessing
 import os
 import re
+import secrets
 import stat
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,12 @@ from tests.conftest import binary_question
 SAFETY_TIMEOUT = 120  # only so that a broken lock fails the test instead of hanging it
 
 
-def charge(epsilon: float = 1.0, survey: str = "s", aggregator: str = "h:1") -> Charge:
-    return Charge(aggregator, survey, "q", "randomized_response", epsilon, "r" * 32, "t")
+def charge(
+    epsilon: float = 1.0, survey: str = "s", aggregator: str = "h:1", draw: str = ""
+) -> Charge:
+    """A charge of a fresh draw (a new report id each), or of a copy of ``draw``."""
+    report_id = secrets.token_hex(16)
+    return Charge(aggregator, survey, "q", "randomized_response", epsilon, report_id, "t", draw)
 
 
 @pytest.mark.parametrize(
@@ -110,7 +115,7 @@ CORRUPT = [
     (b'{"format": "deniable-ledger", "version": 1, "aggre', "is not valid JSON"),
     (b"\xff\xfe\x00", "is not valid JSON"),
     (b"[]", "is not a valid ledger (format must be 'deniable-ledger')"),
-    (b'{"format": "deniable-ledger", "version": 2, "aggregators": {}}', "version must be 1"),
+    (b'{"format": "deniable-ledger", "version": 3, "aggregators": {}}', "version must be 2 (or 1)"),
     (
         b'{"format": "deniable-ledger", "version": 1, "aggregators": {"h:1": {"s": '
         b'[{"question_id": "q", "mechanism": "grr", "epsilon": -1, "report_id": "r", "at": "t"}'

@@ -154,18 +154,18 @@ def test_a_version_1_memo_keeps_each_questions_last_charged_report(tmp_path: Pat
     kept = memo.get("h:1", "s", "q")
     assert kept is not None
     assert (kept.report, kept.drawn_at, kept.sent_at, kept.definition) == (second, "t3", None, None)
-    # The next answer resends it, for free, and the memo is then written as version 2.
+    # The next answer resends it, for free, and the memo is then written as version 3.
     plan = _answer(state, _survey(binary_question("p"), question), {"p": False, "q": True})
     assert [item.report for item in plan.prepared] == [other, second]
     assert plan.cost == 0
-    assert json.loads(state.memo_path.read_text())["version"] == 2
+    assert json.loads(state.memo_path.read_text())["version"] == 3
 
 
 @pytest.mark.parametrize(
     ("document", "problem"),
     [
         ({"format": "other"}, "format must be 'deniable-memo'"),
-        ({"format": "deniable-memo", "version": 3, "reports": []}, "version must be 2 (or 1)"),
+        ({"format": "deniable-memo", "version": 4, "reports": []}, "version must be 3 (or 1 or 2)"),
         ({"format": "deniable-memo", "version": 2, "reports": {}}, "reports must be a list"),
         ({"format": "deniable-memo", "version": 2, "reports": [{"report": "@@"}]}, "the keys"),
         (

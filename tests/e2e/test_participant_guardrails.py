@@ -151,7 +151,9 @@ def test_epsilon_above_the_limit_is_refused_before_anything_is_sent(
 def test_an_answer_over_budget_is_refused_and_a_free_resend_is_not(
     daemon: Daemon, run_cli: RunCli
 ) -> None:
-    first, second = _create(daemon.address), _create(daemon.address)
+    first = _create(daemon.address)
+    # Other questions (the same ones would get the first survey's reports, at no cost).
+    second = _create(daemon.address, _other("q1", 0.5), _other("q2", 0.25))
     # This costs 1.6094 of the budget of 2.
     _answer(run_cli, daemon.address, first, "--answer", "q1=yes", "--answer", "q2=no",
             "--budget", "2")  # fmt: skip
@@ -162,10 +164,10 @@ def test_an_answer_over_budget_is_refused_and_a_free_resend_is_not(
     )  # fmt: skip
     _refused(
         over,
-        f"answering would spend epsilon 1.6095 at {daemon.address}, but only 0.3905 of your "
-        "budget of 2.0 (from the environment) is left there (1.6095 spent): 1.2189 over budget; "
-        "refusing to answer, nothing was sent. See 'deniable budget'; to accept more privacy "
-        "loss, raise the budget with --budget, DENIABLE_BUDGET or budget in",
+        "answering would spend epsilon 1.6095, but only 0.3905 of your budget of 2.0 (from the "
+        "environment) is left on this device, over every aggregator (1.6095 spent): 1.2189 over "
+        "budget; refusing to answer, nothing was sent. See 'deniable budget'; to accept more "
+        "privacy loss, raise the budget with --budget, DENIABLE_BUDGET or budget in",
     )
     assert (data_dir() / "ledger.json").read_bytes() == ledger  # nothing charged
     assert _count(daemon.address, second) == 0
@@ -180,6 +182,13 @@ def test_an_answer_over_budget_is_refused_and_a_free_resend_is_not(
                    "--budget", "1")  # fmt: skip
     assert (free["privacy"]["cost"], free["already_stored"]) == (0.0, 2)
     assert (data_dir() / "ledger.json").read_bytes() == ledger
+
+
+def _other(qid: str, alpha: float) -> pb.Question:
+    """A yes/no question like ``binary_question(qid, alpha)`` asking something else."""
+    question = binary_question(qid, alpha)
+    question.text = f"Another question {qid}?"
+    return question
 
 
 def _rr(alpha: float) -> pb.Mechanism:
@@ -374,17 +383,25 @@ def test_budget_shows_spent_and_remaining_per_aggregator_and_survey(
     text = run_cli("deniable", "budget", "--budget", "5")
     lines = text.stdout.splitlines()
     assert lines[0] == (
-        "Budget: epsilon 5.0 per aggregator (from the command line); at most 2.0 per answer "
-        "(default)."
+        "Budget: epsilon 5.0 on this device, over every aggregator (from the command line); at "
+        "most 2.0 per answer (default)."
     )
-    assert lines[3].split() == ["AGGREGATOR", "SURVEY", "ANSWERS", "SPENT", "LEFT"]
-    assert lines[4].split() == [daemon.address, "(all)", "3", "2.7081", "2.2919"]
-    assert lines[5].split() == [first, "2", "1.6095"]
+    assert lines[2] == "This device: 2.7081 spent, 2.2919 left."
+    assert lines[4].split() == ["AGGREGATOR", "SURVEY", "ANSWERS", "SPENT", "LEFT"]
+    assert lines[5].split() == [daemon.address, "(all)", "3", "2.7081", "2.2919"]
+    assert lines[6].split() == [first, "2", "1.6095"]
+    # The budget is the device's: another aggregator can collect only what is left of it.
     other = run_cli("deniable", "budget", "--server", "LOCALHOST:1", "--json")
-    assert json.loads(other.stdout)["aggregators"] == [
-        {"aggregator": "localhost:1", "spent": 0.0, "budget": 10.0, "remaining": 10.0,
+    document = json.loads(other.stdout)
+    assert document["device"] == {"spent": spent, "budget": 10.0, "remaining": 10.0 - spent}
+    assert document["aggregators"] == [
+        {"aggregator": "localhost:1", "spent": 0.0, "budget": 10.0, "remaining": 10.0 - spent,
          "surveys": []}
     ]  # fmt: skip
+    capped = run_cli("deniable", "budget", "--server", "LOCALHOST:1", "--json",
+                     "--aggregator-budget", "1")  # fmt: skip
+    (row,) = json.loads(capped.stdout)["aggregators"]
+    assert (row["budget"], row["remaining"]) == (1.0, 1.0)
 
 
 def test_no_true_answer_reaches_the_files_or_the_output(daemon: Daemon, run_cli: RunCli) -> None:

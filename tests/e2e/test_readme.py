@@ -55,7 +55,23 @@ README_DIRS = ("/home/you", "/tmp/you", "/tmp/walk3", "/tmp/smoke")
 DESCRIBED: dict[str, str | dict[str, object]] = {
     "5d8ee74550959c95": "json:Study habits",
     "94f1f2ebc80394c9": "cat:Exam honesty",
-    "c2b27da5c4596997": "cat:Exam honesty",
+    "c2b27da5c4596997": {  # other questions: the same ones would get the kept reports
+        "title": "Exam honesty at work",
+        "questions": [
+            {
+                "id": "cheated",
+                "text": "Have you ever cheated in a test at work?",
+                "type": "binary",
+                "epsilon": 1.0,
+            },
+            {
+                "id": "copied",
+                "text": "Have you ever copied a colleague's report?",
+                "type": "binary",
+                "alpha": 0.5,
+            },
+        ],
+    },
     "8517705e20dc3c83": {
         "title": "Late",
         "questions": [{"id": "late", "text": "Were you late?", "type": "binary", "epsilon": 3}],
