@@ -133,15 +133,19 @@ def answer_command(
     setting means and its exact epsilon, computed here from the mechanism (the
     server's figures are not used). A question whose epsilon is above
     --max-epsilon is refused, and so is an answer that would take the epsilon
-    spent at this aggregator over --budget (see deniable budget). Each answer is
-    randomized with the OS's cryptographic random source, you see exactly what
-    will be sent (never your true answers), and all answers go in one batch.
+    spent on this device, over every aggregator, over --budget (or the epsilon
+    spent at this aggregator over --aggregator-budget; see deniable budget).
+    Each answer is randomized with the OS's cryptographic random source, you see
+    exactly what will be sent (never your true answers), and all answers go in
+    one batch.
 
     Each question's report is drawn once and kept (in your memo, before you
     see it): later runs, dry runs included, show and send that same report
     whatever you answer then, at no new privacy cost, so that fresh reports
-    can never be averaged to reveal your answer. Once the aggregator has
-    stored a survey's reports, answering it again is refused (exit code 5).
+    can never be averaged to reveal your answer. The same question (same text,
+    options and mechanism) asked in another survey or at another aggregator gets
+    that report's value too, at no new cost. Once the aggregator has stored a
+    survey's reports, answering it again is refused (exit code 5).
     The cost is recorded in your ledger before anything is sent.
 
     A survey that requires enrollment needs the token its organizer gave you
