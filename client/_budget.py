@@ -29,7 +29,7 @@ def budget_document(ledger: Ledger, policy: Policy, aggregators: list[str]) -> d
     """
     device_spent = ledger.total()
     device_left = max(policy.budget - device_spent, 0.0)
-    cap = policy.aggregator_budget
+    cap = policy.budget_per_aggregator
     rows = []
     for aggregator in aggregators:
         spent = ledger.spent(aggregator)
@@ -57,9 +57,10 @@ def budget_document(ledger: Ledger, policy: Policy, aggregators: list[str]) -> d
         "policy": {
             "max_epsilon": policy.max_epsilon,
             "budget": policy.budget,
-            "aggregator_budget": cap,
+            "budget_per_aggregator": cap,
             "sources": {
-                name: policy.source(name) for name in ("max_epsilon", "budget", "aggregator_budget")
+                name: policy.source(name)
+                for name in ("max_epsilon", "budget", "budget_per_aggregator")
             },
         },
         "device": {"spent": device_spent, "budget": policy.budget, "remaining": device_left},
@@ -78,7 +79,7 @@ def budget_command(server: str | None, policy: Policy, as_json: bool) -> None:
     no aggregator. The budget (--budget) is device-wide: every aggregator and
     survey together may collect at most that epsilon from this device, and a
     report sent to several aggregators (or under several names of one) counts
-    once. --aggregator-budget also caps each aggregator. Answers resent as they
+    once. --budget-per-aggregator also caps each aggregator. Answers resent as they
     were cost nothing. --server shows one aggregator only.
     """
     state = LocalState()
@@ -88,11 +89,11 @@ def budget_command(server: str | None, policy: Policy, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({"ledger": str(state.ledger_path), **document}, indent=2))
         return
-    cap = policy.aggregator_budget
+    cap = policy.budget_per_aggregator
     per = (
         ""
         if cap is None
-        else f", at most {cap!r} per aggregator ({policy.source('aggregator_budget')})"
+        else f", at most {cap!r} per aggregator ({policy.source('budget_per_aggregator')})"
     )
     click.echo(
         f"Budget: epsilon {policy.budget!r} on this device, over every aggregator "

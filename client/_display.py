@@ -57,7 +57,7 @@ def show_reports(say: Say, target: str, plan: Plan, policy: Policy) -> None:
         f"{round_down(policy.budget - plan.spent_after)} left after this, "
         f"of {policy.budget!r}."
     )
-    cap = policy.aggregator_budget
+    cap = policy.budget_per_aggregator
     if cap is not None:
         say(
             f"  Your cap at {plan.aggregator}: {round_up(plan.aggregator_before)} spent before, "
@@ -71,7 +71,7 @@ def answer_document(
     """The ``--json`` document of ``deniable answer``: reports, acknowledgement, privacy."""
     spent = plan.spent_after if charged else plan.spent_before
     here = plan.aggregator_after if charged else plan.aggregator_before
-    cap = policy.aggregator_budget
+    cap = policy.budget_per_aggregator
     return {
         "survey_id": plan.survey_id,
         "sent": response is not None,
@@ -89,7 +89,7 @@ def answer_document(
             "scope": "device",
             "aggregator_cost": plan.aggregator_cost,
             "aggregator_spent": here,
-            "aggregator_budget": cap,
+            "budget_per_aggregator": cap,
             "aggregator_remaining": None if cap is None else max(cap - here, 0.0),
         },
     }

@@ -63,7 +63,7 @@ json_option = click.option(
 
 
 def policy_options(command: Command) -> Command:
-    """``--max-epsilon``, ``--budget`` and ``--aggregator-budget``, folded into ``policy``.
+    """``--max-epsilon``, ``--budget`` and ``--budget-per-aggregator``, folded into ``policy``.
 
     Each also comes from the environment and the config file (command line > environment >
     config file > default); the command receives one :class:`Policy` as ``policy``.
@@ -74,10 +74,10 @@ def policy_options(command: Command) -> Command:
         *args: Any,
         max_epsilon: float | None,
         budget: float | None,
-        aggregator_budget: float | None,
+        budget_per_aggregator: float | None,
         **kw: Any,
     ) -> Any:
-        policy = policy_from_context(max_epsilon, budget, aggregator_budget)
+        policy = policy_from_context(max_epsilon, budget, budget_per_aggregator)
         return command(*args, policy=policy, **kw)
 
     budget = click.option(
@@ -90,14 +90,14 @@ def policy_options(command: Command) -> Command:
         "report sent to several aggregators counts once). "
         f"[default: budget in the config file, else {DEFAULT_BUDGET}]",
     )
-    aggregator_budget = click.option(
-        "--aggregator-budget",
+    budget_per_aggregator = click.option(
+        "--budget-per-aggregator",
         type=float,
-        envvar=ENV_VARS["aggregator_budget"],
+        envvar=ENV_VARS["budget_per_aggregator"],
         show_envvar=True,
         metavar="EPSILON",
         help="Also cap the epsilon one aggregator (by its name) may collect, below --budget. "
-        "[default: aggregator_budget in the config file, else no cap]",
+        "[default: budget_per_aggregator in the config file, else no cap]",
     )
     max_epsilon = click.option(
         "--max-epsilon",
@@ -108,7 +108,7 @@ def policy_options(command: Command) -> Command:
         help="Refuse any question whose epsilon, computed here, is above this. "
         f"[default: max_epsilon in the config file, else {DEFAULT_MAX_EPSILON}]",
     )
-    return cast(Command, max_epsilon(budget(aggregator_budget(with_policy))))
+    return cast(Command, max_epsilon(budget(budget_per_aggregator(with_policy))))
 
 
 _SOURCES = {
@@ -118,7 +118,7 @@ _SOURCES = {
 
 
 def policy_from_context(
-    max_epsilon: float | None, budget: float | None, aggregator_budget: float | None = None
+    max_epsilon: float | None, budget: float | None, budget_per_aggregator: float | None = None
 ) -> Policy:
     """The policy: command line > environment > config file > defaults.
 
@@ -131,7 +131,7 @@ def policy_from_context(
     settings = (
         ("max_epsilon", max_epsilon),
         ("budget", budget),
-        ("aggregator_budget", aggregator_budget),
+        ("budget_per_aggregator", budget_per_aggregator),
     )
     for name, value in settings:
         source = ctx.get_parameter_source(name)

@@ -134,7 +134,7 @@ def answer_command(
     server's figures are not used). A question whose epsilon is above
     --max-epsilon is refused, and so is an answer that would take the epsilon
     spent on this device, over every aggregator, over --budget (or the epsilon
-    spent at this aggregator over --aggregator-budget; see deniable budget).
+    spent at this aggregator over --budget-per-aggregator; see deniable budget).
     Each answer is randomized with the OS's cryptographic random source, you see
     exactly what will be sent (never your true answers), and all answers go in
     one batch.

@@ -69,7 +69,7 @@ class Plan:
         """Refuse, before anything is sent, an answer that would take a total over budget.
 
         The device-wide total must stay within ``policy.budget``, and the total at this
-        aggregator within ``policy.aggregator_budget`` when one is set.
+        aggregator within ``policy.budget_per_aggregator`` when one is set.
 
         Raises:
             RefusedError: the message says by how much, and how to raise the budget.
@@ -85,17 +85,17 @@ class Plan:
                 f"nothing was sent. See 'deniable budget'; to accept more privacy loss, raise "
                 f"the budget with {policy.how_to_change('budget')}"
             )
-        cap = policy.aggregator_budget
+        cap = policy.budget_per_aggregator
         if cap is not None and self.aggregator_cost > 0 and self.aggregator_after > cap:
             left = cap - self.aggregator_before
             raise RefusedError(
                 f"answering would spend epsilon {round_up(self.aggregator_cost)} at "
                 f"{self.aggregator}, but only {round_down(left)} of your budget of {cap!r} per "
-                f"aggregator ({policy.source('aggregator_budget')}) is left there "
+                f"aggregator ({policy.source('budget_per_aggregator')}) is left there "
                 f"({round_up(self.aggregator_before)} spent): "
                 f"{round_up(self.aggregator_after - cap)} over budget; refusing to answer, "
                 f"nothing was sent. See 'deniable budget'; to accept more privacy loss, raise "
-                f"it with {policy.how_to_change('aggregator_budget')}"
+                f"it with {policy.how_to_change('budget_per_aggregator')}"
             )
 
 

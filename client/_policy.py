@@ -38,13 +38,13 @@ CONFIG_NAME = "config.toml"
 ENV_VARS = {
     "max_epsilon": "DENIABLE_MAX_EPSILON",
     "budget": "DENIABLE_BUDGET",
-    "aggregator_budget": "DENIABLE_AGGREGATOR_BUDGET",
+    "budget_per_aggregator": "DENIABLE_BUDGET_PER_AGGREGATOR",
 }
 """The environment variable of each policy setting (also DENIABLE_<COMMAND>_<OPTION>)."""
 _OPTIONS = {
     "max_epsilon": "--max-epsilon",
     "budget": "--budget",
-    "aggregator_budget": "--aggregator-budget",
+    "budget_per_aggregator": "--budget-per-aggregator",
 }
 
 
@@ -80,7 +80,7 @@ class Policy:
     """What this device agrees to: ``max_epsilon`` per answer, ``budget`` over everything.
 
     ``budget`` is device-wide: the ε of every draw sent to any aggregator, each draw once.
-    ``aggregator_budget`` (None: none) caps what one aggregator (by name) may collect; it
+    ``budget_per_aggregator`` (None: none) caps what one aggregator (by name) may collect; it
     may sit below ``budget``, never lift it.
 
     ``sources`` says where each value came from (command line, environment, config file,
@@ -98,14 +98,14 @@ class Policy:
     max_epsilon: float = DEFAULT_MAX_EPSILON
     budget: float = DEFAULT_BUDGET
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
-    aggregator_budget: float | None = None
+    budget_per_aggregator: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "max_epsilon", _positive("max_epsilon", self.max_epsilon))
         object.__setattr__(self, "budget", _positive("budget", self.budget))
-        if self.aggregator_budget is not None:
-            cap = _positive("aggregator_budget", self.aggregator_budget)
-            object.__setattr__(self, "aggregator_budget", cap)
+        if self.budget_per_aggregator is not None:
+            cap = _positive("budget_per_aggregator", self.budget_per_aggregator)
+            object.__setattr__(self, "budget_per_aggregator", cap)
         object.__setattr__(self, "sources", dict(self.sources))
 
     def source(self, name: str) -> str:
@@ -140,7 +140,7 @@ def load_config(path: Path) -> dict[str, float]:
     """The policy settings in a TOML config file (empty when the file does not exist).
 
     The file holds a ``[participant]`` table with ``max_epsilon``, ``budget`` and/or
-    ``aggregator_budget``.
+    ``budget_per_aggregator``.
 
     Raises:
         ConfigError: unreadable, not TOML, unknown keys, or invalid values; the message

@@ -26,7 +26,8 @@ FIELDS = (
     "alpha", "mechanism", "stored", "next_release_at",
 )  # fmt: skip
 CENTRAL_FIELDS = (
-    "epsilon", "delta", "step", "local_epsilon", "method", "holds_against", "questions"
+    "epsilon", "delta", "step", "local_epsilon", "method", "holds_against", "questions",
+    "assumes",
 )  # fmt: skip
 OPTION_FIELDS = ("option", "estimate", "estimate_raw", "ci_low", "ci_high", "std_error", "support")
 ASSOCIATION_FIELDS = pb.AssociationEstimate.DESCRIPTOR.fields
@@ -363,6 +364,8 @@ def _notes(row: dict[str, Any]) -> None:
             f"of released estimates (steps of {central['step']:,} reports); against the "
             f"operator, local ε {central['local_epsilon']:.4f}"
         )
+        if central.get("assumes"):
+            click.echo(f"{qid}: the central ε assumes {visible(central['assumes'])}")
 
 
 def _line(label: str, row: dict[str, Any], epsilon: float, n: str) -> str:

@@ -157,14 +157,22 @@ def release_line(survey: pb.Survey) -> str:
     if not survey.release_step:
         return (
             "releases: not stepped, every estimate is from all reports; only the local ε "
-            "applies (a central ε needs --release-step)"
+            "applies (a central ε needs --release-step and enrollment)"
         )
     first = survey.min_reports or survey.release_step
+    steps = (
+        f"releases: in steps of {survey.release_step:,} reports per question (first at {first:,})"
+    )
+    if not survey.HasField("central"):  # stepped without enrollment, made by an older release
+        return (
+            f"{steps}; no central ε: without enrollment anyone could fill a step with "
+            "forged reports, so only the local ε applies"
+        )
     central = survey.central
     return (
-        f"releases: in steps of {survey.release_step:,} reports per question (first at "
-        f"{first:,}); central ε {central.epsilon:.4f} at δ {central.delta:.1e} over "
-        f"{central.questions} question(s) for readers of released estimates; against the "
+        f"{steps}; central ε {central.epsilon:.4f} at δ {central.delta:.1e} over "
+        f"{central.questions} question(s) for readers of released estimates, assuming the "
+        f"other reports of a step come from distinct enrolled participants; against the "
         f"operator, who sees every report, local ε {central.local_epsilon:.4f}"
     )
 
@@ -191,8 +199,8 @@ def survey_group() -> None:
     default=None,
     metavar="M",
     help="Release estimates in steps of at least M new reports per question, which gives "
-    "them a central (ε, δ) by amplification by shuffling (default: the spec's "
-    "release_step, else 0: not stepped).",
+    "them a central (ε, δ) by amplification by shuffling; needs enrollment_required in the "
+    "spec (default: the spec's release_step, else 0: not stepped).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the created survey as JSON.")
 def create(
@@ -211,12 +219,16 @@ def create(
                     "type": "binary", "epsilon": 1.0}]}
 
     Optional survey keys: "min_reports": N withholds a question's estimate
-    until it has N reports; "enrollment_required": true accepts reports only
-    with an enrollment token (see survey tokens), one per token and question;
-    "release_step": M (or --release-step M) refreshes each question's estimate
-    only once M more reports arrived (the first release at min_reports, or at M
-    without it), and reports the central (ε, δ) this gives against readers of
-    the released estimates (not against the operator: see docs/privacy.md).
+    until it has N reports (a display threshold: without enrollment anyone can
+    send reports to pass it, so it protects no one); "enrollment_required":
+    true accepts reports only with an enrollment token (see survey tokens), one
+    per token and question; "release_step": M (or --release-step M) refreshes
+    each question's estimate only once M more reports arrived (the first
+    release at min_reports, or at M without it), and reports the central
+    (ε, δ) this gives against readers of the released estimates (not against
+    the operator: see docs/privacy.md). A release step needs
+    "enrollment_required": true, since the central ε assumes each step's other
+    reports come from distinct admitted participants.
 
     \b
     Question types and their keys:

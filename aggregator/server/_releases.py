@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from deniable.aggregator.storage import Tally
 from deniable.shared.errors import FailedPrecondition, InvalidArgument
 from deniable.shared.privacy import (
+    ASSUMES,
     HOLDS_AGAINST,
     MAX_RELEASE_STEP,
     METHOD,
@@ -20,6 +21,7 @@ from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = [
     "central_privacy",
+    "central_steps",
     "check_central_delta",
     "check_release_step",
     "released_tally",
@@ -27,13 +29,39 @@ __all__ = [
 ]
 
 
-def check_release_step(value: int) -> None:
-    """Raise InvalidArgument naming ``release_step`` unless it is 0..:data:`MAX_RELEASE_STEP`."""
+def check_release_step(value: int, enrollment_required: bool) -> None:
+    """Raise InvalidArgument naming ``release_step`` unless it is 0..:data:`MAX_RELEASE_STEP`.
+
+    A stepped survey must also require enrollment: its central ε assumes that the other
+    reports of a step come from distinct admitted participants. Without tokens anyone who
+    can reach the daemon can fill a step with forged reports of known values, subtract
+    them from the release, and read one participant's report: the local ε is then all
+    that holds, and showing a central ε would be a false promise.
+    """
     if value > MAX_RELEASE_STEP:
         raise InvalidArgument(
             f"release_step: must be 0 (not stepped) or 1..{MAX_RELEASE_STEP:,} reports per "
             f"step, got {value:,}"
         )
+    if value and not enrollment_required:
+        raise InvalidArgument(
+            "release_step: a survey released in steps shows a central ε, which holds only "
+            "if the other reports of each step come from distinct admitted participants; "
+            "without enrollment anyone can fill a step with forged reports and subtract "
+            "them to read one participant's report. Create it with enrollment_required "
+            "(one token per participant), or without release_step (only the local ε then)"
+        )
+
+
+def central_steps(survey: pb.Survey) -> ReleaseSteps | None:
+    """The steps a central ε is claimed for: a stepped survey that requires enrollment.
+
+    A stepped survey without enrollment (made before a step needed it) keeps its steps for
+    releases, but no central ε is claimed for it: anyone could have filled its steps.
+    """
+    if not survey.enrollment_required:
+        return None
+    return ReleaseSteps.of(survey.min_reports, survey.release_step)
 
 
 def check_central_delta(value: float, survey_id: str, steps: ReleaseSteps | None) -> None:
@@ -51,9 +79,9 @@ def check_central_delta(value: float, survey_id: str, steps: ReleaseSteps | None
         raise InvalidArgument(f"central_delta: must be in (0, 1), got {value!r}")
     if steps is None:
         raise FailedPrecondition(
-            f"central_delta: survey {survey_id!r} is not released in steps (release_step 0), "
+            f"central_delta: survey {survey_id!r} is not released in steps with enrollment, "
             "so only the local ε applies; a central ε needs a survey created with a "
-            "release_step"
+            "release_step and enrollment_required"
         )
 
 
@@ -82,6 +110,7 @@ def _message(bound: CentralBound) -> pb.CentralPrivacy:
         local_epsilon=bound.local_epsilon,
         method=METHOD,
         holds_against=HOLDS_AGAINST,
+        assumes=ASSUMES,
         questions=bound.questions,
     )
 
@@ -97,7 +126,7 @@ def survey_central(survey: pb.Survey, local_epsilons: Sequence[float]) -> pb.Cen
     The default δ for the survey's stored reports is split evenly between its questions,
     and the questions compose by basic composition (their ε add up, as do their δ).
     """
-    steps = ReleaseSteps.of(survey.min_reports, survey.release_step)
+    steps = central_steps(survey)
     if steps is None or not local_epsilons:
         return None
     delta = default_delta(survey.reports) / len(local_epsilons)

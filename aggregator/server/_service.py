@@ -21,6 +21,7 @@ from deniable.aggregator.server._enrollment import (
 from deniable.aggregator.server._export import ExportSlots, export_chunks
 from deniable.aggregator.server._releases import (
     central_privacy,
+    central_steps,
     check_central_delta,
     check_release_step,
     released_tally,
@@ -124,7 +125,7 @@ class AggregatorService:
                 f"questions: need 1..{MAX_QUESTIONS} questions, got {len(request.questions)}"
             )
         check_min_reports(request.min_reports)
-        check_release_step(request.release_step)
+        check_release_step(request.release_step, request.enrollment_required)
         survey = pb.Survey(
             id=secrets.token_hex(8),
             title=title,
@@ -400,7 +401,8 @@ class AggregatorService:
             except ValueError as error:
                 raise InvalidArgument(str(error)) from None
         steps = ReleaseSteps.of(survey.min_reports, survey.release_step)
-        check_central_delta(request.central_delta, survey.id, steps)
+        central = central_steps(survey)
+        check_central_delta(request.central_delta, survey.id, central)
         # The release first: a batch committed between the two reads only adds to the tally.
         released = self.storage.released(survey.id, question.id) if steps else None
         tally = self.storage.tally(survey.id, request.question_id)
@@ -436,6 +438,7 @@ class AggregatorService:
         )
         if steps is not None:
             result.next_release_at = steps.next_at(shown_tally.n)
+        if central is not None:
             delta = request.central_delta or default_delta(tally.n)
-            result.central.CopyFrom(central_privacy(mechanism.epsilon, steps, delta))
+            result.central.CopyFrom(central_privacy(mechanism.epsilon, central, delta))
         return result

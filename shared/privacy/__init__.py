@@ -7,6 +7,7 @@ package stays light.
 from __future__ import annotations
 
 from deniable.shared.privacy._central import (
+    ASSUMES,
     DEFAULT_DELTA,
     HOLDS_AGAINST,
     MAX_RELEASE_STEP,
@@ -20,6 +21,7 @@ from deniable.shared.privacy._central import (
 from deniable.shared.privacy._shuffling import MAX_SHUFFLED, shuffled_delta, shuffled_epsilon
 
 __all__ = [
+    "ASSUMES",
     "DEFAULT_DELTA",
     "HOLDS_AGAINST",
     "MAX_RELEASE_STEP",

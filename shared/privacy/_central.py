@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from deniable.shared.privacy._shuffling import shuffled_epsilon
 
 __all__ = [
+    "ASSUMES",
     "DEFAULT_DELTA",
     "HOLDS_AGAINST",
     "MAX_RELEASE_STEP",
@@ -25,6 +26,11 @@ DEFAULT_DELTA = 1e-6  # the default δ's ceiling, see default_delta
 METHOD = (
     "amplification by shuffling, numerical upper bound of Feldman, McMillan and Talwar "
     "(2021), for a step of the reports"
+)
+ASSUMES = (
+    "the other reports of each step come from distinct participants admitted with "
+    "enrollment tokens, one token per person (the token issuer is trusted for that), each "
+    "report randomized on its participant's own device"
 )
 HOLDS_AGAINST = (
     "anyone who sees only the released estimates; not the daemon's operator, who sees "

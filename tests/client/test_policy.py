@@ -154,15 +154,15 @@ def test_cli_precedence_command_line_environment_config_default(run_cli: RunCli)
     assert _budget_json(run_cli, "--budget", "5", env=env) == {
         "max_epsilon": 1.25,
         "budget": 5.0,
-        "aggregator_budget": None,
+        "budget_per_aggregator": None,
         "sources": {
             "max_epsilon": f"from {path}",
             "budget": "from the command line",
-            "aggregator_budget": "default",
+            "budget_per_aggregator": "default",
         },
     }
-    capped = _budget_json(run_cli, env={"DENIABLE_AGGREGATOR_BUDGET": "2"})
-    assert (capped["aggregator_budget"], capped["budget"]) == (2.0, 3.0)
+    capped = _budget_json(run_cli, env={"DENIABLE_BUDGET_PER_AGGREGATOR": "2"})
+    assert (capped["budget_per_aggregator"], capped["budget"]) == (2.0, 3.0)
     assert _budget_json(run_cli, env=env)["budget"] == 4.0
     assert _budget_json(run_cli, env={"DENIABLE_BUDGET_BUDGET": "4.5"})["budget"] == 3.0  # retired
     assert _budget_json(run_cli)["budget"] == 3.0
@@ -170,8 +170,12 @@ def test_cli_precedence_command_line_environment_config_default(run_cli: RunCli)
     assert _budget_json(run_cli) == {
         "max_epsilon": DEFAULT_MAX_EPSILON,
         "budget": DEFAULT_BUDGET,
-        "aggregator_budget": None,
-        "sources": {"max_epsilon": "default", "budget": "default", "aggregator_budget": "default"},
+        "budget_per_aggregator": None,
+        "sources": {
+            "max_epsilon": "default",
+            "budget": "default",
+            "budget_per_aggregator": "default",
+        },
     }
 
 

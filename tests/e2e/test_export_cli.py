@@ -84,11 +84,11 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         submitted: list[pb.Report] = []
         with AggregatorClient(server.address, admin_token=ADMIN_TOKEN) as client:
 
-            def submit(batch: list[pb.Report]) -> object:
+            def submit(batch: list[pb.Report], enrollment_token: str | None = None) -> object:
                 submitted.extend(batch)
-                return client.submit_reports(batch)
+                return client.submit_reports(batch, enrollment_token=enrollment_token)
 
-            kinds, stepped = fill(client.create_survey, submit)
+            kinds, stepped = fill(client.create_survey, submit, client.issue_tokens)
             paired = client.create_survey(*questions(PAIRED))
             submit(_paired_reports(paired))
             kinds, stepped, paired = (client.get_survey(s.id) for s in (kinds, stepped, paired))

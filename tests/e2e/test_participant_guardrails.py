@@ -399,7 +399,7 @@ def test_budget_shows_spent_and_remaining_per_aggregator_and_survey(
          "surveys": []}
     ]  # fmt: skip
     capped = run_cli("deniable", "budget", "--server", "LOCALHOST:1", "--json",
-                     "--aggregator-budget", "1")  # fmt: skip
+                     "--budget-per-aggregator", "1")  # fmt: skip
     (row,) = json.loads(capped.stdout)["aggregators"]
     assert (row["budget"], row["remaining"]) == (1.0, 1.0)
 

@@ -14,6 +14,7 @@ from deniable.aggregator.server._lifecycle import RunningServer, start_server
 from deniable.aggregator.storage import open_storage
 from deniable.client._remote import AggregatorClient
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
+from tests._enrolled import stepped_without_enrollment
 from tests.conftest import ADMIN_TOKEN, binary_question, start_daemon
 
 THREADS = 4
@@ -70,8 +71,10 @@ def test_two_daemons_serve_one_aggregator(pair: tuple[RunningServer, RunningServ
         AggregatorClient(first.address, admin_token=ADMIN_TOKEN, attempts=1) as a,
         AggregatorClient(second.address, admin_token=ADMIN_TOKEN, attempts=1) as b,
     ):
-        survey = a.create_survey("Stepped", [binary_question("q1")], release_step=100)
-        assert b.get_survey(survey.id) == survey  # served at once by the other daemon
+        # Batches of 150 for one question: stepped without enrollment, as older releases
+        # made them (made in the storage of the first daemon).
+        survey = stepped_without_enrollment(first.storage, "Stepped", [binary_question("q1")], 100)
+        assert b.get_survey(survey.id) == a.get_survey(survey.id)  # served by the other at once
         assert [s.id for s in b.list_surveys()] == [survey.id]
         batch = _reports(survey, "q1", [f"a{i}" for i in range(150)])
         assert a.submit_reports(batch) == pb.SubmitReportsResponse(stored=150)

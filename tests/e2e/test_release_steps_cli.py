@@ -13,6 +13,7 @@ import pytest
 
 from deniable.client._remote import AggregatorClient
 from deniable.shared.privacy import shuffled_epsilon
+from tests._enrolled import enrolled
 from tests.aggregator.server.test_release_gate import reports
 from tests.conftest import ADMIN_TOKEN, Daemon, start_daemon
 from tests.e2e._forks import Runner
@@ -63,7 +64,12 @@ def _estimate(runner: Runner, daemon: Daemon, survey_id: str, *args: str) -> dic
 def test_stepped_survey_through_the_cli_and_a_restart(
     daemon: Daemon, runner: Runner, tmp_path: Path
 ) -> None:
-    done = _create(runner, daemon, str(_spec(tmp_path)), "--release-step", "50", "--json")
+    unenrolled = _create(runner, daemon, str(_spec(tmp_path)), "--release-step", "50",
+                         capture="both")  # fmt: skip
+    assert unenrolled.returncode == 2, unenrolled.stdout
+    assert "release_step: a survey released in steps shows a central ε" in unenrolled.stdout
+    spec = str(_spec(tmp_path, enrollment_required=True))
+    done = _create(runner, daemon, spec, "--release-step", "50", "--json")
     assert done.returncode == 0, done.stdout
     created = json.loads(done.stdout)
     survey_id, local = created["id"], created["questions"][0]["privacy"]["epsilon"]
@@ -77,36 +83,39 @@ def test_stepped_survey_through_the_cli_and_a_restart(
     listed = _aggregator(runner, daemon, "survey", "list")
     assert listed.stdout.rstrip().endswith("Stepped  [steps of 50]")
 
+    # Each report from its own enrolled participant: the first release is at exactly 50.
     with AggregatorClient(daemon.address, admin_token=ADMIN_TOKEN) as client:
         survey = client.get_survey(survey_id)
-        client.submit_reports(reports(survey, "q1", 60, "a"))
+        enrolled(client, client, reports(survey, "q1", 60, "a"))
     first = _estimate(runner, daemon, survey_id)
-    assert (first["n"], first["stored"], first["next_release_at"]) == (60, 60, 110)
+    assert (first["n"], first["stored"], first["next_release_at"]) == (50, 60, 100)
     assert first["central"]["step"] == 50
     assert first["central"]["epsilon"] == shuffled_epsilon(local, 50, 1e-6)
     assert "not the daemon's operator" in first["central"]["holds_against"]
+    assert "enrollment tokens" in first["central"]["assumes"]
 
-    with AggregatorClient(daemon.address) as client:
-        client.submit_reports(reports(survey, "q1", 20, "b"))
+    with AggregatorClient(daemon.address, admin_token=ADMIN_TOKEN) as client:
+        enrolled(client, client, reports(survey, "q1", 20, "b"))
     frozen = _estimate(runner, daemon, survey_id, "--delta", "1e-3")
-    assert (frozen["n"], frozen["stored"], frozen["estimate"]) == (60, 80, first["estimate"])
+    assert (frozen["n"], frozen["stored"], frozen["estimate"]) == (50, 80, first["estimate"])
     assert frozen["central"]["delta"] == 1e-3
     assert frozen["central"]["epsilon"] == shuffled_epsilon(local, 50, 1e-3)
     text = _aggregator(runner, daemon, "estimate", survey_id)
-    assert "q1: released from 60 of 80 stored reports, next release at 110" in text.stdout
+    assert "q1: released from 50 of 80 stored reports, next release at 100" in text.stdout
     assert "q1: central ε " in text.stdout
+    assert "q1: the central ε assumes the other reports of each step come from" in text.stdout
     assert "against the operator, local ε 1.0000" in text.stdout
 
     assert daemon.stop() == 0
     restarted = start_daemon(tmp_path, db_url=daemon.db_url)
     try:
         again = _estimate(runner, restarted, survey_id)
-        assert (again["n"], again["stored"], again["estimate"]) == (60, 80, first["estimate"])
-        with AggregatorClient(restarted.address) as client:
-            client.submit_reports(reports(survey, "q1", 30, "c"))  # 110: the next release
+        assert (again["n"], again["stored"], again["estimate"]) == (50, 80, first["estimate"])
+        with AggregatorClient(restarted.address, admin_token=ADMIN_TOKEN) as client:
+            enrolled(client, client, reports(survey, "q1", 30, "c"))  # 100: the next release
         refreshed = _estimate(runner, restarted, survey_id)
         assert (refreshed["n"], refreshed["stored"], refreshed["next_release_at"]) == (
-            110, 110, 160,
+            100, 110, 150,
         )  # fmt: skip
     finally:
         assert restarted.stop() == 0
@@ -158,6 +167,6 @@ def test_estimate_delta_needs_a_stepped_survey(
     assert refused.returncode == 5, refused.stdout
     assert refused.stdout.startswith(
         f"Error: failed precondition: central_delta: survey {survey_id!r} is not released in "
-        "steps (release_step 0)"
+        "steps with enrollment"
     )
     assert refused.stdout.count("\n") == 1  # the error alone: nothing on stdout

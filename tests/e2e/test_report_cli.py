@@ -61,7 +61,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory, runner: Runner) -> Iterato
     )
     try:
         with AggregatorClient(server.address, admin_token=ADMIN_TOKEN) as client:
-            kinds, stepped = fill(client.create_survey, client.submit_reports)
+            kinds, stepped = fill(client.create_survey, client.submit_reports, client.issue_tokens)
         for survey in (kinds, stepped):
             out = folder / f"{survey.id}.html"
             done = _cli(runner, "report", survey.id, "--server", server.address, "--out", str(out))

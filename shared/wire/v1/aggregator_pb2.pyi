@@ -1408,6 +1408,7 @@ class CentralPrivacy(_message.Message):
     METHOD_FIELD_NUMBER: _builtins.int
     HOLDS_AGAINST_FIELD_NUMBER: _builtins.int
     QUESTIONS_FIELD_NUMBER: _builtins.int
+    ASSUMES_FIELD_NUMBER: _builtins.int
     epsilon: _builtins.float
     delta: _builtins.float
     step: _builtins.int
@@ -1420,6 +1421,8 @@ class CentralPrivacy(_message.Message):
     """in words"""
     questions: _builtins.int
     """Survey.central: the questions composed"""
+    assumes: _builtins.str
+    """what the bound assumes, in words"""
     def __init__(
         self,
         *,
@@ -1430,10 +1433,11 @@ class CentralPrivacy(_message.Message):
         method: _builtins.str = ...,
         holds_against: _builtins.str = ...,
         questions: _builtins.int = ...,
+        assumes: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["delta", b"delta", "epsilon", b"epsilon", "holds_against", b"holds_against", "local_epsilon", b"local_epsilon", "method", b"method", "questions", b"questions", "step", b"step"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["assumes", b"assumes", "delta", b"delta", "epsilon", b"epsilon", "holds_against", b"holds_against", "local_epsilon", b"local_epsilon", "method", b"method", "questions", b"questions", "step", b"step"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -47,7 +47,7 @@ STEPPED: dict[str, object] = {
 }
 MIN_REPORTS, RELEASE_STEP = 20, 50
 STEPPED_BATCHES = ({"q1": 70, "q2": 5}, {"q1": 10})
-"""q1: released at 70 (the first batch), 80 stored, next at 120; q2: below the gate."""
+"""q1: released at 20 and at 70 (the first batch), 80 stored, next at 120; q2: below the gate."""
 
 
 def questions(spec: dict[str, object]) -> tuple[str, list[pb.Question]]:
@@ -81,13 +81,31 @@ def reports(survey: pb.Survey, counts: dict[str, int], seed: int) -> list[pb.Rep
 
 
 def fill(
-    create: Callable[..., pb.Survey], submit: Callable[[list[pb.Report]], object], seed: int = 7
+    create: Callable[..., pb.Survey],
+    submit: Callable[..., object],
+    issue: Callable[[str, int], list[str]],
+    seed: int = 7,
 ) -> tuple[pb.Survey, pb.Survey]:
-    """Create both surveys with ``create(title, questions, **gate)`` and submit their reports."""
+    """Create both surveys with ``create(title, questions, **options)`` and submit reports.
+
+    ``submit(reports)`` sends a batch, ``submit(reports, enrollment_token=T)`` one enrolled
+    participant's, and ``issue(survey_id, count)`` issues tokens. The stepped survey
+    requires enrollment (its central ε assumes it): participant ``i`` of a batch answers
+    each question that has an ``i``-th report, in a batch of its own with a token of its own.
+    """
     survey = create(*questions(SPEC))
     counts = {q.id: 120 for q in survey.questions if q.id != "later"}
     submit(reports(survey, counts, seed))
-    stepped = create(*questions(STEPPED), min_reports=MIN_REPORTS, release_step=RELEASE_STEP)
+    stepped = create(
+        *questions(STEPPED),
+        min_reports=MIN_REPORTS,
+        release_step=RELEASE_STEP,
+        enrollment_required=True,
+    )
     for index, batch in enumerate(STEPPED_BATCHES):
-        submit(reports(stepped, batch, seed + 1 + index))
+        made = reports(stepped, batch, seed + 1 + index)
+        answers = [[r for r in made if r.question_id == qid] for qid in batch]
+        tokens = issue(stepped.id, max(batch.values()))
+        for i, token in enumerate(tokens):
+            submit([each[i] for each in answers if i < len(each)], enrollment_token=token)
     return survey, stepped

@@ -8,6 +8,7 @@ from pathlib import Path
 from deniable.aggregator.server._lifecycle import start_server
 from deniable.aggregator.storage import open_storage
 from deniable.client._remote import AggregatorClient
+from tests._enrolled import stepped_without_enrollment
 from tests.aggregator.analysis._check_data import run_check
 from tests.aggregator.server.test_release_gate import reports
 from tests.conftest import ADMIN_TOKEN, RunCli, binary_question
@@ -18,7 +19,9 @@ def _stepped_database(db: Path) -> str:
     running = start_server(open_storage(f"sqlite:///{db}"), ADMIN_TOKEN, "127.0.0.1:0")
     try:
         with AggregatorClient(running.address, admin_token=ADMIN_TOKEN, attempts=1) as client:
-            survey = client.create_survey("Stepped", [binary_question("q1")], release_step=10)
+            # Batches of 7 for one question: not enrolled, as older releases made them.
+            questions = [binary_question("q1")]
+            survey = stepped_without_enrollment(running.storage, "Stepped", questions, 10)
             sent = reports(survey, "q1", 21, "r")
             for start in (0, 7, 14):
                 client.submit_reports(sent[start : start + 7])

@@ -6,6 +6,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -56,18 +57,19 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     storage = open_storage(f"sqlite:///{path}")
     service = AggregatorService(storage)
 
-    def create(
-        title: str, questions: list[pb.Question], min_reports: int = 0, release_step: int = 0
-    ) -> pb.Survey:
-        request = pb.CreateSurveyRequest(
-            title=title, questions=questions, min_reports=min_reports, release_step=release_step
-        )
+    def create(title: str, questions: list[pb.Question], **options: Any) -> pb.Survey:
+        request = pb.CreateSurveyRequest(title=title, questions=questions, **options)
         return service.create_survey(request)
 
-    def submit(reports: list[pb.Report]) -> None:
-        service.submit_reports(pb.SubmitReportsRequest(reports=reports))
+    def submit(reports: list[pb.Report], enrollment_token: str = "") -> None:
+        request = pb.SubmitReportsRequest(reports=reports, enrollment_token=enrollment_token)
+        service.submit_reports(request)
 
-    surveys = fill(create, submit)
+    def issue(survey_id: str, count: int) -> list[str]:
+        request = pb.IssueTokensRequest(survey_id=survey_id, count=count)
+        return list(service.issue_tokens(request).tokens)
+
+    surveys = fill(create, submit, issue)
     rendered = {}
     for name, survey in zip(("kinds", "stepped"), surveys, strict=True):
         survey = service.get_survey(survey.id)

@@ -7,16 +7,20 @@ import math
 import grpc
 import pytest
 
+from deniable.aggregator.server._lifecycle import RunningServer
 from deniable.client._remote import AggregatorClient, RemoteError
 from deniable.shared.privacy import shuffled_epsilon
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
+from tests._enrolled import enrolled, stepped_without_enrollment
 from tests.aggregator.server.test_release_gate import reports
 from tests.conftest import binary_question
 
 
 def create(admin: AggregatorClient, step: int, min_reports: int = 0) -> pb.Survey:
     questions = [binary_question("q1"), binary_question("q2", alpha=0.25)]
-    return admin.create_survey("Stepped", questions, min_reports=min_reports, release_step=step)
+    return admin.create_survey(
+        "Stepped", questions, min_reports=min_reports, release_step=step, enrollment_required=True
+    )
 
 
 def refused(client: AggregatorClient, survey_id: str, qid: str, **options: float) -> RemoteError:
@@ -36,25 +40,26 @@ def test_estimates_freeze_between_steps_and_refresh_at_each(
         "question_id: question 'q1' is released in steps; its first release is at 100 "
         "reports, 0 stored so far"
     )
-    anonymous.submit_reports(reports(survey, "q1", 60, "a"))
+    enrolled(admin, anonymous, reports(survey, "q1", 60, "a"))
     assert (
         "first release is at 100 reports, 60 stored so far"
         in refused(anonymous, survey.id, "q1").details
     )
-    anonymous.submit_reports(reports(survey, "q1", 50, "b"))  # crosses 100: released at 110
+    # Each participant's report is a batch of its own: the step is reached at exactly 100.
+    enrolled(admin, anonymous, reports(survey, "q1", 50, "b"))
     first = anonymous.get_estimate(survey.id, "q1")
-    assert (first.n, first.stored, first.next_release_at) == (110, 110, 210)
-    anonymous.submit_reports([r for r in reports(survey, "q1", 99, "c") if r.bit])  # 50 yes
+    assert (first.n, first.stored, first.next_release_at) == (100, 110, 200)
+    enrolled(admin, anonymous, [r for r in reports(survey, "q1", 99, "c") if r.bit])  # 50 yes
     frozen = anonymous.get_estimate(survey.id, "q1")
-    assert (frozen.n, frozen.stored, frozen.next_release_at) == (110, 160, 210)
+    assert (frozen.n, frozen.stored, frozen.next_release_at) == (100, 160, 200)
     assert (frozen.estimate_raw, frozen.ci_low, frozen.ci_high) == (
         first.estimate_raw, first.ci_low, first.ci_high,
     )  # fmt: skip
-    anonymous.submit_reports(reports(survey, "q1", 49, "d"))  # 209: one short
-    assert anonymous.get_estimate(survey.id, "q1").n == 110
-    anonymous.submit_reports(reports(survey, "q1", 1, "e"))  # exactly at the point
+    enrolled(admin, anonymous, reports(survey, "q1", 39, "d"))  # 199: one short
+    assert anonymous.get_estimate(survey.id, "q1").n == 100
+    enrolled(admin, anonymous, reports(survey, "q1", 1, "e"))  # exactly at the point
     refreshed = anonymous.get_estimate(survey.id, "q1")
-    assert (refreshed.n, refreshed.stored, refreshed.next_release_at) == (210, 210, 310)
+    assert (refreshed.n, refreshed.stored, refreshed.next_release_at) == (200, 200, 300)
     assert refreshed.estimate_raw != first.estimate_raw
     assert "first release" in refused(anonymous, survey.id, "q2").details  # each on its own
 
@@ -63,7 +68,7 @@ def test_central_privacy_is_the_shuffling_bound_of_the_step(
     admin: AggregatorClient, anonymous: AggregatorClient
 ) -> None:
     survey = create(admin, 500, min_reports=200)
-    anonymous.submit_reports(reports(survey, "q1", 200, "a"))
+    enrolled(admin, anonymous, reports(survey, "q1", 200, "a"))
     estimate = anonymous.get_estimate(survey.id, "q1")
     local = survey.questions[0].privacy.epsilon
     central = estimate.central
@@ -75,6 +80,7 @@ def test_central_privacy_is_the_shuffling_bound_of_the_step(
     assert "operator" in central.holds_against
     assert "released estimates" in central.holds_against
     assert "Feldman, McMillan and Talwar" in central.method
+    assert "distinct participants admitted with enrollment tokens" in central.assumes
     looser = anonymous.get_estimate(survey.id, "q1", central_delta=1e-3).central
     assert looser.delta == 1e-3
     assert looser.epsilon == shuffled_epsilon(local, 200, 1e-3) < central.epsilon
@@ -114,7 +120,7 @@ def test_not_stepped_by_default_and_then_no_central(
     error = refused(anonymous, survey.id, "q1", central_delta=1e-6)
     assert error.status == grpc.StatusCode.FAILED_PRECONDITION
     assert error.details.startswith(
-        f"central_delta: survey {survey.id!r} is not released in steps (release_step 0)"
+        f"central_delta: survey {survey.id!r} is not released in steps with enrollment"
     )
 
 
@@ -123,7 +129,7 @@ def test_bad_central_delta_is_refused(
     admin: AggregatorClient, anonymous: AggregatorClient, delta: float
 ) -> None:
     survey = create(admin, 10)
-    anonymous.submit_reports(reports(survey, "q1", 10, "a"))
+    enrolled(admin, anonymous, reports(survey, "q1", 10, "a"))
     error = refused(anonymous, survey.id, "q1", central_delta=delta)
     assert error.status == grpc.StatusCode.INVALID_ARGUMENT
     assert error.details == f"central_delta: must be in (0, 1), got {delta!r}"
@@ -139,3 +145,17 @@ def test_release_step_bounds(admin: AggregatorClient) -> None:
         "got 1,000,000,001"
     )
     assert len(admin.list_surveys(include_closed=True)) == 1  # nothing stored
+
+
+def test_a_stepped_survey_made_without_enrollment_claims_no_central_epsilon(
+    server: RunningServer, anonymous: AggregatorClient
+) -> None:
+    survey = stepped_without_enrollment(server.storage, "Old", [binary_question("q1")], 10)
+    anonymous.submit_reports(reports(survey, "q1", 12, "a"))
+    estimate = anonymous.get_estimate(survey.id, "q1")
+    assert (estimate.n, estimate.stored, estimate.next_release_at) == (12, 12, 22)  # stepped
+    assert not estimate.HasField("central")  # forged reports could have filled its steps
+    assert not anonymous.get_survey(survey.id).HasField("central")
+    error = refused(anonymous, survey.id, "q1", central_delta=1e-6)
+    assert error.status == grpc.StatusCode.FAILED_PRECONDITION
+    assert "is not released in steps with enrollment" in error.details

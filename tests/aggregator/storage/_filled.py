@@ -6,10 +6,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from deniable.aggregator.server._lifecycle import start_server
+from deniable.aggregator.server._lifecycle import RunningServer, start_server
 from deniable.aggregator.storage import open_storage
 from deniable.client._remote import AggregatorClient
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
+from tests._enrolled import stepped_without_enrollment
 from tests.aggregator.analysis._check_data import SPECS, question, reports
 from tests.aggregator.server.test_release_gate import reports as bits
 from tests.conftest import ADMIN_TOKEN, binary_question
@@ -30,27 +31,35 @@ class Filled:
 
 
 @contextmanager
-def daemon(url: str) -> Iterator[AggregatorClient]:
+def running(url: str) -> Iterator[tuple[RunningServer, AggregatorClient]]:
     """An in-process daemon on the database at ``url``, and an admin client of it."""
-    running = start_server(open_storage(url), ADMIN_TOKEN, "127.0.0.1:0")
+    server = start_server(open_storage(url), ADMIN_TOKEN, "127.0.0.1:0")
     try:
-        with AggregatorClient(running.address, admin_token=ADMIN_TOKEN, attempts=1) as client:
-            yield client
+        with AggregatorClient(server.address, admin_token=ADMIN_TOKEN, attempts=1) as client:
+            yield server, client
     finally:
-        running.stop(grace=1.0)
+        server.stop(grace=1.0)
+
+
+@contextmanager
+def daemon(url: str) -> Iterator[AggregatorClient]:
+    """An admin client of an in-process daemon on the database at ``url``."""
+    with running(url) as (_, client):
+        yield client
 
 
 def fill(url: str, *, enrollment: bool) -> Filled:
     """Kinds of questions (with a resend), a stepped survey, a closed one, and enrollment."""
     filled = Filled()
-    with daemon(url) as client:
+    with running(url) as (server, client):
         kinds = client.create_survey("Kinds", [question(q, SPECS[q]) for q in KINDS])
         for seed, qid in enumerate(KINDS):
             sent = reports(kinds, qid, 30, seed)
             client.submit_reports(sent[:20])
             client.submit_reports(sent[10:])  # half a resend: counted once
             filled.sent[kinds.id, qid] = sent
-        stepped = client.create_survey("Stepped", [binary_question("q1")], release_step=10)
+        # Stepped without enrollment, as older releases made them: migrate and check keep them.
+        stepped = stepped_without_enrollment(server.storage, "Stepped", [binary_question("q1")], 10)
         for start in (0, 7, 14):  # released at 14 of 21 stored
             client.submit_reports(bits(stepped, "q1", 21, "s")[start : start + 7])
         closed = client.create_survey("Closed", [question("grr", SPECS["grr"])])
