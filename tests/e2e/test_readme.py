@@ -136,6 +136,7 @@ def json_spec(title: str) -> str:
 
 # --- masking: what differs from run to run, and nothing else -----------------------------
 
+CURATED = re.compile(r"^(  (?:\w+: )?)-?[\d.]+, (\d+% interval) \[-?[\d.]+, -?[\d.]+\]")
 REPORT_ROW = re.compile(r"^(  <report-id>  \S+\s+)(\S+(?: \d+)?)(\s+)(\S+\s+\d+\.\d{4})$")
 
 
@@ -169,6 +170,8 @@ def masked(text: str, command: str, known_ids: set[str]) -> list[str]:
     for line in text.splitlines():
         if "estimate" in command.split()[:2] and not line.startswith("Error:"):
             line = re.sub(r"\s*-?\d+\.\d+", " <x>", line)  # estimates: random by design
+        if command.split()[1:2] == ["curate"] and "--seed" not in command.split():
+            line = CURATED.sub(r"\1<x>, \2 [<low>, <high>]", line)  # fresh Laplace noise
         lines.append(line)
     return lines
 
