@@ -140,12 +140,12 @@ def test_seeded_answers_repeat_are_labelled_not_private_and_touch_no_ledger(
     assert not (tmp_path / "r.json").exists()
     variable = {**env, "DENIABLE_AGGREGATOR_CURATE_RELEASE_SEED": "4"}
     assert "CURATE_RELEASE_SEED is set" in run_cli(AGG, *release, env=variable).stderr
-    for command, *extra in (
+    for command, *options in (
         ("histogram", "--column", "dept", "--values", "HR,IT,Sales"),
         ("sum", "--column", "age", "--min", "0", "--max", "100"),
         ("mean", "--column", "age", "--min", "18", "--max", "70"),
     ):
-        seeded = _json(run_cli, "curate", command, str(staff), *extra, *args[3:], env=env)
+        seeded = _json(run_cli, "curate", command, str(staff), *options, *args[3:], env=env)
         assert seeded["private"] is False
         assert seeded["privacy"]["ledger"] is None
     assert not (tmp_path / "ledger.sqlite").exists()
