@@ -132,8 +132,10 @@ def parse_answer(text: str, question: pb.Question | None = None) -> Answer:
     return question_type(kind).parse_answer(text, question)
 
 
-def check_answer_syntax(options: Iterable[str]) -> None:
+def check_answer_syntax(options: Iterable[str], flag: str = "--answer") -> None:
     """Refuse an ``--answer`` that is not ``QID=VALUE`` before any question is known.
+
+    ``flag`` names where the answers came from in the errors (``--answers-file``).
 
     Raises:
         InvalidAnswerError: no ``=``, or nothing before it.
@@ -141,34 +143,36 @@ def check_answer_syntax(options: Iterable[str]) -> None:
     for option in options:
         qid, sep, _ = option.partition("=")
         if not sep or not qid:
-            raise InvalidAnswerError(f"--answer {option!r}: expected QID=VALUE")
+            raise InvalidAnswerError(f"{flag} {option!r}: expected QID=VALUE")
 
 
-def parse_answers(options: Iterable[str], questions: Sequence[pb.Question]) -> dict[str, Answer]:
+def parse_answers(
+    options: Iterable[str], questions: Sequence[pb.Question], flag: str = "--answer"
+) -> dict[str, Answer]:
     """Parse ``--answer QID=VALUE`` options against the survey's questions.
+
+    ``flag`` names where the answers came from in the errors (``--answers-file``).
 
     Raises:
         InvalidAnswerError: malformed option, unknown question id, bad or conflicting value.
     """
     options = list(options)
-    check_answer_syntax(options)
+    check_answer_syntax(options, flag)
     by_id = {question.id: question for question in questions}
     answers: dict[str, Answer] = {}
     for option in options:
         qid, _, value = option.partition("=")
         if qid not in by_id:
             raise InvalidAnswerError(
-                f"--answer {option!r}: the survey has no question {qid!r} "
+                f"{flag} {option!r}: the survey has no question {qid!r} "
                 f"(questions: {', '.join(by_id)})"
             )
         try:
             parsed = parse_answer(value, by_id[qid])
         except ValueError as error:
-            raise InvalidAnswerError(f"--answer {option!r}: {error}") from None
+            raise InvalidAnswerError(f"{flag} {option!r}: {error}") from None
         if answers.setdefault(qid, parsed) != parsed:
-            raise InvalidAnswerError(
-                f"--answer {option!r}: conflicting answers for question {qid!r}"
-            )
+            raise InvalidAnswerError(f"{flag} {option!r}: conflicting answers for question {qid!r}")
     return answers
 
 

@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
+from pathlib import Path
 
 import click
 
 from deniable.client._answer import (
     Answer,
     answer_hint,
-    check_answer_syntax,
     check_open,
     parse_answer,
-    parse_answers,
 )
+from deniable.client._answer_sources import GivenAnswers, answers_file_option
 from deniable.client._content import repeats
 from deniable.client._display import Say, answer_document, show_question, show_reports
 from deniable.client._errors import InvalidAnswerError, RefusedError, from_remote
@@ -53,11 +52,6 @@ def _connect(target: str, tls: TlsConfig | None = None) -> Iterator[AggregatorCl
             yield client
     except RemoteError as error:
         raise from_remote(error, target) from None
-
-
-def stdin_is_tty() -> bool:
-    """Whether a person can answer prompts: the default of ``--interactive``."""
-    return sys.stdin.isatty()
 
 
 @click.command("surveys")
@@ -99,8 +93,10 @@ def surveys_command(server: str, tls: TlsConfig | None, as_json: bool) -> None:
     "or number (from 1), a number in the question's range, for a multi-select question "
     "any items by name or number separated by commas (QID=apples,pears; QID=none or QID= "
     "for none); a joint question takes its parts' answers in order, comma-separated (e.g. "
-    "QID=yes,HR,12).",
+    "QID=yes,HR,12). Scripts only: a true answer on the command line is in your shell "
+    "history and the process list (a warning says so at a terminal); see --answers-file.",
 )
+@answers_file_option
 @click.option(
     "--dry-run",
     is_flag=True,
@@ -120,6 +116,7 @@ def answer_command(
     tls: TlsConfig | None,
     survey_id: str,
     answer_options: tuple[str, ...],
+    answers_file: Path | None,
     dry_run: bool,
     assume_yes: bool,
     interactive: bool | None,
@@ -159,13 +156,15 @@ def answer_command(
     (--answer habits=yes,no; an option whose name holds a comma by its number),
     or part by part at the prompts.
 
-    Answers come from --answer or, when interactive, from prompts; you then
-    confirm before anything is sent (--yes skips that). Declining sends nothing
-    and exits 0. Exit codes: see deniable --help.
+    Answers come from the prompts when interactive (the way to answer: the
+    true answers are then in no command line), from --answers-file FILE or -
+    (standard input), or from --answer (scripts: the command line is in your
+    shell history and the process list); you then confirm before anything is
+    sent (--yes skips that). Declining sends nothing and exits 0. Exit codes:
+    see deniable --help.
     """
-    check_answer_syntax(answer_options)  # before the aggregator is contacted
-    if interactive is None:
-        interactive = stdin_is_tty()
+    given = GivenAnswers.collect(answer_options, answers_file, interactive)  # before connecting
+    interactive = given.interactive
     say: Say = partial(click.echo, err=as_json)
     state = LocalState()
     with _connect(server, tls) as client:
@@ -178,7 +177,7 @@ def answer_command(
             kept, twins = peek.kept(server, survey), peek.twins(server, survey)
         first_asked = repeats(survey.questions)
         _refuse_answered(survey, kept, server)
-        answers = parse_answers(answer_options, survey.questions)
+        answers, sources = given.parse(survey.questions)
         _require_answers(survey, answers, interactive, {*kept, *twins, *first_asked})
         say(f"Survey {survey.id}: {visible(survey.title)}")
         for index, question in enumerate(survey.questions, 1):
@@ -202,7 +201,7 @@ def answer_command(
                     "is sent for both; no answer is asked."
                 )
             elif question.id in answers:
-                say("  Answered with --answer.")
+                say(f"  Answered {sources[question.id]}.")
             else:
                 answers[question.id] = _prompt(question, as_json)
         on_wait = partial(click.echo, err=True)

@@ -23,7 +23,8 @@ def curate_group() -> None:
     budget (--budget, set once, kept in a ledger by the file's SHA-256); a query that
     would overspend is refused before any noise is drawn. `curate release` spends ε once
     for a noisy contingency table that later answers any count or histogram for free
-    (--from-release). See docs/curator.md.
+    (--from-release). --seed is a mode for tests that is NOT private: labelled so, and
+    never charged to or checked against a ledger. See docs/curator.md.
 
     \b
     Exit codes: 0 released, 2 invalid input (file, column, type, condition,

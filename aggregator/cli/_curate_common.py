@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from deniable.aggregator import analysis as curator
 from deniable.aggregator.cli._common import PREFIX, emit_json, fail
@@ -23,6 +24,13 @@ NEIGHBOURS_HELP = (
     "private) or replace (one row changed: the row count is public). A histogram's "
     "sensitivity is 1 under add-remove, 2 under replace. The default, add-remove, protects "
     "whether a person is in the data at all."
+)
+
+SEED_HELP = (
+    "NOT PRIVATE: seeded noise, for tests and demonstrations only (anyone with the seed "
+    "can recompute and subtract it). The answer is labelled not private and no ledger is "
+    "read or written: no budget, no charge; `curate release` refuses it. Taken only from "
+    "the command line: its variable is refused. Without it the OS CSPRNG draws the noise."
 )
 
 EXIT_CODES_HELP = """\b
@@ -88,12 +96,7 @@ def spend_options(function: F) -> F:
                 help="A public upper bound on the row count, the upper clamp of counts under "
                 "add-remove (under replace the row count itself is public and used).",
             ),
-            click.option(
-                "--seed",
-                type=int,
-                help="Seeded noise for tests and demonstrations ONLY: anyone with the seed "
-                "can subtract the noise. Without it the OS CSPRNG draws it.",
-            ),
+            click.option("--seed", type=int, help=SEED_HELP),
         ]
     ):
         function = option(function)
@@ -182,8 +185,62 @@ def spend(
     }
 
 
+def check_seed(seed: int | None, *, release: bool = False) -> None:
+    """A seed only from the command line, and never with a ledger or a budget.
+
+    Seeded noise is not private: a seeded query must not be charged to a ledger (which
+    would then vouch for an ε that anyone with the seed can undo), nor come from a variable
+    left set in the environment, where it would turn the curator's queries non-private
+    without a word on their command line.
+    """
+    if seed is None:
+        return
+    context = click.get_current_context()
+    if context.get_parameter_source("seed") is not ParameterSource.COMMANDLINE:
+        variable = next(p.envvar for p in context.command.params if p.name == "seed")
+        raise curator.CuratorError(
+            f"{variable} is set: seeded noise is not private, so a seed is taken only from "
+            "the command line (--seed); unset the variable"
+        )
+    for name in () if release else ("budget", "ledger"):
+        if context.get_parameter_source(name) is ParameterSource.COMMANDLINE:
+            raise curator.CuratorError(
+                f"--{name}: not used with --seed (seeded noise is not private: a seeded "
+                "query reads and writes no ledger and spends no budget)"
+            )
+
+
+def charge(
+    table: curator.Table,
+    ledger: Path | None,
+    epsilon: float,
+    budget: float | None,
+    query: str,
+    seed: int | None,
+) -> dict[str, Any]:
+    """The privacy record of a query on the data: ε spent, or with a seed no ledger at all."""
+    check_seed(seed)
+    if seed is None:
+        return spend(table, ledger, epsilon, budget, query)
+    return {
+        "private": False,
+        "seed": seed,
+        "cost": None,
+        "budget": None,
+        "spent": None,
+        "remaining": None,
+        "data_sha256": table.digest,
+        "ledger": None,
+    }
+
+
 def privacy_line(privacy: dict[str, Any]) -> str:
     """One line on what the answer cost."""
+    if privacy.get("private") is False:
+        return (
+            f"Privacy: none: seeded noise (--seed {privacy['seed']}); no ledger was read or "
+            "written, no ε charged. Do not publish this answer"
+        )
     if privacy["cost"] == 0:
         return (
             f"Privacy: no cost: post-processing of the release {privacy['release']} "
@@ -205,10 +262,24 @@ def release_privacy(path: Path, release: curator.Release) -> dict[str, Any]:
     }
 
 
+def not_private_line(seed: int) -> str:
+    """The first line of a seeded answer's output."""
+    return (
+        f"NOT PRIVATE: seeded noise (--seed {seed}), reproducible by anyone with the seed; "
+        "for tests and demonstrations only, charged to no ledger"
+    )
+
+
 def emit(document: dict[str, Any], lines: list[str], as_json: bool) -> None:
-    """One JSON document, or the text lines."""
+    """One JSON document (``private`` added), or the text lines; a seeded one says so first."""
+    privacy = document["privacy"]
+    private = privacy.get("private", True)
+    if not private:
+        lines = [not_private_line(privacy["seed"]), *lines]
     if as_json:
-        emit_json(document)
+        if not private:
+            click.echo(lines[0], err=True)
+        emit_json({**document, "private": private})
     else:
         for line in lines:
             click.echo(line)

@@ -10,6 +10,7 @@ import click
 from deniable.aggregator import analysis as curator
 from deniable.aggregator.cli._curate_common import (
     byte_source,
+    charge,
     check_mode,
     curator_errors,
     data_argument,
@@ -19,7 +20,6 @@ from deniable.aggregator.cli._curate_common import (
     query_options,
     read_table,
     release_privacy,
-    spend,
     spend_options,
 )
 
@@ -108,7 +108,7 @@ def count_command(
         check_before_spending(table, confidence, neighbours, max_rows)
         assert epsilon is not None
         query = f"count where {where}" if where else "count of all rows"
-        privacy = spend(table, ledger, epsilon, budget, query)
+        privacy = charge(table, ledger, epsilon, budget, query, seed)
         result = curator.noisy_count(
             table,
             condition,
@@ -212,7 +212,7 @@ def histogram_command(
         check_before_spending(table, confidence, neighbours, max_rows)
         assert epsilon is not None
         query = f"histogram of {column}" + (f" where {where}" if where else "")
-        privacy = spend(table, ledger, epsilon, budget, query)
+        privacy = charge(table, ledger, epsilon, budget, query, seed)
         bins = curator.noisy_histogram(
             table,
             column,

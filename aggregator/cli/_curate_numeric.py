@@ -11,6 +11,7 @@ import click
 from deniable.aggregator import analysis as curator
 from deniable.aggregator.cli._curate_common import (
     byte_source,
+    charge,
     check_mode,
     curator_errors,
     data_argument,
@@ -20,7 +21,6 @@ from deniable.aggregator.cli._curate_common import (
     query_options,
     read_table,
     release_privacy,
-    spend,
     spend_options,
 )
 from deniable.aggregator.cli._curate_counts import check_before_spending
@@ -83,7 +83,7 @@ def _query_data(
     if halves and epsilon / 2 < 2.0**-20:
         raise curator.CuratorError(f"--epsilon {epsilon!r}: a mean needs ε/2 >= 2^-20")
     query = f"{name} of {column}" + (f" where {where}" if where else "")
-    privacy = spend(table, ledger, epsilon, budget, query)
+    privacy = charge(table, ledger, epsilon, budget, query, seed)
     result = noisy(
         table, spec, condition, epsilon, neighbours,
         confidence=confidence, source=byte_source(seed),

@@ -11,7 +11,7 @@ import click
 from deniable.aggregator import analysis as curator
 from deniable.aggregator.cli._common import emit_json
 from deniable.aggregator.cli._curate_common import (
-    byte_source,
+    check_seed,
     curator_errors,
     data_argument,
     ledger_option,
@@ -87,6 +87,12 @@ def release_command(
     with `--from-release OUT` is post-processing: it costs nothing more.
     """
     with curator_errors():
+        if seed is not None:
+            check_seed(seed, release=True)  # a seed from the environment: named as such
+            raise curator.CuratorError(
+                "--seed: a release is published, and seeded noise is not private (anyone "
+                "with the seed can subtract it); draw the release without --seed"
+            )
         if epsilon is None:
             raise curator.CuratorError("--epsilon is required (the ε the release spends once)")
         if out.exists():
@@ -107,7 +113,6 @@ def release_command(
             epsilon,
             neighbours,
             max_rows=max_rows,
-            source=byte_source(seed),
         )
         document = release.to_dict()
         try:
@@ -116,7 +121,7 @@ def release_command(
         except OSError as error:
             raise curator.CuratorError(f"--out: cannot write {str(out)!r} ({error})") from None
     if as_json:
-        emit_json({"out": str(out), "release": document, "privacy": privacy})
+        emit_json({"out": str(out), "release": document, "privacy": privacy, "private": True})
         return
     click.echo(
         f"Released {len(release.cells)} cells of {','.join(names)} to {out} "

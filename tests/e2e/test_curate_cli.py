@@ -46,7 +46,7 @@ def test_queries_spend_the_budget_and_an_overspend_is_refused(
     run_cli: RunCli, staff: Path, tmp_path: Path
 ) -> None:
     ledger = str(tmp_path / "ledger.sqlite")
-    spend = ("--ledger", ledger, "--seed", "1")
+    spend = ("--ledger", ledger)
     where = "age >= 30 and (dept = 'HR' or not remote = 'yes')"
     count = _json(run_cli, "curate", "count", str(staff), "--where", where, "--epsilon", "0.5",
                   "--budget", "2", *spend)  # fmt: skip
@@ -99,16 +99,57 @@ def test_queries_spend_the_budget_and_an_overspend_is_refused(
     assert "ε = 0.5  histogram of dept" in text.stdout
 
 
-def test_seeded_answers_repeat_and_text_output_names_noise_and_privacy(
+def test_seeded_answers_repeat_are_labelled_not_private_and_touch_no_ledger(
     run_cli: RunCli, staff: Path, tmp_path: Path
 ) -> None:
-    args = ["curate", "count", str(staff), "--epsilon", "1", "--budget", "5", "--seed", "4"]
-    first = run_cli(AGG, *args, "--ledger", str(tmp_path / "a.sqlite"))
-    second = run_cli(AGG, *args, "--ledger", str(tmp_path / "b.sqlite"))
+    env = {"DENIABLE_AGGREGATOR_CURATOR_LEDGER": str(tmp_path / "ledger.sqlite")}
+    args = ["curate", "count", str(staff), "--epsilon", "1", "--seed", "4"]
+    first, second = run_cli(AGG, *args, env=env), run_cli(AGG, *args, env=env)
     assert first.returncode == second.returncode == 0, first.stderr
-    assert first.stdout.splitlines()[:3] == second.stdout.splitlines()[:3]
+    assert first.stdout == second.stdout
+    lines = first.stdout.splitlines()
+    assert lines[0] == (
+        "NOT PRIVATE: seeded noise (--seed 4), reproducible by anyone with the seed; for tests "
+        "and demonstrations only, charged to no ledger"
+    )
     assert "Noise: discrete Laplace of scale Δ/ε = 1/1 = 1" in first.stdout
-    assert "Privacy: spent ε = 1 of the budget 5 (1 spent, 4 left)" in first.stdout
+    assert lines[-1] == (
+        "Privacy: none: seeded noise (--seed 4); no ledger was read or written, no ε charged. "
+        "Do not publish this answer"
+    )
+    assert not (tmp_path / "ledger.sqlite").exists()
+    document = _json(run_cli, *args, env=env)
+    assert document["private"] is False
+    assert document["privacy"] | {"data_sha256": None} == {
+        "private": False, "seed": 4, "cost": None, "budget": None, "spent": None,
+        "remaining": None, "data_sha256": None, "ledger": None,
+    }  # fmt: skip
+    ledger = str(tmp_path / "ledger.sqlite")
+    for extra, message in (
+        (("--budget", "5"), "--budget: not used with --seed"),
+        (("--ledger", ledger), "--ledger: not used with --seed"),
+    ):
+        done = run_cli(AGG, *args, *extra, env=env)
+        assert done.returncode == 2
+        assert message in done.stderr
+    release = ("curate", "release", str(staff), "--columns", "dept", "--values", "dept=HR,IT",
+               "--epsilon", "1", "--budget", "5", "--out", str(tmp_path / "r.json"))  # fmt: skip
+    refused = run_cli(AGG, *release, "--seed", "4", env=env)
+    assert refused.returncode == 2
+    assert "--seed: a release is published, and seeded noise is not private" in refused.stderr
+    assert not (tmp_path / "r.json").exists()
+    variable = {**env, "DENIABLE_AGGREGATOR_CURATE_RELEASE_SEED": "4"}
+    assert "CURATE_RELEASE_SEED is set" in run_cli(AGG, *release, env=variable).stderr
+    for command, *options in (
+        ("histogram", "--column", "dept", "--values", "HR,IT,Sales"),
+        ("sum", "--column", "age", "--min", "0", "--max", "100"),
+        ("mean", "--column", "age", "--min", "18", "--max", "70"),
+    ):
+        seeded = _json(run_cli, "curate", command, str(staff), *options, *args[3:], env=env)
+        assert seeded["private"] is False
+        assert seeded["privacy"]["ledger"] is None
+    assert not (tmp_path / "ledger.sqlite").exists()
+    assert _json(run_cli, *args[:-2], "--budget", "5", env=env)["private"] is True
 
 
 def test_the_ledger_variable_and_a_changed_file_has_its_own_budget(
@@ -131,9 +172,10 @@ def test_a_release_answers_later_queries_at_no_cost(
     out = tmp_path / "release.json"
     made = _json(run_cli, "curate", "release", str(staff), "--columns", "dept,age",
                  "--values", "dept=HR,IT,Sales", "--values", "age=29,34,38,45,51",
-                 "--epsilon", "1", "--budget", "1", "--ledger", ledger, "--out", str(out),
-                 "--seed", "2")  # fmt: skip
+                 "--epsilon", "1", "--budget", "1", "--ledger", ledger,
+                 "--out", str(out))  # fmt: skip
     assert made["privacy"]["remaining"] == 0.0
+    assert made["private"] is True
     document = json.loads(out.read_text())
     assert document["format"] == "deniable-curator-release/1"
     # No hash of the data is published: it would confirm a guess of a small table.

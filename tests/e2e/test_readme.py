@@ -6,7 +6,8 @@
 # `survey create` prints it, and the surveys the prose only describes are made here from
 # that description. Outputs are compared line by line with what varies from run to run
 # masked (report ids, timestamps, randomized reported values, estimates, throughput), and
-# a `[...]` or `...` line stands for any lines.
+# a `[...]` or `...` line stands for any lines. A command whose output shows answers typed
+# at its prompts runs on a pseudo-terminal, where those answers are typed.
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.client._recording import RecordingAggregator, open_survey, recording_aggregator
 from tests.conftest import BIN, binary_question
 from tests.e2e._forks import Runner
+from tests.e2e._terminal import on_terminal
 
 README = Path(__file__).parents[2] / "README.md"
 TEXT = README.read_text(encoding="utf-8")
@@ -136,6 +138,8 @@ def json_spec(title: str) -> str:
 
 # --- masking: what differs from run to run, and nothing else -----------------------------
 
+PROMPTED = re.compile(r"^(?:  Your answer .*|Send these .*\? \[y/N\]): (.*)$")
+CURATED = re.compile(r"^(  (?:\w+: )?)-?[\d.]+, (\d+% interval) \[-?[\d.]+, -?[\d.]+\]")
 REPORT_ROW = re.compile(r"^(  <report-id>  \S+\s+)(\S+(?: \d+)?)(\s+)(\S+\s+\d+\.\d{4})$")
 
 
@@ -169,6 +173,8 @@ def masked(text: str, command: str, known_ids: set[str]) -> list[str]:
     for line in text.splitlines():
         if "estimate" in command.split()[:2] and not line.startswith("Error:"):
             line = re.sub(r"\s*-?\d+\.\d+", " <x>", line)  # estimates: random by design
+        if command.split()[1:2] == ["curate"] and "--seed" not in command.split():
+            line = CURATED.sub(r"\1<x>, \2 [<low>, <high>]", line)  # fresh Laplace noise
         lines.append(line)
     return lines
 
@@ -425,6 +431,9 @@ class Walk:
             return 0, shown
         if words[:2] == ["deniable-aggregator", "serve"]:
             return self.serve(words, env, command)
+        typed = [found[1] for line in command.expected if (found := PROMPTED.match(line))]
+        if typed:  # answered at its prompts: on a terminal, typing what the README shows
+            return on_terminal(words[0], words[1:], env, typed, cwd=self.cwd(command.section))
         code, output = self.runner.run(words[0], words[1:], env, self.cwd(command.section), capture)
         if words[1:3] == ["survey", "create"] and code == 0:
             self.surveys[command.expected[0]] = output.split()[0]
