@@ -48,7 +48,7 @@ COMMANDS = {
     "budget": (
         "deniable.client._budget",
         "budget_command",
-        "Show the privacy (epsilon) spent and left, per aggregator and survey.",
+        "Show the privacy (epsilon) spent and left, on this device and per aggregator.",
     ),
     "explain": (
         "deniable.client._explain",
