@@ -1,4 +1,4 @@
-"""``deniable budget``: the privacy spent and left, on the device and per aggregator, from the ledger."""
+"""``deniable budget``: the privacy spent and left, device-wide and per aggregator."""
 
 from __future__ import annotations
 
