@@ -68,6 +68,8 @@ class ReportGroup:
         unread: for a backend that reads values itself (:attr:`Storage.reads_values`),
             the values as received, not yet validated by ``mechanism``; ``reports`` and
             ``tally`` are then unused until the backend has read them.
+        max_reports: the survey's ``max_reports`` (0: no limit), which the storage
+            enforces in the batch's commit (see :meth:`Storage.submit`).
     """
 
     survey_id: str
@@ -78,6 +80,7 @@ class ReportGroup:
     mechanism: Mechanism | None = None
     reports: Any = None
     unread: Unread | None = None
+    max_reports: int = 0
 
 
 @dataclass(frozen=True)
@@ -184,11 +187,16 @@ class Storage(ABC):
         a report id stored under another token, is refused. The bindings are stored in
         the same transaction as the reports; batches committed together see each other's.
 
+        A survey with ``max_reports`` (its groups') never stores more: a batch whose new
+        reports would take it past that is refused whole, decided in the batch's
+        transaction so that concurrent batches (of any daemon) cannot overshoot; a batch
+        with no new report for it (a resend) is acknowledged as usual.
+
         Raises:
             AlreadyExists: a report_id is stored in its survey with a different payload;
                 the token answered the question with another report; the report id is
                 stored under another token.
-            FailedPrecondition: a survey is closed.
+            FailedPrecondition: a survey is closed, or would pass its ``max_reports``.
             Unauthenticated: the token was not issued for the reports' survey.
         """
 
@@ -251,6 +259,14 @@ class Storage(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release the backend's resources (closing twice is allowed)."""
+
+    def disk_path(self) -> str | None:
+        """A path on the filesystem that holds the database, or None if the daemon cannot see it.
+
+        The daemon's free-space watermark watches it. The default, None, is for a
+        database on another machine (PostgreSQL) or in memory.
+        """
+        return None
 
     def ping(self) -> None:
         """Raise :class:`~deniable.shared.errors.Unavailable` if the database is unreachable.

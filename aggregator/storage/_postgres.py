@@ -289,11 +289,14 @@ class PostgresStorage(Storage):
     def submit(self, submission: Submission) -> SubmitOutcome:
         """Store the new reports, their log rows and tally rows in one transaction.
 
-        A batch without a token or a stepped question, all of it new, is one statement;
-        otherwise (or when that statement finds a stored id) the careful path runs.
+        A batch without a token, a stepped question or a capped survey, all of it new,
+        is one statement; otherwise (or when that statement finds a stored id) the careful
+        path runs.
         """
         written: Written | None = None
-        if submission.token_hash is None and all(g.releases is None for g in submission.groups):
+        if submission.token_hash is None and all(
+            g.releases is None and not g.max_reports for g in submission.groups
+        ):
             written = self._db.run(lambda db: fast(db, submission), autocommit=True)
         if written is None:
             written = self._db.run(lambda db: careful(db, submission))

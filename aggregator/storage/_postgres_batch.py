@@ -13,9 +13,10 @@ would write every byte as two hex digits and the server parse them back.
 Both statements are prepared on each pooled connection at their first use (their text
 depends only on the batch's shape), so the server plans them once.
 
-The careful path, for a resend, an enrollment token or a stepped question, runs in a
-transaction: ``INSERT ... ON CONFLICT DO NOTHING`` tells which ids are new, a stored id
-with another payload refuses the batch, and tally and log rows count the new reports.
+The careful path, for a resend, an enrollment token, a stepped question or a survey
+with ``max_reports``, runs in a transaction: ``INSERT ... ON CONFLICT DO NOTHING`` tells
+which ids are new, a stored id with another payload refuses the batch, and tally and log
+rows count the new reports.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from psycopg.rows import TupleRow
 
 from deniable.aggregator.storage._base import ReportGroup, Submission, Tally
 from deniable.aggregator.storage._ids import ReportIds, UniformPayloads
+from deniable.aggregator.storage._survey_cap import CapCheck, caps_of
 from deniable.shared.errors import AlreadyExists, FailedPrecondition
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
@@ -54,6 +56,11 @@ _LISTED_ROWS = (
 # Ids go in sorted, so two batches that share ids wait for each other, never deadlock.
 _ORDER = 'ORDER BY s COLLATE "C", r COLLATE "C"'
 _OPEN = "SELECT id FROM surveys WHERE id = ANY(%(surveys)s::text[]) AND state = %(open)s FOR SHARE"
+# A batch for a survey with max_reports: its batches take turns (see _check_caps).
+_OPEN_CAPPED = (
+    "SELECT id FROM surveys WHERE id = ANY(%(surveys)s::text[]) AND state = %(open)s "
+    "ORDER BY id FOR UPDATE"
+)
 _FAST = (
     f"WITH open AS ({_OPEN}), "
     "ok AS (SELECT count(*) = cardinality(%(surveys)s::text[]) AS ok FROM open), "
@@ -195,10 +202,11 @@ def careful(db: Connection, submission: Submission) -> Written:
         FailedPrecondition: a survey is closed.
         AlreadyExists: a report id is stored in its survey with a different payload.
     """
+    caps = caps_of(submission.groups)
     open_ = [
         row[0]
         for row in db.execute(
-            _OPEN,
+            _OPEN_CAPPED if caps else _OPEN,
             {
                 "surveys": sorted({group.survey_id for group in submission.groups}),
                 "open": pb.SURVEY_STATE_OPEN,
@@ -213,6 +221,8 @@ def careful(db: Connection, submission: Submission) -> Written:
 
         bind(db, submission)
     fresh = _claim(db, submission)
+    if caps:
+        _check_caps(db, submission, fresh)
     tally_rows = []
     for group in sorted(submission.groups, key=lambda g: (g.survey_id, g.question_id)):
         batch = _add_tally(db, group, fresh)
@@ -225,6 +235,32 @@ def careful(db: Connection, submission: Submission) -> Written:
             (log_s, log_reports),
         )
     return Written(int(np.count_nonzero(fresh)), tally_rows)
+
+
+def _check_caps(db: Connection, submission: Submission, fresh: NDArray[np.bool_]) -> None:
+    """Refuse the batch if its new reports take a survey past its ``max_reports``.
+
+    The batch holds its capped surveys' rows ``FOR UPDATE`` (:data:`_OPEN_CAPPED`), so
+    the batches of a capped survey, on every daemon, commit one at a time; this query,
+    run after the lock was granted, sees every one committed before. Raising rolls the
+    transaction back, the ids it inserted included.
+    """
+    new: dict[str, int] = {}
+    for group in submission.groups:
+        new[group.survey_id] = new.get(group.survey_id, 0) + int(
+            np.count_nonzero(fresh[group.rows])
+        )
+    error = CapCheck(lambda survey_id: _survey_count(db, survey_id)).admit(submission, new)
+    if error is not None:
+        raise error
+
+
+def _survey_count(db: Connection, survey_id: str) -> int:
+    row = db.execute(
+        "SELECT COALESCE(SUM(n), 0) FROM tallies WHERE survey_id = %s", (survey_id,)
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 def _claim(db: Connection, submission: Submission) -> NDArray[np.bool_]:

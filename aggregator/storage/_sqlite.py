@@ -234,6 +234,10 @@ class SqliteStorage(SqliteCommits, Storage):
         with self._lock:
             return self._commit_locked(submissions)
 
+    def disk_path(self) -> str | None:
+        """The database file's folder (None for an in-memory database)."""
+        return None if self.path == ":memory:" else str(Path(self.path).resolve().parent)
+
     def maintain(self) -> None:
         """Do the background work that is due now, in this thread (tests use it)."""
         self._maintenance.run_once()

@@ -21,6 +21,7 @@ from deniable.aggregator.storage._sqlite_tokens import (
     bind,
     store_bindings,
 )
+from deniable.aggregator.storage._survey_cap import CapCheck, caps_of
 from deniable.aggregator.storage._tally_change import TallyChange
 from deniable.aggregator.storage._transaction import rollback, storage_error
 from deniable.shared.errors import FailedPrecondition
@@ -130,9 +131,36 @@ class SqliteCommits:
                 for position, claim in zip(claimed, group.claims, strict=True)
                 if isinstance(claim, BaseException) and bindings[position]
             }
+            unbound.update(self._over_cap_locked(claimed, group))
             if not unbound:
                 return errors, claimed, group, bindings
             refused.update(unbound)
+
+    def _over_cap_locked(
+        self, claimed: Sequence[int], group: GroupClaim
+    ) -> dict[int, BaseException]:
+        """The claimed batches that would take a survey past its ``max_reports``.
+
+        Checked in commit order against the survey's count in the database (no other
+        process writes it: the lock file) plus the earlier batches' new reports. A
+        refused batch's ids were claimed, so the claim runs again without it.
+        """
+        caps = CapCheck(self._survey_count)
+        over: dict[int, BaseException] = {}
+        for position, claim in zip(claimed, group.claims, strict=True):
+            if not isinstance(claim, Claim) or not caps_of(claim.submission.groups):
+                continue
+            new = {survey_id: len(claim.new_rows(survey_id)) for survey_id in claim.rows}
+            error = caps.admit(claim.submission, new)
+            if error is not None:
+                over[position] = error
+        return over
+
+    def _survey_count(self, survey_id: str) -> int:
+        (count,) = self._db.execute(
+            "SELECT COALESCE(SUM(n), 0) FROM tallies WHERE survey_id = ?", (survey_id,)
+        ).fetchone()
+        return int(count)
 
     def _bind_locked(self, submission: Submission, pending: PendingBindings) -> list[Binding]:
         """A token batch's new (token, question) bindings, checked before its ids are sorted.

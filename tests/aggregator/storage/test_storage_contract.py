@@ -755,3 +755,103 @@ def test_postgres_prepares_the_batch_statement_at_its_first_use(postgres_url: st
         assert any("INSERT INTO report_ids" in statement for statement in prepared), prepared
     finally:
         storage.close()
+
+
+# --- max_reports: refused whole, in the commit, never passed ---
+
+
+def capped(reports: list[pb.Report], cap: int) -> Submission:
+    """The submission of these reports, for a survey with ``max_reports`` = ``cap``."""
+    plain = submission(reports)
+    return replace(plain, groups=[replace(g, max_reports=cap) for g in plain.groups])
+
+
+def numbered(prefix: str, count: int, question: str = "q1") -> list[pb.Report]:
+    return [report(f"{prefix}-{i}", i % 2, question) for i in range(count)]
+
+
+def stored_in_s1(storage: Storage) -> int:
+    found = storage.get_survey("s1")
+    assert found is not None
+    return int(found.reports)
+
+
+def test_a_batch_that_would_pass_max_reports_is_refused_whole(opener: Opener) -> None:
+    storage = opener()
+    storage.create_survey(survey())
+    assert storage.submit(capped(numbered("a", 6), 10)) == SubmitOutcome(6, 0)
+    # Two questions' reports count together: 3 + 2 new would make 11.
+    over = numbered("b", 3) + numbered("c", 2, "q2")
+    with pytest.raises(FailedPrecondition) as refused:
+        storage.submit(capped(over, 10))
+    assert refused.value.message == (
+        "reports[0]: survey 's1' is full: its 5 new report(s) in this batch would take it "
+        "past its max_reports of 10; nothing stored"
+    )
+    assert stored_in_s1(storage) == 6
+    assert len(logged(storage)) == 6
+    assert storage.tally("s1", "q2") == recount(storage, "s1", "q2")
+    assert storage.submit(capped(numbered("b", 4), 10)) == SubmitOutcome(4, 0)  # exactly full
+    assert stored_in_s1(storage) == 10
+
+
+def test_a_resend_is_acknowledged_when_the_survey_is_full(opener: Opener) -> None:
+    storage = opener()
+    storage.create_survey(survey())
+    first = numbered("a", 5)
+    assert storage.submit(capped(first, 5)) == SubmitOutcome(5, 0)
+    assert storage.submit(capped(first, 5)) == SubmitOutcome(0, 5)  # idempotency first
+    # A resend with one new report is refused whole: nothing of it is stored.
+    with pytest.raises(FailedPrecondition, match="its 1 new report"):
+        storage.submit(capped([*first, report("new", 1)], 5))
+    assert stored_in_s1(storage) == 5
+    assert [r.report_id for r in logged(storage)] == [r.report_id for r in first]
+
+
+def test_an_uncapped_survey_beside_a_capped_one_is_not_held(opener: Opener) -> None:
+    storage = opener()
+    storage.create_survey(survey())
+    storage.create_survey(survey("s2", ("q1",)))
+    assert storage.submit(capped(numbered("a", 3), 3)) == SubmitOutcome(3, 0)
+    other = [report(f"o-{i}", 1, "q1", "s2") for i in range(50)]
+    assert storage.submit(submission(other)) == SubmitOutcome(50, 0)
+
+
+def test_concurrent_batches_never_pass_max_reports(opener: Opener) -> None:
+    storage = opener()
+    storage.create_survey(survey())
+    cap, size, batches = 100, 7, 40
+
+    def send(k: int) -> int:
+        try:
+            return storage.submit(capped(numbered(f"t{k}", size), cap)).stored
+        except FailedPrecondition:
+            return 0
+
+    with ThreadPoolExecutor(8) as pool:
+        stored = list(pool.map(send, range(batches), timeout=HANG_GUARD))
+    assert sum(stored) == stored_in_s1(storage) == 98  # 14 batches of 7; a 15th would pass 100
+    assert storage.tally("s1", "q1") == recount(storage, "s1", "q1")
+
+
+def test_two_daemons_sharing_a_database_never_pass_max_reports(durable_url: str) -> None:
+    if not durable_url.startswith("postgresql"):
+        pytest.skip("one SQLite database serves one process (its lock file)")
+    first, second = open_storage(durable_url), open_storage(durable_url)
+    try:
+        first.create_survey(survey())
+        cap, size, batches = 50, 3, 40
+
+        def send(k: int) -> int:
+            storage = first if k % 2 else second
+            try:
+                return storage.submit(capped(numbered(f"d{k}", size), cap)).stored
+            except FailedPrecondition:
+                return 0
+
+        with ThreadPoolExecutor(8) as pool:
+            stored = list(pool.map(send, range(batches), timeout=HANG_GUARD))
+        assert sum(stored) == stored_in_s1(first) == 48
+    finally:
+        first.close()
+        second.close()
