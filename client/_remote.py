@@ -127,11 +127,13 @@ class AggregatorClient:
         min_reports: int = 0,
         enrollment_required: bool = False,
         release_step: int = 0,
+        max_reports: int = 0,
     ) -> pb.Survey:
         """Create a survey (admin token needed). Not retried: it is not idempotent.
 
         ``release_step`` > 0 releases estimates in steps of at least that many reports per
-        question, which gives them a central (ε, δ) (see ``Survey.release_step``).
+        question, which gives them a central (ε, δ) (see ``Survey.release_step``);
+        ``max_reports`` > 0 caps the reports the survey stores (``Survey.max_reports``).
         """
         request = pb.CreateSurveyRequest(
             title=title,
@@ -139,17 +141,23 @@ class AggregatorClient:
             min_reports=min_reports,
             enrollment_required=enrollment_required,
             release_step=release_step,
+            max_reports=max_reports,
         )
         return self._call(self.stub.CreateSurvey, request, admin=True, retry=False)
 
     def get_survey(self, survey_id: str) -> pb.Survey:
-        """One survey."""
-        return self._call(self.stub.GetSurvey, pb.GetSurveyRequest(survey_id=survey_id))
+        """One survey (with the admin token, if held: a stepped survey's live count)."""
+        request = pb.GetSurveyRequest(survey_id=survey_id)
+        return self._call(self.stub.GetSurvey, request, admin=True)
 
     def list_surveys(self, include_closed: bool = False) -> list[pb.Survey]:
-        """Open surveys (all with ``include_closed``)."""
+        """Open surveys (all with ``include_closed``, which needs the admin token).
+
+        The admin token, if held, is sent: the aggregator then shows stepped surveys'
+        live report counts too.
+        """
         request = pb.ListSurveysRequest(include_closed=include_closed)
-        return list(self._call(self.stub.ListSurveys, request).surveys)
+        return list(self._call(self.stub.ListSurveys, request, admin=True).surveys)
 
     def close_survey(self, survey_id: str) -> pb.Survey:
         """Close a survey (admin token needed)."""
@@ -163,10 +171,11 @@ class AggregatorClient:
 
         ``enrollment_token`` is required by surveys with ``enrollment_required``; the same
         batch resent with the same token is acknowledged as already stored, so retries
-        stay safe.
+        stay safe. A client holding the admin token sends it: the operator's own loads
+        are not held to the per-peer report limit.
         """
         request = pb.SubmitReportsRequest(reports=reports, enrollment_token=enrollment_token or "")
-        return self._call(self.stub.SubmitReports, request)
+        return self._call(self.stub.SubmitReports, request, admin=True)
 
     def issue_tokens(self, survey_id: str, count: int) -> list[str]:
         """Issue ``count`` enrollment tokens (admin token needed); shown once, never stored.

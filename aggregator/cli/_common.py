@@ -29,6 +29,7 @@ __all__ = [
     "fail",
     "jsonable",
     "mechanism_options",
+    "optional_token",
     "overflow_is_invalid_input",
     "privacy_line",
     "read_token",
@@ -228,6 +229,13 @@ def read_token(token_file: Path | None) -> str:
             )
     with user_errors():
         return check_token(token, source)
+
+
+def optional_token(token_file: Path | None) -> str | None:
+    """The admin token as :func:`read_token` finds it, or None when none is given."""
+    if token_file is None and not os.environ.get(ADMIN_TOKEN_VARIABLE, "").strip():
+        return None
+    return read_token(token_file)
 
 
 def transport_line(info: dict[str, Any], read_back: str = "the estimate above was") -> str:

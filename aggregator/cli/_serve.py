@@ -24,7 +24,10 @@ from deniable.aggregator.server._auth import load_or_create_token
 from deniable.aggregator.server._lifecycle import DEFAULT_LISTEN, start_server
 from deniable.aggregator.server._limits import LimitError, ServerLimits
 from deniable.aggregator.server._logging import configure_logging
+from deniable.aggregator.server._peer_limits import PeerLimit
+from deniable.aggregator.server._report_gate import IngestLimits
 from deniable.aggregator.server._tls import TlsError, load_server_tls, warn_if_plaintext
+from deniable.aggregator.server._watermark import DEFAULT_MIN_FREE, MinFree
 from deniable.aggregator.storage import StorageError, default_database_url, open_storage
 from deniable.aggregator.storage._url import data_dir
 from deniable.shared._cli import RETIRED_WARNINGS
@@ -32,6 +35,7 @@ from deniable.shared.errors import InvalidArgument
 
 log = logging.getLogger("deniable.aggregator")
 _DEFAULTS = ServerLimits()
+_INGEST = IngestLimits()
 F = TypeVar("F", bound=Callable[..., Any])
 _FILE = click.Path(path_type=Path)
 
@@ -126,6 +130,34 @@ def _grace(ctx: click.Context, param: click.Parameter, value: float) -> float:
 )
 @_limit_option("workers", "Threads that run calls (the rest queue).")
 @click.option(
+    "--peer-reports-per-second",
+    type=float,
+    default=_INGEST.peer.reports_per_second,
+    show_default=True,
+    metavar="RATE",
+    help="Reports one peer address (an IPv6 /64) may store per second, a token bucket; "
+    "batches with the admin token or an enrollment token are not counted; over it: "
+    "RESOURCE_EXHAUSTED, nothing stored. 0: no per-peer limit.",
+)
+@click.option(
+    "--peer-report-burst",
+    type=int,
+    default=_INGEST.peer.burst,
+    show_default=True,
+    metavar="N",
+    help="The per-peer bucket's size: the most reports a peer may send at once (a larger "
+    "batch is always refused). 0: no per-peer limit.",
+)
+@click.option(
+    "--min-free-space",
+    default=DEFAULT_MIN_FREE,
+    show_default=True,
+    metavar="SIZE",
+    help="Refuse new reports (RESOURCE_EXHAUSTED) while the SQLite database's filesystem "
+    "has less free space: bytes with a unit (500MB, 2GiB) or a share of the disk (5%); "
+    "estimates, listings and exports go on. 0: no watermark. Not applied to PostgreSQL.",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
@@ -146,6 +178,9 @@ def serve_command(
     max_connections: int,
     calls_per_connection: int,
     workers: int,
+    peer_reports_per_second: float,
+    peer_report_burst: int,
+    min_free_space: str,
     log_level: str,
 ) -> None:
     """Run the aggregator daemon until SIGTERM or SIGINT.
@@ -154,7 +189,10 @@ def serve_command(
     calls in flight finish (up to --grace seconds) and the database is closed.
     Without TLS on an address other than loopback it logs a warning: the admin
     token and the reports would travel unencrypted. Limits (and the memory they
-    bound), keepalive and TLS setup: docs/security.md.
+    bound), keepalive and TLS setup: docs/security.md. Behind a proxy every
+    client has the proxy's address: raise or turn off --peer-reports-per-second
+    and limit rates at the proxy. Load tests from one machine need
+    --peer-reports-per-second 0.
     """
     try:
         tls = load_server_tls(tls_cert, tls_key, tls_client_ca)
@@ -166,6 +204,9 @@ def serve_command(
             max_connections=max_connections,
             calls_per_connection=calls_per_connection,
             workers=workers,
+        )
+        ingest = IngestLimits(
+            PeerLimit(peer_reports_per_second, peer_report_burst), MinFree.parse(min_free_space)
         )
     except LimitError as error:
         fail(f"--{error.field.replace('_', '-')}: {error.problem}", 2)
@@ -185,7 +226,7 @@ def serve_command(
             raise click.ClickException(str(error)) from None
         token, token_path, created = given or load_or_create_token(None, data_dir())
     try:
-        running = start_server(storage, token, listen, limits=limits, tls=tls)
+        running = start_server(storage, token, listen, limits=limits, tls=tls, ingest=ingest)
     except (OSError, RuntimeError) as error:
         storage.close()
         raise click.ClickException(f"cannot listen on {listen}: {error}") from None
@@ -207,8 +248,16 @@ def serve_command(
             "calls_per_connection": limits.calls_per_connection,
             "workers": limits.workers,
             "held_bytes_bound": limits.held_bytes_bound(),
+            "peer_reports_per_second": ingest.peer.reports_per_second,
+            "peer_report_burst": ingest.peer.burst,
+            "min_free_space": ingest.min_free_space.text,
         },
     )
+    if ingest.min_free_space.enabled and storage.disk_path() is None:
+        log.info(
+            "no free-space watermark: the database's disk is not this machine's",
+            extra={"min_free_space": ingest.min_free_space.text},
+        )
     warn_if_plaintext(str(listen), tls, log)
     click.echo(f"listening on {bound}")
     stopping = threading.Event()

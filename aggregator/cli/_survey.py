@@ -13,6 +13,7 @@ from google.protobuf import json_format
 from deniable.aggregator.cli._common import (
     emit_json,
     fail,
+    optional_token,
     read_token,
     remote_errors,
     server_option,
@@ -29,8 +30,11 @@ from deniable.shared.transport import TlsConfig
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 STATES = {pb.SURVEY_STATE_OPEN: "open", pb.SURVEY_STATE_CLOSED: "closed"}
-SURVEY_KEYS = {"title", "questions", "min_reports", "enrollment_required", "release_step"}
+SURVEY_KEYS = {
+    "title", "questions", "min_reports", "enrollment_required", "release_step", "max_reports"
+}  # fmt: skip
 MAX_MIN_REPORTS = 10**9  # as the daemon checks (deniable.aggregator.server._enrollment)
+MAX_REPORTS = 10**15  # Survey.max_reports, as the daemon checks (storage._survey_cap)
 
 
 def survey_to_dict(survey: pb.Survey) -> dict[str, Any]:
@@ -95,22 +99,24 @@ def survey_options_from_spec(spec: dict[str, Any]) -> tuple[int, bool]:
 
 
 def release_step_from_spec(spec: dict[str, Any], option: int | None) -> int:
-    """The release step: ``--release-step``, else the spec's ``release_step``, else 0.
+    """The release step: ``--release-step``, else the spec's ``release_step``, else 0."""
+    return count_from_spec(spec, "release_step", option, MAX_RELEASE_STEP, "not stepped")
 
-    Both may be given only if they agree.
-    """
-    step = spec.get("release_step", 0)
-    if type(step) is not int or not 0 <= step <= MAX_RELEASE_STEP:
+
+def count_from_spec(
+    spec: dict[str, Any], key: str, option: int | None, maximum: int, zero: str
+) -> int:
+    """``--KEY`` (with dashes), else the spec's ``key``, else 0; both only if they agree."""
+    value = spec.get(key, 0)
+    if type(value) is not int or not 0 <= value <= maximum:
         raise click.UsageError(
-            f"spec.release_step: a whole number 0..{MAX_RELEASE_STEP:,} is required (0: not "
-            f"stepped), got {step!r}"
+            f"spec.{key}: a whole number 0..{maximum:,} is required (0: {zero}), got {value!r}"
         )
     if option is None:
-        return step
-    if "release_step" in spec and step != option:
-        raise click.UsageError(
-            f"--release-step {option} and spec.release_step {step} disagree; give one of them"
-        )
+        return value
+    if key in spec and value != option:
+        flag = "--" + key.replace("_", "-")
+        raise click.UsageError(f"{flag} {option} and spec.{key} {value} disagree; give one of them")
     return option
 
 
@@ -202,6 +208,14 @@ def survey_group() -> None:
     "them a central (ε, δ) by amplification by shuffling; needs enrollment_required in the "
     "spec (default: the spec's release_step, else 0: not stepped).",
 )
+@click.option(
+    "--max-reports",
+    type=click.IntRange(0, MAX_REPORTS),
+    default=None,
+    metavar="N",
+    help="Store at most N reports, all questions together; a batch that would pass it is "
+    "refused whole (default: the spec's max_reports, else 0: no limit).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the created survey as JSON.")
 def create(
     server: str,
@@ -209,6 +223,7 @@ def create(
     admin_token_file: Path | None,
     spec_file: Any,
     release_step: int | None,
+    max_reports: int | None,
     as_json: bool,
 ) -> None:
     """Create a survey from SPEC_FILE (UTF-8 JSON; '-' reads stdin) and print its id.
@@ -228,7 +243,9 @@ def create(
     (ε, δ) this gives against readers of the released estimates (not against
     the operator: see docs/privacy.md). A release step needs
     "enrollment_required": true, since the central ε assumes each step's other
-    reports come from distinct admitted participants.
+    reports come from distinct admitted participants. "max_reports": N (or
+    --max-reports N) stores at most N reports, all questions together: a
+    batch that would pass it is refused whole.
 
     \b
     Question types and their keys:
@@ -265,6 +282,7 @@ def create(
     title, questions = questions_from_spec(spec)
     min_reports, enrollment_required = survey_options_from_spec(spec)
     step = release_step_from_spec(spec, release_step)
+    cap = count_from_spec(spec, "max_reports", max_reports, MAX_REPORTS, "no limit")
     token = read_token(admin_token_file)
     with remote_errors(server), AggregatorClient(server, admin_token=token, tls=tls) as client:
         survey = client.create_survey(
@@ -273,6 +291,7 @@ def create(
             min_reports=min_reports,
             enrollment_required=enrollment_required,
             release_step=step,
+            max_reports=cap,
         )
     warnings = epsilon_warnings(questions)
     for warning in warnings:
@@ -287,11 +306,26 @@ def create(
 @survey_group.command("list")
 @server_option
 @tls_options
-@click.option("--all", "include_closed", is_flag=True, help="Include closed surveys.")
+@token_option
+@click.option(
+    "--all", "include_closed", is_flag=True, help="Include closed surveys (needs the admin token)."
+)
 @click.option("--json", "as_json", is_flag=True)
-def list_surveys(server: str, tls: TlsConfig | None, include_closed: bool, as_json: bool) -> None:
-    """List the surveys (open ones unless --all)."""
-    with remote_errors(server), AggregatorClient(server, tls=tls) as client:
+def list_surveys(
+    server: str,
+    tls: TlsConfig | None,
+    admin_token_file: Path | None,
+    include_closed: bool,
+    as_json: bool,
+) -> None:
+    """List the surveys (open ones unless --all).
+
+    With the admin token (needed for --all) a stepped survey's count is its live
+    report count; without it, the reports its last releases are from (marked
+    "as released").
+    """
+    token = read_token(admin_token_file) if include_closed else optional_token(admin_token_file)
+    with remote_errors(server), AggregatorClient(server, admin_token=token, tls=tls) as client:
         surveys = client.list_surveys(include_closed)
     if as_json:
         emit_json({"surveys": [survey_to_dict(s) for s in surveys]})
@@ -301,7 +335,8 @@ def list_surveys(server: str, tls: TlsConfig | None, include_closed: bool, as_js
     for survey in surveys:
         click.echo(
             f"{visible(survey.id)}  {STATES.get(survey.state, '?'):6}  "
-            f"{survey.reports:>9,} reports  {len(survey.questions)} question(s)  "
+            f"{survey.reports:>9,} reports{' as released' if survey.reports_as_released else ''}"
+            f"  {len(survey.questions)} question(s)  "
             f"{visible(survey.title)}"
             + (f"  [steps of {survey.release_step:,}]" if survey.release_step else "")
         )
@@ -310,11 +345,22 @@ def list_surveys(server: str, tls: TlsConfig | None, include_closed: bool, as_js
 @survey_group.command("show")
 @server_option
 @tls_options
+@token_option
 @click.argument("survey_id")
 @click.option("--json", "as_json", is_flag=True)
-def show(server: str, tls: TlsConfig | None, survey_id: str, as_json: bool) -> None:
-    """Show one survey with its questions and their exact ε."""
-    with remote_errors(server), AggregatorClient(server, tls=tls) as client:
+def show(
+    server: str,
+    tls: TlsConfig | None,
+    admin_token_file: Path | None,
+    survey_id: str,
+    as_json: bool,
+) -> None:
+    """Show one survey with its questions and their exact ε.
+
+    A stepped survey's live report count needs the admin token (else: as released).
+    """
+    token = optional_token(admin_token_file)
+    with remote_errors(server), AggregatorClient(server, admin_token=token, tls=tls) as client:
         survey = client.get_survey(survey_id)
     if as_json:
         emit_json(survey_to_dict(survey))

@@ -6,7 +6,7 @@ import hmac
 import os
 import re
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ import grpc
 
 __all__ = [
     "ADMIN_METHODS",
+    "AdminToken",
     "AdminTokenInterceptor",
     "check_token",
     "load_or_create_token",
@@ -50,12 +51,32 @@ async def _deny(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> An
     )
 
 
-class AdminTokenInterceptor(grpc.aio.ServerInterceptor):
-    """Reject admin RPCs whose ``authorization`` metadata is not ``Bearer <token>``."""
+class AdminToken:
+    """Whether a call's metadata carries exactly ``authorization: Bearer <token>``.
+
+    A call with several ``authorization`` headers does not, even if one of them is right:
+    which one counts would otherwise depend on the order proxies keep. The comparison
+    takes the same time whatever the header holds.
+    """
 
     def __init__(self, token: str) -> None:
         check_token(token, "the configured token")
         self._expected = f"Bearer {token}".encode()
+
+    def carried_by(self, metadata: Iterable[tuple[str, Any]] | None) -> bool:
+        """True if ``metadata`` holds one ``authorization`` header, the right one."""
+        provided = [value for key, value in metadata or () if key == "authorization"]
+        token = provided[0] if len(provided) == 1 else b""
+        if isinstance(token, str):
+            token = token.encode()
+        return hmac.compare_digest(token, self._expected)
+
+
+class AdminTokenInterceptor(grpc.aio.ServerInterceptor):
+    """Reject admin RPCs whose ``authorization`` metadata is not ``Bearer <token>``."""
+
+    def __init__(self, token: str | AdminToken) -> None:
+        self.token = token if isinstance(token, AdminToken) else AdminToken(token)
         self._denied: grpc.RpcMethodHandler[Any, Any] = grpc.unary_unary_rpc_method_handler(_deny)
 
     async def intercept_service(
@@ -68,17 +89,12 @@ class AdminTokenInterceptor(grpc.aio.ServerInterceptor):
         """Pass everything through except admin calls without exactly the right token.
 
         A call with several ``authorization`` headers is refused even if one of them is
-        right: which one counts would otherwise depend on the order proxies keep.
+        right (see :class:`AdminToken`).
         """
-        if details.method in ADMIN_METHODS:
-            provided = [
-                value for key, value in details.invocation_metadata or () if key == "authorization"
-            ]
-            token = provided[0] if len(provided) == 1 else b""
-            if isinstance(token, str):
-                token = token.encode()
-            if not hmac.compare_digest(token, self._expected):
-                return self._denied
+        if details.method in ADMIN_METHODS and not self.token.carried_by(
+            details.invocation_metadata
+        ):
+            return self._denied
         return await continuation(details)
 
 

@@ -16,8 +16,9 @@ from grpc_reflection.v1alpha import reflection
 
 from deniable.aggregator.server._address import ListenAddress
 from deniable.aggregator.server._admission import Admission
-from deniable.aggregator.server._auth import AdminTokenInterceptor
+from deniable.aggregator.server._auth import AdminToken, AdminTokenInterceptor
 from deniable.aggregator.server._limits import ServerLimits
+from deniable.aggregator.server._report_gate import IngestLimits, ReportGate
 from deniable.aggregator.server._service import AggregatorService
 from deniable.aggregator.server._servicer import AggregatorServicer, add_to_server
 from deniable.aggregator.server._tls import ServerTls
@@ -167,6 +168,7 @@ def start_server(
     limits: ServerLimits | None = None,
     tls: ServerTls | None = None,
     health_check_s: float = HEALTH_CHECK_S,
+    ingest: IngestLimits | None = None,
 ) -> RunningServer:
     """Start serving ``storage`` on ``listen`` (port 0 picks a free port).
 
@@ -183,6 +185,9 @@ def start_server(
         tls: serve TLS (mutual TLS when it has a client CA); default plaintext.
         health_check_s: how often the health service pings the database: NOT_SERVING
             while it is unreachable, SERVING again once it answers.
+        ingest: the per-peer report limit and the free-space watermark. Default: none
+            (an embedded server trusts its caller); ``serve`` passes its options, on by
+            default (:class:`IngestLimits`'s defaults).
 
     Raises:
         InvalidArgument: ``listen`` is not such an address (checked before anything starts).
@@ -190,11 +195,13 @@ def start_server(
     """
     address = listen if isinstance(listen, ListenAddress) else ListenAddress.parse(listen)
     limits = limits or ServerLimits()
-    interceptor = AdminTokenInterceptor(admin_token)  # checks the token before anything starts
+    admin = AdminToken(admin_token)  # checks the token before anything starts
+    interceptor = AdminTokenInterceptor(admin)
+    gate = (ingest or IngestLimits.off()).gate(admin, storage)
     loop = _Loop()
     executor = futures.ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="rpc")
     try:
-        running = loop.run(_start(storage, interceptor, address, limits, tls, executor))
+        running = loop.run(_start(storage, interceptor, gate, address, limits, tls, executor))
     except BaseException:
         loop.close()
         executor.shutdown(wait=False)
@@ -207,6 +214,7 @@ def start_server(
 async def _start(
     storage: Storage,
     interceptor: AdminTokenInterceptor,
+    gate: ReportGate,
     address: ListenAddress,
     limits: ServerLimits,
     tls: ServerTls | None,
@@ -221,7 +229,7 @@ async def _start(
         options=[*limits.channel_options(), ("grpc.so_reuseport", 0)],
         maximum_concurrent_rpcs=limits.max_concurrent_rpcs,
     )
-    add_to_server(AggregatorServicer(service, executor, admission), server)
+    add_to_server(AggregatorServicer(service, executor, admission, gate), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(

@@ -28,8 +28,10 @@ from deniable.aggregator.server._releases import (
     survey_central,
 )
 from deniable.aggregator.server._texts import check_texts
+from deniable.aggregator.server._views import check_listing, public_view
 from deniable.aggregator.storage import ReportGroup, Storage, Submission, SubmitOutcome, Unread
 from deniable.aggregator.storage._decode import Group, decode_batch
+from deniable.aggregator.storage._survey_cap import check_max_reports
 from deniable.shared.errors import (
     FailedPrecondition,
     InvalidArgument,
@@ -126,6 +128,7 @@ class AggregatorService:
             )
         check_min_reports(request.min_reports)
         check_release_step(request.release_step, request.enrollment_required)
+        check_max_reports(request.max_reports)
         survey = pb.Survey(
             id=secrets.token_hex(8),
             title=title,
@@ -134,6 +137,7 @@ class AggregatorService:
             min_reports=request.min_reports,
             enrollment_required=request.enrollment_required,
             release_step=request.release_step,
+            max_reports=request.max_reports,
         )
         seen: set[str] = set()
         for index, question in enumerate(request.questions):
@@ -161,11 +165,16 @@ class AggregatorService:
                 )
             )
         self.storage.create_survey(survey)
-        return self.get_survey(survey.id)
+        return self.get_survey(survey.id, admin=True)
 
-    def get_survey(self, survey_id: str) -> pb.Survey:
-        """The survey with its central (ε, δ) when it is stepped, or NotFound."""
-        return self._with_central(self._survey(survey_id))
+    def get_survey(self, survey_id: str, *, admin: bool = False) -> pb.Survey:
+        """The survey with its central (ε, δ) when it is stepped, or NotFound.
+
+        ``admin``: the caller holds the admin token; without it a stepped survey's live
+        report count is withheld (:func:`public_view`).
+        """
+        survey = self._survey(survey_id)
+        return self._with_central(survey if admin else public_view(survey, self.storage))
 
     def _survey(self, survey_id: str) -> pb.Survey:
         """The survey as stored, or NotFound."""
@@ -187,9 +196,18 @@ class AggregatorService:
             survey.central.CopyFrom(central)
         return survey
 
-    def list_surveys(self, request: pb.ListSurveysRequest) -> pb.ListSurveysResponse:
-        """Open surveys, or all with ``include_closed``."""
+    def list_surveys(
+        self, request: pb.ListSurveysRequest, *, admin: bool = False
+    ) -> pb.ListSurveysResponse:
+        """Open surveys, or all with ``include_closed`` (admin only: Unauthenticated).
+
+        ``admin``: the caller holds the admin token; without it stepped surveys' live
+        report counts are withheld (:func:`public_view`).
+        """
+        check_listing(request.include_closed, admin)
         surveys = self.storage.list_surveys(request.include_closed)
+        if not admin:
+            surveys = [public_view(survey, self.storage) for survey in surveys]
         return pb.ListSurveysResponse(surveys=[self._with_central(s) for s in surveys])
 
     def close_survey(self, survey_id: str) -> pb.Survey:
@@ -288,7 +306,7 @@ class AggregatorService:
         if self.storage.reads_values:
             return ReportGroup(
                 survey.id, question.id, group.rows, _unread_tally, releases, mechanism,
-                unread=Unread(field, group.values),
+                unread=Unread(field, group.values), max_reports=survey.max_reports,
             )  # fmt: skip
         try:
             reports = mechanism.read(field, group.values)
@@ -303,6 +321,7 @@ class AggregatorService:
             releases=releases,
             mechanism=mechanism,
             reports=reports,
+            max_reports=survey.max_reports,
         )
 
     def _ask(self, group: Group) -> tuple[pb.Survey, pb.Question, Mechanism, ReleaseSteps | None]:

@@ -14,12 +14,20 @@ import grpc
 from google.protobuf.message import DecodeError, Message
 
 from deniable.aggregator.server._admission import Admission
+from deniable.aggregator.server._report_gate import ReportGate
 from deniable.aggregator.server._service import AggregatorService, PreparedBatch
 from deniable.aggregator.server._streaming import send_stream
 from deniable.shared.errors import AggregatorError, InvalidArgument
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
-__all__ = ["INLINE_BYTES", "RAW_REQUESTS", "STREAMS", "AggregatorServicer", "add_to_server"]
+__all__ = [
+    "ADMIN_AWARE",
+    "INLINE_BYTES",
+    "RAW_REQUESTS",
+    "STREAMS",
+    "AggregatorServicer",
+    "add_to_server",
+]
 
 log = logging.getLogger("deniable.aggregator")
 SERVICE = pb.DESCRIPTOR.services_by_name["Aggregator"]
@@ -31,6 +39,8 @@ RAW_REQUESTS = frozenset({"SubmitReports"})
 INLINE_BYTES = 1024 * 1024
 # Server-streaming RPCs: the service gives serialized responses, sent as they are.
 STREAMS = frozenset({"ExportReports"})
+# RPCs open to anyone whose answer depends on whether the call carries the admin token.
+ADMIN_AWARE = frozenset({"GetSurvey", "ListSurveys"})
 # Status details travel in a header, which gRPC caps at 16 KiB by default.
 MAX_DETAILS = 2000
 # A call with this little time left when a worker takes it up cannot be answered in time.
@@ -102,15 +112,22 @@ class AggregatorServicer:
     The event loop only receives requests and sends replies, so a caller that opens a call
     and never sends its request holds no thread: it cannot starve the others. The
     service's work (decoding, SQLite, statistics) blocks, so it runs on ``executor``.
-    ``admission`` caps the request bytes held at once (RESOURCE_EXHAUSTED beyond it).
+    ``admission`` caps the request bytes held at once (RESOURCE_EXHAUSTED beyond it);
+    ``gate`` holds the free-space watermark and the per-peer report limit, and tells the
+    calls that carry the admin token (:data:`ADMIN_AWARE` RPCs answer them in full).
     """
 
     def __init__(
-        self, service: AggregatorService, executor: Executor, admission: Admission
+        self,
+        service: AggregatorService,
+        executor: Executor,
+        admission: Admission,
+        gate: ReportGate | None = None,
     ) -> None:
         self.service = service
         self.executor = executor
         self.admission = admission
+        self.gate = gate or ReportGate()
         self._preparing = threading.Lock()
         self._submitting = 0  # SubmitReports calls being handled (on the event loop)
 
@@ -168,7 +185,10 @@ class AggregatorServicer:
                     full_name = request_type.DESCRIPTOR.full_name
                     invalid = InvalidArgument(f"request: not a valid {full_name}")
                     await _abort(context, _status(invalid, name))
-                response = await self.call(context, name, size, partial(method, request))
+                work = partial(method, request)
+                if name in ADMIN_AWARE:
+                    work = partial(work, self.gate.is_admin(context))
+                response = await self.call(context, name, size, work)
             finally:  # a refused call's frames outlive it, in its abort's traceback
                 del data, request
             if name not in STREAMS:
@@ -201,6 +221,7 @@ class AggregatorServicer:
         self._submitting += 1
         try:
             with self.admission.admit(method, size):
+                self.gate.before_decoding()
                 if size <= INLINE_BYTES:
                     _check_deadline(context, method)
                     prepared = self.service.prepare_reports(data)
@@ -210,6 +231,9 @@ class AggregatorServicer:
                         context, method, lambda: self._prepare(jobs.pop())
                     )
                 data = b""
+                submission = prepared.submission
+                reports = len(submission.report_ids) + prepared.repeats
+                self.gate.charge(context, reports, submission.token_hash is not None)
                 workers = _BeforeDeadline(self.executor, context, method)
                 alone = self._submitting == 1
                 outcome = await asyncio.wrap_future(  # no local holds it (see on_worker)
@@ -244,11 +268,13 @@ class AggregatorServicer:
         )
         return survey
 
-    def _GetSurvey(self, request: pb.GetSurveyRequest) -> pb.Survey:  # noqa: N802
-        return self.service.get_survey(request.survey_id)
+    def _GetSurvey(self, request: pb.GetSurveyRequest, admin: bool) -> pb.Survey:  # noqa: N802
+        return self.service.get_survey(request.survey_id, admin=admin)
 
-    def _ListSurveys(self, request: pb.ListSurveysRequest) -> pb.ListSurveysResponse:  # noqa: N802
-        return self.service.list_surveys(request)
+    def _ListSurveys(  # noqa: N802
+        self, request: pb.ListSurveysRequest, admin: bool
+    ) -> pb.ListSurveysResponse:
+        return self.service.list_surveys(request, admin=admin)
 
     def _CloseSurvey(self, request: pb.CloseSurveyRequest) -> pb.Survey:  # noqa: N802
         survey = self.service.close_survey(request.survey_id)

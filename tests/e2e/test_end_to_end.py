@@ -41,7 +41,7 @@ def create(run_cli: RunCli, daemon: Daemon, spec: Path) -> str:
 
 
 def reports_stored(daemon: Daemon) -> int:
-    with AggregatorClient(daemon.address) as client:
+    with AggregatorClient(daemon.address, admin_token=ADMIN_TOKEN) as client:
         return sum(s.reports for s in client.list_surveys(include_closed=True))
 
 
@@ -136,7 +136,9 @@ def test_survey_commands_and_their_errors(run_cli: RunCli, daemon: Daemon, tmp_p
     fails(5, "no reports yet", "estimate", *server, survey_id, "--question", "cheated")
     fails(3, "cannot reach the aggregator at 127.0.0.1:9", "survey", "list",
           "--server", "127.0.0.1:9")  # fmt: skip
-    listing = run_cli("deniable-aggregator", "survey", "list", *server, "--all", "--json")
+    fails(2, "admin commands need --admin-token-file", "survey", "list", *server, "--all")
+    listing = run_cli("deniable-aggregator", "survey", "list", *server, "--all", "--json",
+                      "--admin-token-file", str(daemon.token_file))  # fmt: skip
     assert len(json.loads(listing.stdout)["surveys"]) == 1  # no failed call created anything
     closed = run_cli(
         "deniable-aggregator", "survey", "close", *server, survey_id,

@@ -145,7 +145,7 @@ def test_survey_create_refuses_a_bad_release_step(
         assert done.returncode == 2, (args, extra, done.stdout)
         assert message in done.stdout, (args, extra, done.stdout)
         assert done.stdout.startswith(("Usage: ", "Error: "))  # nothing on stdout
-    with AggregatorClient(daemon.address) as client:
+    with AggregatorClient(daemon.address, admin_token=ADMIN_TOKEN) as client:
         assert client.list_surveys(include_closed=True) == []  # nothing stored
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from deniable.client import AggregatorClient
-from tests.conftest import Daemon, RunCli
+from tests.conftest import ADMIN_TOKEN, Daemon, RunCli
 
 
 def write_spec(tmp_path: Path, *epsilons: float) -> Path:
@@ -49,7 +49,7 @@ def test_epsilon_that_cannot_be_stored_as_asked_is_refused_and_nothing_created(
     errors = [line for line in done.stderr.splitlines() if line.startswith("Error: ")]
     assert len(errors) == 1, done.stderr
     assert errors[0].startswith(f"Error: {message.replace('[0]', '[1]')}")
-    with AggregatorClient(daemon.address) as client:
+    with AggregatorClient(daemon.address, admin_token=ADMIN_TOKEN) as client:
         assert client.list_surveys(include_closed=True) == []
 
 

@@ -681,6 +681,8 @@ class Survey(_message.Message):
     TOKENS_ISSUED_FIELD_NUMBER: _builtins.int
     RELEASE_STEP_FIELD_NUMBER: _builtins.int
     CENTRAL_FIELD_NUMBER: _builtins.int
+    MAX_REPORTS_FIELD_NUMBER: _builtins.int
+    REPORTS_AS_RELEASED_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """assigned by the server"""
     title: _builtins.str
@@ -699,6 +701,16 @@ class Survey(_message.Message):
     release_step reports without a gate) a question's estimate is refreshed only once at
     least release_step new reports have arrived. 0: not stepped, every estimate is from all
     stored reports.
+    """
+    max_reports: _builtins.int
+    """The most reports the survey stores, all questions together (as `reports` counts them);
+    a batch that would take it past this is refused whole with FAILED_PRECONDITION (a
+    resend of stored reports is still acknowledged). 0: no limit.
+    """
+    reports_as_released: _builtins.bool
+    """True when `reports` is not the live count: a stepped survey (release_step > 0) shown to
+    a caller without the admin token counts the reports its last releases are from (the sum
+    over its questions), so that the count moves only in release steps.
     """
     @_builtins.property
     def questions(self) -> _containers.RepeatedCompositeFieldContainer[Global___Question]: ...
@@ -722,10 +734,12 @@ class Survey(_message.Message):
         tokens_issued: _builtins.int = ...,
         release_step: _builtins.int = ...,
         central: Global___CentralPrivacy | None = ...,
+        max_reports: _builtins.int = ...,
+        reports_as_released: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["central", b"central"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["central", b"central", "created_unix_ms", b"created_unix_ms", "enrollment_required", b"enrollment_required", "id", b"id", "min_reports", b"min_reports", "questions", b"questions", "release_step", b"release_step", "reports", b"reports", "state", b"state", "title", b"title", "tokens_issued", b"tokens_issued"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["central", b"central", "created_unix_ms", b"created_unix_ms", "enrollment_required", b"enrollment_required", "id", b"id", "max_reports", b"max_reports", "min_reports", b"min_reports", "questions", b"questions", "release_step", b"release_step", "reports", b"reports", "reports_as_released", b"reports_as_released", "state", b"state", "title", b"title", "tokens_issued", b"tokens_issued"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -740,6 +754,7 @@ class CreateSurveyRequest(_message.Message):
     MIN_REPORTS_FIELD_NUMBER: _builtins.int
     ENROLLMENT_REQUIRED_FIELD_NUMBER: _builtins.int
     RELEASE_STEP_FIELD_NUMBER: _builtins.int
+    MAX_REPORTS_FIELD_NUMBER: _builtins.int
     title: _builtins.str
     min_reports: _builtins.int
     """see Survey.min_reports"""
@@ -747,6 +762,8 @@ class CreateSurveyRequest(_message.Message):
     """see Survey.enrollment_required"""
     release_step: _builtins.int
     """see Survey.release_step"""
+    max_reports: _builtins.int
+    """see Survey.max_reports"""
     @_builtins.property
     def questions(self) -> _containers.RepeatedCompositeFieldContainer[Global___Question]: ...
     def __init__(
@@ -757,10 +774,11 @@ class CreateSurveyRequest(_message.Message):
         min_reports: _builtins.int = ...,
         enrollment_required: _builtins.bool = ...,
         release_step: _builtins.int = ...,
+        max_reports: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["enrollment_required", b"enrollment_required", "min_reports", b"min_reports", "questions", b"questions", "release_step", b"release_step", "title", b"title"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["enrollment_required", b"enrollment_required", "max_reports", b"max_reports", "min_reports", b"min_reports", "questions", b"questions", "release_step", b"release_step", "title", b"title"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -791,6 +809,7 @@ class ListSurveysRequest(_message.Message):
 
     INCLUDE_CLOSED_FIELD_NUMBER: _builtins.int
     include_closed: _builtins.bool
+    """Closed surveys too: only with the admin token (UNAUTHENTICATED without it)."""
     def __init__(
         self,
         *,

@@ -96,7 +96,7 @@ class AggregatorServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListSurveys(self, request, context):
-        """All surveys (open ones by default).
+        """All surveys (open ones by default; closed ones too only for the admin token).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

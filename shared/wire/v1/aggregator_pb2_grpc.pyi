@@ -42,7 +42,7 @@ class AggregatorStub:
     GetSurvey: _grpc.UnaryUnaryMultiCallable[_aggregator_pb2.GetSurveyRequest, _aggregator_pb2.Survey]
     """One survey with its questions, mechanisms and exact ε."""
     ListSurveys: _grpc.UnaryUnaryMultiCallable[_aggregator_pb2.ListSurveysRequest, _aggregator_pb2.ListSurveysResponse]
-    """All surveys (open ones by default)."""
+    """All surveys (open ones by default; closed ones too only for the admin token)."""
     CloseSurvey: _grpc.UnaryUnaryMultiCallable[_aggregator_pb2.CloseSurveyRequest, _aggregator_pb2.Survey]
     """Stop accepting reports (admin). Closing a closed survey is a no-op."""
     SubmitReports: _grpc.UnaryUnaryMultiCallable[_aggregator_pb2.SubmitReportsRequest, _aggregator_pb2.SubmitReportsResponse]
@@ -72,7 +72,7 @@ class AggregatorAsyncStub(AggregatorStub):
     GetSurvey: _aio.UnaryUnaryMultiCallable[_aggregator_pb2.GetSurveyRequest, _aggregator_pb2.Survey]  # type: ignore[assignment]
     """One survey with its questions, mechanisms and exact ε."""
     ListSurveys: _aio.UnaryUnaryMultiCallable[_aggregator_pb2.ListSurveysRequest, _aggregator_pb2.ListSurveysResponse]  # type: ignore[assignment]
-    """All surveys (open ones by default)."""
+    """All surveys (open ones by default; closed ones too only for the admin token)."""
     CloseSurvey: _aio.UnaryUnaryMultiCallable[_aggregator_pb2.CloseSurveyRequest, _aggregator_pb2.Survey]  # type: ignore[assignment]
     """Stop accepting reports (admin). Closing a closed survey is a no-op."""
     SubmitReports: _aio.UnaryUnaryMultiCallable[_aggregator_pb2.SubmitReportsRequest, _aggregator_pb2.SubmitReportsResponse]  # type: ignore[assignment]
@@ -117,7 +117,7 @@ class AggregatorServicer(metaclass=_abc_1.ABCMeta):
         request: _aggregator_pb2.ListSurveysRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_aggregator_pb2.ListSurveysResponse, _abc.Awaitable[_aggregator_pb2.ListSurveysResponse]]:
-        """All surveys (open ones by default)."""
+        """All surveys (open ones by default; closed ones too only for the admin token)."""
 
     @_abc_1.abstractmethod
     def CloseSurvey(

@@ -147,15 +147,18 @@ def usable(env: Env, survey: pb.Survey) -> None:
 @given(data=st.data())
 def test_get_list_and_close(env: Env, data: st.DataObject) -> None:
     method = data.draw(st.sampled_from(["GetSurvey", "ListSurveys", "CloseSurvey", "Close"]))
-    if method == "ListSurveys":
+    if method == "ListSurveys":  # with the admin token: as stored
         include = data.draw(st.booleans())
-        outcome = env.checked(method, pb.ListSurveysRequest(include_closed=include), None, True)
+        outcome = env.checked(method, pb.ListSurveysRequest(include_closed=include), expect=True)
         listed = pb.ListSurveysResponse.FromString(outcome.response).surveys
         assert list(listed) == env.running.storage.list_surveys(include)
+        if include:  # closed surveys only to the admin
+            refused = env.checked(method, pb.ListSurveysRequest(include_closed=True), None)
+            assert refused.code == Code.UNAUTHENTICATED
     elif method == "GetSurvey":
         survey_id = data.draw(survey_ids(env))
         exists = survey_id in env.known_ids()
-        outcome = env.checked(method, pb.GetSurveyRequest(survey_id=survey_id), None, exists)
+        outcome = env.checked(method, pb.GetSurveyRequest(survey_id=survey_id), expect=exists)
         if exists:
             assert pb.Survey.FromString(outcome.response) == env.running.storage.get_survey(
                 survey_id

@@ -66,7 +66,10 @@ def test_create_get_list_close(admin: AggregatorClient, anonymous: AggregatorCli
     assert closed.state == pb.SURVEY_STATE_CLOSED
     assert admin.close_survey(created.id).state == pb.SURVEY_STATE_CLOSED  # idempotent
     assert anonymous.list_surveys() == []
-    assert [s.id for s in anonymous.list_surveys(include_closed=True)] == [created.id]
+    assert [s.id for s in admin.list_surveys(include_closed=True)] == [created.id]
+    with pytest.raises(RemoteError) as refused:  # closed surveys: only to the admin
+        anonymous.list_surveys(include_closed=True)
+    assert refused.value.status == Code.UNAUTHENTICATED
 
 
 @pytest.mark.parametrize(
@@ -108,7 +111,7 @@ def test_admin_calls_need_the_token(
             with pytest.raises(RemoteError) as closing:
                 client.close_survey(survey.id)
             assert closing.value.status == Code.UNAUTHENTICATED
-    assert [s.id for s in anonymous.list_surveys(include_closed=True)] == [survey.id]
+    assert [s.id for s in anonymous.list_surveys()] == [survey.id]
     assert anonymous.get_survey(survey.id).state == pb.SURVEY_STATE_OPEN
 
 
@@ -134,7 +137,7 @@ def test_several_authorization_headers_are_refused_even_with_the_right_one(
             metadata=(right, wrong) if right_first else (wrong, right),
         )
     assert caught.value.code() == Code.UNAUTHENTICATED
-    assert anonymous.list_surveys(include_closed=True) == []
+    assert anonymous.list_surveys() == []
 
 
 def pb_stub(channel: grpc.Channel) -> aggregator_pb2_grpc.AggregatorStub:
@@ -470,7 +473,7 @@ def test_a_huge_error_message_is_cut_and_keeps_its_status(
     turn the answer into RESOURCE_EXHAUSTED.
     """
 
-    def refuse(survey_id: str) -> pb.Survey:
+    def refuse(survey_id: str, *, admin: bool) -> pb.Survey:
         raise InvalidArgument("survey_id: " + "x" * 50_000)
 
     monkeypatch.setattr(server.service, "get_survey", refuse)

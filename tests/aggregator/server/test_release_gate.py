@@ -131,6 +131,8 @@ BAD_KEYS: list[tuple[dict[str, object], str]] = [
     ({"enrollment_required": "yes"}, "spec.enrollment_required: true or false, got 'yes'"),
     ({"enrollment_required": 1}, "spec.enrollment_required: true or false, got 1"),
     ({"min_report": 3}, "spec: unknown keys ['min_report']"),
+    ({"max_reports": -5}, "spec.max_reports: a whole number 0..1,000,000,000,000,000 is required"),
+    ({"max_reports": 1.5}, "(0: no limit), got 1.5"),
 ]
 
 
@@ -146,5 +148,5 @@ def test_survey_create_refuses_bad_survey_keys(
         assert done.stderr.startswith("Usage: ") or done.stderr.startswith("Error: ")
         assert error in done.stderr, (extra, done.stderr)
         assert done.stdout == ""
-    with AggregatorClient(daemon.address) as client:
+    with AggregatorClient(daemon.address, admin_token=ADMIN_TOKEN) as client:
         assert client.list_surveys(include_closed=True) == []

@@ -68,7 +68,8 @@ def serving(daemon: Daemon) -> int:
 def test_a_full_disk_is_unavailable_and_ingest_resumes_with_nothing_lost_or_counted_twice(
     tmp_path: Path, small_disk: Path
 ) -> None:
-    daemon = start_daemon(tmp_path, f"sqlite:///{small_disk / 'agg.db'}")
+    # No watermark: the disk is filled on purpose (docs/security.md: --min-free-space).
+    daemon = start_daemon(tmp_path, f"sqlite:///{small_disk / 'agg.db'}", ["--min-free-space", "0"])
     try:
         with AggregatorClient(daemon.address, admin_token=ADMIN_TOKEN, attempts=1) as client:
             survey = client.create_survey("Disk", [binary_question("q")])

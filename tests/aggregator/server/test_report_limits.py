@@ -1,0 +1,178 @@
+"""Per-peer report buckets, the free-space watermark's sizes, and serve's options for both."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from deniable.aggregator.server._lifecycle import RunningServer, start_server
+from deniable.aggregator.server._limits import LimitError
+from deniable.aggregator.server._peer_limits import PeerBuckets, PeerLimit, peer_key
+from deniable.aggregator.server._report_gate import IngestLimits
+from deniable.aggregator.server._watermark import FreeSpace, MinFree, Usage
+from deniable.aggregator.storage import open_storage
+from deniable.client._remote import AggregatorClient, RemoteError
+from deniable.shared.errors import ResourceExhausted
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
+from tests.conftest import ADMIN_TOKEN, binary_question
+
+PEER = "ipv4:198.51.100.7:40000"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize(
+    ("peer", "key"),
+    [
+        ("ipv4:198.51.100.7:40000", "198.51.100.7"),
+        ("ipv6:[2001:db8:1:2:3:4:5:6]:443", "2001:db8:1:2::/64"),
+        ("ipv6:[2001:db8:1:2::9]:1", "2001:db8:1:2::/64"),
+        ("ipv6:[::ffff:192.0.2.5]:80", "192.0.2.5"),
+        ("ipv6:[::1]:5", "::/64"),
+        ("unix:/run/deniable.sock", "unix"),
+        ("unix-abstract:x", "unix-abstract:x"),
+    ],
+)
+def test_peer_keys(peer: str, key: str) -> None:
+    assert peer_key(peer) == key
+
+
+def test_a_bucket_refills_at_its_rate_and_refuses_without_taking() -> None:
+    clock = Clock()
+    buckets = PeerBuckets(PeerLimit(10.0, 100), clock=clock)
+    buckets.take(PEER, 100)
+    with pytest.raises(ResourceExhausted) as refused:
+        buckets.take("ipv4:198.51.100.7:40001", 5)  # another port: the same peer
+    assert refused.value.message == (
+        "reports: peer 198.51.100.7 is over its report rate (10 reports/s, burst 100; "
+        "--peer-reports-per-second): 0 of the batch's 5 reports may be sent now, all of them "
+        "in 0.5 s; nothing stored, retry then"
+    )
+    clock.now += 0.5
+    buckets.take(PEER, 5)
+    assert buckets.left(PEER) == 0.0
+    buckets.take("ipv4:198.51.100.8:1", 100)  # another peer has its own bucket
+    clock.now += 1000
+    assert buckets.left(PEER) == 100  # never more than the burst
+
+
+def test_a_batch_larger_than_the_burst_is_always_refused() -> None:
+    buckets = PeerBuckets(PeerLimit(10.0, 100), clock=Clock())
+    with pytest.raises(ResourceExhausted, match="send batches of at most 100"):
+        buckets.take(PEER, 101)
+    assert buckets.left(PEER) == 100
+
+
+def test_the_buckets_memory_is_bounded() -> None:
+    clock = Clock()
+    buckets = PeerBuckets(PeerLimit(1.0, 10), clock=clock, max_peers=3)
+    for host in range(10):
+        buckets.take(f"ipv4:192.0.2.{host}:1", 10)
+    assert len(buckets) == 3  # the least recently used went first
+    clock.now += 10  # every bucket refilled: forgotten at the next take
+    buckets.take(PEER, 1)
+    assert len(buckets) == 1
+
+
+@pytest.mark.parametrize(
+    ("rate", "burst", "field"),
+    [(-1.0, 10, "peer_reports_per_second"), (float("nan"), 10, "peer_reports_per_second"),
+     (1.0, -1, "peer_report_burst")],
+)  # fmt: skip
+def test_bad_peer_limits(rate: float, burst: int, field: str) -> None:
+    with pytest.raises(LimitError) as raised:
+        PeerLimit(rate, burst)
+    assert raised.value.field == field
+
+
+def test_zero_turns_the_peer_limit_off() -> None:
+    assert not PeerLimit(0.0, 10).enabled
+    assert not PeerLimit(5.0, 0).enabled
+    assert PeerLimit().enabled
+
+
+@pytest.mark.parametrize(
+    ("text", "size", "share"),
+    [("1GiB", 1 << 30, 0.0), ("500MB", 500_000_000, 0.0), ("1048576", 1 << 20, 0.0),
+     ("1.5g", 1_500_000_000, 0.0), ("5%", 0, 0.05), ("0", 0, 0.0), (" 2 KiB ", 2048, 0.0)],
+)  # fmt: skip
+def test_min_free_space_sizes(text: str, size: int, share: float) -> None:
+    parsed = MinFree.parse(text)
+    assert (parsed.size, parsed.share) == (size, share)
+    assert parsed.enabled == (size > 0 or share > 0)
+
+
+@pytest.mark.parametrize("text", ["", "-1", "1 parsec", "100%", "GiB", "1e9"])
+def test_bad_min_free_space(text: str) -> None:
+    with pytest.raises(LimitError) as raised:
+        MinFree.parse(text)
+    assert raised.value.field == "min_free_space"
+
+
+def test_a_share_of_the_disk_is_measured_on_its_size() -> None:
+    usage = Usage(total=1000, used=960, free=40)
+    watermark = FreeSpace("/db", MinFree.parse("5%"), probe=lambda path: usage)
+    with pytest.raises(ResourceExhausted, match="has 40 bytes free, below the aggregator's"):
+        watermark.check()
+    FreeSpace("/db", MinFree.parse("4%"), probe=lambda path: usage).check()
+
+
+def test_a_disk_that_cannot_be_probed_is_not_held_against_a_batch() -> None:
+    def gone(path: str) -> Usage:
+        raise FileNotFoundError(path)
+
+    FreeSpace("/gone", MinFree.parse("1GiB"), probe=gone).check()
+
+
+@pytest.fixture
+def limited(tmp_path: Path) -> Iterator[tuple[RunningServer, Clock]]:
+    clock = Clock()
+    ingest = IngestLimits(PeerLimit(10.0, 100), MinFree.parse("0"), clock=clock)
+    running = start_server(
+        open_storage(f"sqlite:///{tmp_path / 'a.db'}"), ADMIN_TOKEN, "127.0.0.1:0", ingest=ingest
+    )
+    yield running, clock
+    running.stop(grace=1.0)
+
+
+def reports(survey: pb.Survey, prefix: str, count: int) -> list[pb.Report]:
+    question = survey.questions[0]
+    return [
+        pb.Report(report_id=f"{prefix}-{i}", survey_id=survey.id, question_id=question.id,
+                  mechanism=question.mechanism, bit=i % 2 == 0)
+        for i in range(count)
+    ]  # fmt: skip
+
+
+def test_a_peer_over_its_rate_is_refused_over_grpc_and_nothing_is_stored(
+    limited: tuple[RunningServer, Clock],
+) -> None:
+    running, clock = limited
+    with (
+        AggregatorClient(running.address, admin_token=ADMIN_TOKEN, attempts=1) as admin,
+        AggregatorClient(running.address, attempts=1) as peer,
+    ):
+        survey = admin.create_survey("S", [binary_question("q")])
+        assert peer.submit_reports(reports(survey, "a", 80)).stored == 80
+        with pytest.raises(RemoteError) as refused:
+            peer.submit_reports(reports(survey, "b", 30))
+        assert refused.value.status == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert refused.value.details.startswith("reports: peer 127.0.0.1 is over its report rate")
+        assert "in 1 s; nothing stored" in refused.value.details
+        assert admin.get_survey(survey.id).reports == 80
+        clock.now += 1.0
+        assert peer.submit_reports(reports(survey, "b", 30)).stored == 30
+        # Exempt: the admin token, and batches with an enrollment token.
+        assert admin.submit_reports(reports(survey, "c", 500)).stored == 500
+        enrolled = admin.create_survey("E", [binary_question("q")], enrollment_required=True)
+        (token,) = admin.issue_tokens(enrolled.id, 1)
+        assert peer.submit_reports(reports(enrolled, "e", 1), enrollment_token=token).stored == 1
