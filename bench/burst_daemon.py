@@ -46,6 +46,7 @@ class Daemon:
         """Start ``serve`` with a temporary SQLite database; wait for its 'listening' line."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
         env["XDG_DATA_HOME"] = str(workdir / "data")
+        env["DENIABLE_AGGREGATOR_SERVE_PEER_REPORTS_PER_SECOND"] = "0"  # one machine's clients
         token = workdir / "admin-token"
         token.write_text(ADMIN_TOKEN + "\n")
         log = workdir / "daemon.log"

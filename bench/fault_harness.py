@@ -81,6 +81,8 @@ def start_daemon(workdir: Path, db_url: str) -> Daemon:
     """Start ``serve`` on 127.0.0.1:0 and wait (bounded) for its ``listening`` log line."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
     env["XDG_DATA_HOME"] = str(workdir / "data")
+    env["DENIABLE_AGGREGATOR_SERVE_PEER_REPORTS_PER_SECOND"] = "0"  # one machine's clients
+    env["DENIABLE_AGGREGATOR_SERVE_MIN_FREE_SPACE"] = "0"  # disk_full fills a small disk
     token_file = workdir / "admin-token"
     token_file.write_text(ADMIN_TOKEN + "\n")
     log_path = workdir / f"daemon-{time.monotonic_ns()}.log"

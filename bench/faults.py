@@ -63,6 +63,7 @@ def serve(workdir: Path, address: str, db_url: str) -> Serve:
     workdir.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
     env["XDG_DATA_HOME"] = str(workdir / "data")
+    env["DENIABLE_AGGREGATOR_SERVE_PEER_REPORTS_PER_SECOND"] = "0"  # one machine's clients
     token_file = workdir / "admin-token"
     token_file.write_text(ADMIN_TOKEN + "\n")
     log_path = workdir / f"daemon-{time.monotonic_ns()}.log"

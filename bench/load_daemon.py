@@ -114,6 +114,9 @@ def start_daemon(command: str, workdir: Path, token: str) -> Daemon:
     log_path, stdout_path = workdir / "daemon.log", workdir / "daemon.out"
     env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
     env["XDG_DATA_HOME"] = str(workdir / "data")
+    # Every client runs on this machine: no per-peer report limit. As a variable, which an
+    # older --baseline-aggregator (without the option) ignores.
+    env["DENIABLE_AGGREGATOR_SERVE_PEER_REPORTS_PER_SECOND"] = "0"
     arguments = ["serve", "--listen", "127.0.0.1:0", "--db", db_url]
     arguments += ["--admin-token-file", str(token_file), "--grace", "10"]
     with log_path.open("w") as log, stdout_path.open("w") as out:

@@ -69,6 +69,7 @@ class Daemon:
         self.address = f"127.0.0.1:{port}"
         env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
         env["XDG_DATA_HOME"] = str(workdir / "data")
+        env["DENIABLE_AGGREGATOR_SERVE_PEER_REPORTS_PER_SECOND"] = "0"  # one machine's clients
         (workdir / "token").write_text(TOKEN + "\n")
         self.log = (workdir / "daemon.log").open("ab")
         self.started = time.perf_counter()
