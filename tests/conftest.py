@@ -205,16 +205,21 @@ def start_daemon(
     args: Sequence[str] = (),
     *,
     peer_limit: bool = False,
+    env: dict[str, str] | None = None,
 ) -> Daemon:
     """Start ``deniable-aggregator serve`` on 127.0.0.1:0 and wait for its 'listening' log.
 
     ``args`` are more ``serve`` options, such as ``--tls-cert FILE``. The tests send
     every report from this one machine, so the per-peer report limit is off
     (``DENIABLE_AGGREGATOR_SERVE_PEER_REPORTS_PER_SECOND=0``) unless ``peer_limit``.
+    ``env``: more variables for the daemon (the test's own ``DENIABLE_*`` ones are not
+    passed on).
     """
+    extra = env or {}
     env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
     if not peer_limit:
         env["DENIABLE_AGGREGATOR_SERVE_PEER_REPORTS_PER_SECOND"] = "0"
+    env.update(extra)
     env["XDG_DATA_HOME"] = str(tmp_path / "data")
     env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
     token_file = tmp_path / "admin-token"

@@ -57,12 +57,3 @@ def test_a_stepped_surveys_live_count_is_not_shown_without_the_admin_token(
     anonymous.submit_reports(reports(survey, "after", 3))
     assert anonymous.get_survey(survey.id).reports == 50
     assert admin.get_survey(survey.id).reports == 53
-
-
-def test_an_unstepped_survey_shows_its_count_to_anyone(
-    admin: AggregatorClient, anonymous: AggregatorClient
-) -> None:
-    survey = admin.create_survey("Open", [binary_question("q")])
-    anonymous.submit_reports(reports(survey, "a", 3))
-    shown = anonymous.get_survey(survey.id)
-    assert (shown.reports, shown.reports_as_released) == (3, False)

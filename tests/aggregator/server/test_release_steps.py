@@ -159,3 +159,12 @@ def test_a_stepped_survey_made_without_enrollment_claims_no_central_epsilon(
     error = refused(anonymous, survey.id, "q1", central_delta=1e-6)
     assert error.status == grpc.StatusCode.FAILED_PRECONDITION
     assert "is not released in steps with enrollment" in error.details
+
+
+def test_an_unstepped_survey_shows_its_count_to_anyone(
+    admin: AggregatorClient, anonymous: AggregatorClient
+) -> None:
+    survey = admin.create_survey("Open", [binary_question("q")])
+    anonymous.submit_reports(reports(survey, "q", 3, "a"))
+    shown = anonymous.get_survey(survey.id)
+    assert (shown.reports, shown.reports_as_released) == (3, False)
