@@ -143,7 +143,7 @@ def print_survey(survey: pb.Survey) -> None:
     """A readable summary with each question's exact ε."""
     click.echo(
         f"{visible(survey.id)}  {visible(survey.title)}  ({STATES.get(survey.state, '?')}, "
-        f"{survey.reports:,} reports)"
+        f"{survey.reports:,} reports{' as released' if survey.reports_as_released else ''})"
     )
     enrollment = (
         f"required, {survey.tokens_issued:,} tokens issued"
