@@ -63,6 +63,13 @@ def test_memory_limits_reach_the_daemon_from_options_and_the_environment(
     # allocator, and the daemon itself stay under 1 GB by default.
     assert defaults["held_bytes_bound"] == 640 << 20
     assert 1.3 * defaults["held_bytes_bound"] + (72 << 20) < 10**9
+    # The report limits (docs/security.md, "Who may store how many reports").
+    assert (defaults["peer_reports_per_second"], defaults["peer_report_burst"]) == (20.0, 2000)
+    assert defaults["min_free_space"] == "1GiB"
+    turned_off = _serve(
+        tmp_path, ["--min-free-space", "0"], {f"{PREFIX}PEER_REPORTS_PER_SECOND": "0"}
+    )
+    assert (turned_off["peer_reports_per_second"], turned_off["min_free_space"]) == (0.0, "0")
 
 
 def test_bad_memory_limits_exit_2_before_anything_is_opened(
@@ -81,6 +88,13 @@ def test_bad_memory_limits_exit_2_before_anything_is_opened(
         ([], {f"{PREFIX}CALLS_PER_CONNECTION": "-1"},
          "--calls-per-connection: must be between 1 and"),
         (["--max-inflight-bytes", "lots"], {}, "'lots' is not a valid integer"),
+        (["--peer-reports-per-second", "-1"], {},
+         "--peer-reports-per-second: must be a number >= 0, got -1.0"),
+        ([], {f"{PREFIX}PEER_REPORT_BURST": "-5"},
+         "--peer-report-burst: must be an integer >= 0, got -5"),
+        (["--min-free-space", "lots"], {}, "--min-free-space: 'lots' is not a size"),
+        ([], {f"{PREFIX}MIN_FREE_SPACE": "100%"},
+         "--min-free-space: a share must be below 100%, got '100%'"),
     ]  # fmt: skip
     for args, env, message in cases:
         done = run_cli(
@@ -92,6 +106,7 @@ def test_bad_memory_limits_exit_2_before_anything_is_opened(
         assert "Traceback" not in done.stderr
         assert not database.exists()  # refused before opening anything
     shown = run_cli("deniable-aggregator", "serve", "--help")
-    for option in ("max-inflight-bytes", "max-connections", "calls-per-connection"):
+    for option in ("max-inflight-bytes", "max-connections", "calls-per-connection",
+                   "peer-reports-per-second", "peer-report-burst", "min-free-space"):  # fmt: skip
         assert f"--{option}" in shown.stdout
         assert PREFIX + option.upper().replace("-", "_") in "".join(shown.stdout.split())

@@ -8,6 +8,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from deniable.aggregator.server._auth import AdminToken
 from deniable.aggregator.server._lifecycle import RunningServer, start_server
 from deniable.aggregator.server._limits import LimitError
 from deniable.aggregator.server._peer_limits import PeerBuckets, PeerLimit, peer_key
@@ -251,3 +252,20 @@ def test_below_the_watermark_reports_are_refused_and_reads_go_on(
         assert len(exported) == 10
         disk.set_free(2 * GIB)
         assert admin.submit_reports(watermark_batch(survey, "b", 10)).stored == 10
+
+
+def test_the_watermark_watches_a_sqlite_file_only(tmp_path: Path) -> None:
+    admin = AdminToken(ADMIN_TOKEN)
+    on_file = open_storage(f"sqlite:///{tmp_path / 'a.db'}")
+    in_memory = open_storage("sqlite:///:memory:")  # as PostgreSQL: no disk to see
+    try:
+        gate = IngestLimits().gate(admin, on_file)
+        assert gate.free is not None
+        assert gate.free.path == str(tmp_path.resolve())
+        assert gate.peers is not None
+        assert IngestLimits().gate(admin, in_memory).free is None
+        off = IngestLimits.off().gate(admin, on_file)
+        assert (off.free, off.peers) == (None, None)
+    finally:
+        on_file.close()
+        in_memory.close()
