@@ -9,6 +9,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from deniable.aggregator.server._limits import LimitError
 from deniable.shared.errors import ResourceExhausted
@@ -24,7 +25,8 @@ def peer_key(peer: str) -> str:
     """The peer a call is charged to, from gRPC's ``context.peer()``.
 
     An IPv4 address as is (``ipv4:203.0.113.7:51234`` is ``203.0.113.7``); an IPv6
-    address by its /64 (``ipv6:[2001:db8::1]:5`` is ``2001:db8::/64``), since a host that
+    address by its /64 (``ipv6:%5B2001:db8::1%5D:5``, as gRPC writes it, or with the
+    brackets themselves, is ``2001:db8::/64``), since a host that
     has one address of a /64 can use them all; every caller on a Unix socket is one peer,
     ``unix``. The port never counts: a client reconnecting from a new port is the same
     peer. An IPv4 address mapped into IPv6 counts as the IPv4 address.
@@ -33,14 +35,14 @@ def peer_key(peer: str) -> str:
         >>> peer_key("ipv6:[2001:db8:1:2:3:4:5:6]:443")
         '2001:db8:1:2::/64'
     """
-    scheme, _, rest = peer.partition(":")
+    scheme, _, rest = unquote(peer).partition(":")  # gRPC sends ipv6:%5B::1%5D:PORT
     if scheme == "ipv4":
         return rest.rpartition(":")[0] or rest
     if scheme == "ipv6":
         host = rest.rpartition(":")[0].strip("[]") if rest.startswith("[") else rest
         try:
             address = ipaddress.IPv6Address(host.split("%")[0])
-        except ValueError:
+        except ValueError:  # never from gRPC; charged as it stands, port and all
             return peer
         if address.ipv4_mapped is not None:
             return str(address.ipv4_mapped)

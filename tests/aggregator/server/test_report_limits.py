@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +37,8 @@ class Clock:
     [
         ("ipv4:198.51.100.7:40000", "198.51.100.7"),
         ("ipv6:[2001:db8:1:2:3:4:5:6]:443", "2001:db8:1:2::/64"),
+        ("ipv6:%5B2001:db8:1:2:3:4:5:6%5D:443", "2001:db8:1:2::/64"),  # as gRPC writes it
+        ("ipv6:%5B::1%5D:48928", "::/64"),
         ("ipv6:[2001:db8:1:2::9]:1", "2001:db8:1:2::/64"),
         ("ipv6:[::ffff:192.0.2.5]:80", "192.0.2.5"),
         ("ipv6:[::1]:5", "::/64"),
@@ -269,3 +272,31 @@ def test_the_watermark_watches_a_sqlite_file_only(tmp_path: Path) -> None:
     finally:
         on_file.close()
         in_memory.close()
+
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback")
+def test_a_new_connection_from_the_same_ipv6_host_shares_its_bucket(tmp_path: Path) -> None:
+    ingest = IngestLimits(PeerLimit(10.0, 100), MinFree.parse("0"), clock=Clock())
+    running = start_server(
+        open_storage(f"sqlite:///{tmp_path / 'a.db'}"), ADMIN_TOKEN, "[::1]:0", ingest=ingest
+    )
+    target = f"[::1]:{running.port}"
+    try:
+        with AggregatorClient(target, admin_token=ADMIN_TOKEN, attempts=1) as admin:
+            survey = admin.create_survey("S", [binary_question("q")])
+        with AggregatorClient(target, attempts=1) as first:
+            assert first.submit_reports(reports(survey, "a", 80)).stored == 80
+        with AggregatorClient(target, attempts=1) as second, pytest.raises(RemoteError) as caught:
+            second.submit_reports(reports(survey, "b", 30))  # another port, the same /64
+        assert caught.value.details.startswith("reports: peer ::/64 is over its report rate")
+    finally:
+        running.stop(grace=1.0)
