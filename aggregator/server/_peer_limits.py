@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import math
 import threading
@@ -21,6 +22,7 @@ MAX_PEERS = 65_536
 IPV6_PREFIX = 64  # one IPv6 subscriber usually holds a whole /64: it is one peer
 
 
+@functools.lru_cache(maxsize=4096)  # a connection's calls share their peer string
 def peer_key(peer: str) -> str:
     """The peer a call is charged to, from gRPC's ``context.peer()``.
 
