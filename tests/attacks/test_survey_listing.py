@@ -43,9 +43,16 @@ def test_closed_surveys_are_listed_only_to_the_admin(
 def test_a_stepped_surveys_live_count_is_not_shown_without_the_admin_token(
     admin: AggregatorClient, anonymous: AggregatorClient
 ) -> None:
-    survey = admin.create_survey("Stepped", [binary_question("q")], release_step=50)
+    survey = admin.create_survey(
+        "Stepped", [binary_question("q")], release_step=50, enrollment_required=True
+    )
+    tokens = iter(admin.issue_tokens(survey.id, 53))
+
+    def participant(prefix: str) -> None:  # one enrolled participant's answer
+        anonymous.submit_reports(reports(survey, prefix, 1), enrollment_token=next(tokens))
+
     before = anonymous.get_survey(survey.id).reports
-    anonymous.submit_reports(reports(survey, "victim", 1))  # one person's answer
+    participant("victim")
     for seen in (anonymous.get_survey(survey.id), anonymous.list_surveys()[0]):
         assert seen.reports == before == 0  # nothing released yet: no change to time
         assert seen.reports_as_released
@@ -53,7 +60,7 @@ def test_a_stepped_surveys_live_count_is_not_shown_without_the_admin_token(
     assert not admin.list_surveys()[0].reports_as_released
     # Once a step is released, the count shown is the released one, and stays put
     # between steps.
-    anonymous.submit_reports(reports(survey, "more", 49))
-    anonymous.submit_reports(reports(survey, "after", 3))
+    for k in range(52):
+        participant(f"p{k}")
     assert anonymous.get_survey(survey.id).reports == 50
     assert admin.get_survey(survey.id).reports == 53

@@ -62,12 +62,14 @@ def test_list_all_needs_the_token_and_stepped_counts_are_as_released(
     server = ("--server", daemon.address)
     token = ("--admin-token-file", str(daemon.token_file))
     made = run_cli(
-        "deniable-aggregator", "survey", "create", *server, *token, str(_spec(tmp_path)),
-        "--release-step", "10",
+        "deniable-aggregator", "survey", "create", *server, *token,
+        str(_spec(tmp_path, enrollment_required=True)), "--release-step", "10",
     )  # fmt: skip
     survey_id = made.stdout.strip()
     with AggregatorClient(daemon.address, admin_token=ADMIN_TOKEN) as admin:
-        admin.submit_reports(reports(admin.get_survey(survey_id), "q1", 4, "a"))
+        survey = admin.get_survey(survey_id)
+        for k, enrollment in enumerate(admin.issue_tokens(survey_id, 4)):
+            admin.submit_reports(reports(survey, "q1", 1, f"p{k}"), enrollment_token=enrollment)
     refused = run_cli("deniable-aggregator", "survey", "list", *server, "--all")
     assert refused.returncode == 2
     assert "admin commands need --admin-token-file" in refused.stderr
