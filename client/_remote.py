@@ -240,7 +240,11 @@ class AggregatorClient:
         given: str = "",
         item: str = "",
     ) -> pb.Estimate:
-        """The estimate for one question (see ``GetEstimateRequest`` for the options)."""
+        """The estimate for one question (see ``GetEstimateRequest`` for the options).
+
+        The admin token, if held, is sent: a stepped question's ``stored`` is then its
+        live count (else the count its release is from, ``stored_as_released``).
+        """
         request = pb.GetEstimateRequest(
             given=given,
             item=item,
@@ -252,4 +256,4 @@ class AggregatorClient:
             anytime=anytime,
             central_delta=central_delta,
         )
-        return self._call(self.stub.GetEstimate, request)
+        return self._call(self.stub.GetEstimate, request, admin=True)

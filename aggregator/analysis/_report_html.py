@@ -232,7 +232,10 @@ def _release(survey: pb.Survey, data: dict[str, Any]) -> str:
     """The release gate's state for one estimate: released from how many of the stored."""
     if not survey.min_reports and not survey.release_step:
         return f"every estimate is from all stored reports ({data['n']:,})"
-    text = f"released from {data['n']:,} of {data['stored']:,} stored reports"
+    if data.get("stored_as_released"):  # the live count is the admin's only
+        text = f"released from {data['n']:,} reports (the live count: admin only)"
+    else:
+        text = f"released from {data['n']:,} of {data['stored']:,} stored reports"
     if data["next_release_at"]:
         text += f"; next release at {data['next_release_at']:,} stored reports"
     return text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -9,9 +10,11 @@ import click
 from deniable.aggregator.cli._common import (
     emit_json,
     fail,
+    optional_token,
     remote_errors,
     server_option,
     tls_options,
+    token_option,
 )
 from deniable.aggregator.cli._interval_options import interval_kind_options, interval_options
 from deniable.aggregator.cli._watch import DEFAULT_INTERVAL, check_interval, watch_estimates
@@ -23,7 +26,7 @@ from deniable.shared.wire.v1 import aggregator_pb2 as pb
 FIELDS = (
     "n", "estimate", "estimate_raw", "ci_low", "ci_high", "std_error", "confidence",
     "method", "coverage", "simultaneous", "anytime", "estimand", "epsilon", "epsilon_approx",
-    "alpha", "mechanism", "stored", "next_release_at",
+    "alpha", "mechanism", "stored", "next_release_at", "stored_as_released",
 )  # fmt: skip
 CENTRAL_FIELDS = (
     "epsilon", "delta", "step", "local_epsilon", "method", "holds_against", "questions",
@@ -110,6 +113,7 @@ def central_to_dict(central: pb.CentralPrivacy) -> dict[str, Any]:
 @click.command("estimate")
 @server_option
 @tls_options
+@token_option
 @click.argument("survey_id")
 @click.option("--question", "question_id", help="Only this question (default: all).")
 @interval_options
@@ -150,6 +154,7 @@ def central_to_dict(central: pb.CentralPrivacy) -> dict[str, Any]:
 def estimate_command(
     server: str,
     tls: TlsConfig | None,
+    admin_token_file: Path | None,
     survey_id: str,
     question_id: str | None,
     confidence: float,
@@ -177,7 +182,8 @@ def estimate_command(
     A survey released in steps (survey create --release-step) shows each
     question's last release, when the next is due, and the central (ε, δ) against
     readers of released estimates; the operator, who sees every report, is held
-    only to the local ε.
+    only to the local ε. Its live report count ("released from N of M stored") is
+    shown only with the admin token (--admin-token-file).
 
     --watch [SECONDS] refreshes the estimates every SECONDS (default 5) until Ctrl-C,
     which exits with status 0: redrawn in place on a terminal, one after another when
@@ -195,6 +201,7 @@ def estimate_command(
         raise click.UsageError("--count needs --watch")
     if watch is not None:
         check_interval(watch)
+    token = optional_token(admin_token_file)
 
     def fetch(client: AggregatorClient) -> tuple[pb.Survey, list[dict[str, Any]]]:
         results: list[dict[str, Any]] = []
@@ -229,10 +236,10 @@ def estimate_command(
     if watch is not None:
         watch_estimates(
             server, tls, fetch, lambda survey, results: _show(survey, results, confidence),
-            survey_id=survey_id, interval=watch, count=count, as_json=as_json,
+            survey_id=survey_id, interval=watch, count=count, as_json=as_json, admin_token=token,
         )  # fmt: skip
         return
-    with remote_errors(server), AggregatorClient(server, tls=tls) as client:
+    with remote_errors(server), AggregatorClient(server, admin_token=token, tls=tls) as client:
         survey, results = fetch(client)
     if as_json:
         emit_json({"survey_id": survey.id, "title": survey.title, "estimates": results})

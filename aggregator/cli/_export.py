@@ -13,6 +13,7 @@ import click
 from deniable.aggregator.cli._common import (
     emit_json,
     fail,
+    optional_token,
     read_token,
     remote_errors,
     server_option,
@@ -134,7 +135,7 @@ def export_command(
         check_out(out)
     columns: tuple[Column, ...] = ESTIMATE_COLUMNS
     rows: Rows = _estimates(confidence, method, simultaneous=simultaneous, anytime=anytime)
-    token = None
+    token = optional_token(admin_token_file)  # estimates: a stepped survey's live counts
     if what == "reports":
         columns, rows, token = REPORT_COLUMNS, _reports(as_json), read_token(admin_token_file)
     with remote_errors(server), AggregatorClient(server, admin_token=token, tls=tls) as client:

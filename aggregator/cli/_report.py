@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from importlib.metadata import version
+from pathlib import Path
 
 import click
 
@@ -11,9 +12,11 @@ from deniable.aggregator.analysis._report_html import QuestionResult, ReportData
 from deniable.aggregator.cli._common import (
     emit_json,
     fail,
+    optional_token,
     remote_errors,
     server_option,
     tls_options,
+    token_option,
 )
 from deniable.aggregator.cli._estimate import estimate_to_dict
 from deniable.aggregator.cli._interval_options import interval_kind_options, interval_options
@@ -27,6 +30,7 @@ from deniable.shared.transport import TlsConfig
 @click.command("report")
 @server_option
 @tls_options
+@token_option
 @click.argument("survey_id")
 @click.option(
     "--out",
@@ -40,6 +44,7 @@ from deniable.shared.transport import TlsConfig
 def report_command(
     server: str,
     tls: TlsConfig | None,
+    admin_token_file: Path | None,
     survey_id: str,
     out: str,
     confidence: float,
@@ -57,13 +62,16 @@ def report_command(
     survey released in steps, the release gate, what each interval promises,
     and the privacy text participants' devices showed. The page makes no network
     request and runs no script (styles and SVG charts are inline), prints on
-    paper, and shows every survey string as text, never as markup.
+    paper, and shows every survey string as text, never as markup. A stepped
+    survey's live report count is shown only with the admin token
+    (--admin-token-file); without it, the counts its releases are from.
     """
     if out == "-" and as_json:
         raise click.UsageError("--json describes a written file; with --out - the page is stdout")
     if out != "-":
         check_out(out)
-    with remote_errors(server), AggregatorClient(server, tls=tls) as client:
+    token = optional_token(admin_token_file)
+    with remote_errors(server), AggregatorClient(server, admin_token=token, tls=tls) as client:
         survey = client.get_survey(survey_id)
         asked = question_estimates(
             client, survey, confidence, method, simultaneous=simultaneous, anytime=anytime

@@ -72,6 +72,7 @@ def watch_estimates(
     count: int | None,
     as_json: bool,
     clock: Clock | None = None,
+    admin_token: str | None = None,
 ) -> None:
     """Fetch and show the estimates every ``interval`` seconds until Ctrl-C (or ``count``).
 
@@ -84,7 +85,8 @@ def watch_estimates(
     terminal = not as_json and sys.stdout.isatty()
     done = 0
     try:
-        with remote_errors(server), AggregatorClient(server, tls=tls) as client:
+        client_of = AggregatorClient(server, admin_token=admin_token, tls=tls)
+        with remote_errors(server), client_of as client:
             while count is None or done < count:
                 started = clock.monotonic()
                 survey, results = fetch(client)

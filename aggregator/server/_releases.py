@@ -86,18 +86,21 @@ def check_central_delta(value: float, survey_id: str, steps: ReleaseSteps | None
 
 
 def released_tally(
-    question_id: str, stored: Tally, released: Tally | None, steps: ReleaseSteps
+    question_id: str, stored: Tally | None, released: Tally | None, steps: ReleaseSteps
 ) -> Tally:
     """The tally an estimate of a stepped question is made from: the last released one.
+
+    ``stored``: the live tally, named in the refusal (None: not shown to this caller).
 
     Raises:
         FailedPrecondition: nothing is released yet (the first release is one step in
             when the survey has no release gate), naming the count it waits for.
     """
     if released is None or released.n == 0:
+        so_far = "" if stored is None else f", {stored.n:,} stored so far"
         raise FailedPrecondition(
             f"question_id: question {question_id!r} is released in steps; its first release "
-            f"is at {steps.first:,} reports, {stored.n:,} stored so far"
+            f"is at {steps.first:,} reports{so_far}"
         )
     return released
 

@@ -393,11 +393,14 @@ class AggregatorService:
         chunks = export_chunks(rows, survey.id, max_message_bytes=self.max_message_bytes)
         return self._exports.held(chunks, survey.id)
 
-    def get_estimate(self, request: pb.GetEstimateRequest) -> pb.Estimate:
+    def get_estimate(self, request: pb.GetEstimateRequest, *, admin: bool = False) -> pb.Estimate:
         """O(1) estimate from the question's running tally, or its last release if stepped.
 
         The survey's spec (its questions, gate and steps, which never change) is read once
-        and cached; each estimate reads the question's tally (and release) only.
+        and cached; each estimate reads the question's tally (and release) only. ``admin``:
+        the caller holds the admin token; without it a stepped question's live count is
+        not shown (``stored`` is the released count, ``stored_as_released`` set, and the
+        refusals before the first release name no count).
         """
         survey = self._specs.get(request.survey_id) or self._spec(request.survey_id)
         question = _find_question(survey, request.question_id, "question_id")
@@ -426,10 +429,13 @@ class AggregatorService:
         released = self.storage.released(survey.id, question.id) if steps else None
         tally = self.storage.tally(survey.id, request.question_id)
         assert tally is not None
-        if tally.n < survey.min_reports:  # the release gate
+        live = admin or steps is None  # may the caller see the live count?
+        if live and tally.n < survey.min_reports:  # the release gate (the first step if stepped)
             raise FailedPrecondition(gate_message(question.id, tally.n, survey.min_reports))
         shown_tally = (
-            tally if steps is None else released_tally(question.id, tally, released, steps)
+            tally
+            if steps is None
+            else released_tally(question.id, tally if live else None, released, steps)
         )
         if tally.n == 0:
             raise FailedPrecondition(
@@ -450,7 +456,11 @@ class AggregatorService:
                 question, mechanism, shown_as, pair, confidence
             )
         result = pb.Estimate(
-            survey_id=survey.id, question_id=request.question_id, stored=tally.n, **fields
+            survey_id=survey.id,
+            question_id=request.question_id,
+            stored=tally.n if live else shown_tally.n,
+            stored_as_released=not live,
+            **fields,
         )
         question_type(str(question.WhichOneof("kind"))).complete_estimate(
             question, mechanism, result, simultaneous=request.simultaneous
@@ -458,6 +468,6 @@ class AggregatorService:
         if steps is not None:
             result.next_release_at = steps.next_at(shown_tally.n)
         if central is not None:
-            delta = request.central_delta or default_delta(tally.n)
+            delta = request.central_delta or default_delta(shown_tally.n)
             result.central.CopyFrom(central_privacy(mechanism.epsilon, central, delta))
         return result

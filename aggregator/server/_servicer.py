@@ -40,7 +40,7 @@ INLINE_BYTES = 1024 * 1024
 # Server-streaming RPCs: the service gives serialized responses, sent as they are.
 STREAMS = frozenset({"ExportReports"})
 # RPCs open to anyone whose answer depends on whether the call carries the admin token.
-ADMIN_AWARE = frozenset({"GetSurvey", "ListSurveys"})
+ADMIN_AWARE = frozenset({"GetSurvey", "ListSurveys", "GetEstimate"})
 # Status details travel in a header, which gRPC caps at 16 KiB by default.
 MAX_DETAILS = 2000
 # A call with this little time left when a worker takes it up cannot be answered in time.
@@ -281,8 +281,8 @@ class AggregatorServicer:
         log.info("survey closed", extra={"survey_id": survey.id})
         return survey
 
-    def _GetEstimate(self, request: pb.GetEstimateRequest) -> pb.Estimate:  # noqa: N802
-        return self.service.get_estimate(request)
+    def _GetEstimate(self, request: pb.GetEstimateRequest, admin: bool) -> pb.Estimate:  # noqa: N802
+        return self.service.get_estimate(request, admin=admin)
 
     def _IssueTokens(self, request: pb.IssueTokensRequest) -> pb.IssueTokensResponse:  # noqa: N802
         response = self.service.issue_tokens(request)  # never logs the tokens

@@ -63,4 +63,20 @@ def test_with_enrollment_forged_reports_cannot_fill_a_step(
     with pytest.raises(RemoteError) as withheld:
         anonymous.get_estimate(survey.id, "q1")
     assert withheld.value.status == grpc.StatusCode.FAILED_PRECONDITION
-    assert "first release is at 1,000 reports, 1 stored so far" in withheld.value.details
+    assert withheld.value.details.endswith("its first release is at 1,000 reports")
+
+
+def test_the_live_count_of_a_stepped_question_is_not_shown_without_the_admin_token(
+    admin: AggregatorClient, anonymous: AggregatorClient
+) -> None:
+    """Timing a step: the count before and after one participant's batch is that batch."""
+    survey = admin.create_survey(
+        "Stepped", [binary_question("q1", 0.5)], release_step=2, enrollment_required=True
+    )
+    tokens = admin.issue_tokens(survey.id, 3)
+    for token, report in zip(tokens, reports(survey, "q1", 3, "p"), strict=True):
+        anonymous.submit_reports([report], enrollment_token=token)
+    public = anonymous.get_estimate(survey.id, "q1")
+    assert (public.n, public.stored, public.stored_as_released) == (2, 2, True)
+    live = admin.get_estimate(survey.id, "q1")
+    assert (live.n, live.stored, live.stored_as_released) == (2, 3, False)

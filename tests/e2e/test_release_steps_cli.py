@@ -55,7 +55,12 @@ def _create(
 
 
 def _estimate(runner: Runner, daemon: Daemon, survey_id: str, *args: str) -> dict[str, Any]:
-    done = _aggregator(runner, daemon, "estimate", survey_id, "--json", *args)
+    """The estimate as the admin sees it (a stepped survey's live count), unless ``args``
+    say otherwise.
+    """
+    token = () if "--public" in args else ("--admin-token-file", str(daemon.token_file))
+    args = tuple(arg for arg in args if arg != "--public")
+    done = _aggregator(runner, daemon, "estimate", survey_id, "--json", *token, *args)
     assert done.returncode == 0, done.stdout
     (estimate,) = json.loads(done.stdout)["estimates"]
     return dict(estimate)
@@ -100,8 +105,12 @@ def test_stepped_survey_through_the_cli_and_a_restart(
     assert (frozen["n"], frozen["stored"], frozen["estimate"]) == (50, 80, first["estimate"])
     assert frozen["central"]["delta"] == 1e-3
     assert frozen["central"]["epsilon"] == shuffled_epsilon(local, 50, 1e-3)
-    text = _aggregator(runner, daemon, "estimate", survey_id)
+    token = ("--admin-token-file", str(daemon.token_file))
+    text = _aggregator(runner, daemon, "estimate", survey_id, *token)
     assert "q1: released from 50 of 80 stored reports, next release at 100" in text.stdout
+    public = _estimate(runner, daemon, survey_id, "--public")  # no live count without it
+    assert (public["n"], public["stored"], public["stored_as_released"]) == (50, 50, True)
+    assert "released from" not in _aggregator(runner, daemon, "estimate", survey_id).stdout
     assert "q1: central ε " in text.stdout
     assert "q1: the central ε assumes the other reports of each step come from" in text.stdout
     assert "against the operator, local ε 1.0000" in text.stdout

@@ -161,10 +161,13 @@ def test_the_stepped_report_shows_the_release_gate(browser: Any, reports: Report
     shown = _load(browser, reports.folder / f"{reports.stepped.id}.html")
     assert shown["resources"] == 0
     text = shown["text"]
-    assert "released from 70 of 80 stored reports; next release at 120 stored reports" in text
     assert (
-        "No estimate yet: question 'q2' has 5 reports; the survey releases estimates from 20"
+        "released from 70 reports (the live count: admin only); next release at 120 stored reports"
         in text
+    )
+    assert (
+        "No estimate yet: question_id: question 'q2' is released in steps; its first release is "
+        "at 20 reports" in text
     )
     assert "central (ε, δ) of the survey" in text
     assert len(shown["charts"]) == 1

@@ -1126,6 +1126,7 @@ class Estimate(_message.Message):
     ITEMS_FIELD_NUMBER: _builtins.int
     PAIRS_FIELD_NUMBER: _builtins.int
     CONDITIONAL_FIELD_NUMBER: _builtins.int
+    STORED_AS_RELEASED_FIELD_NUMBER: _builtins.int
     survey_id: _builtins.str
     question_id: _builtins.str
     n: _builtins.int
@@ -1165,6 +1166,11 @@ class Estimate(_message.Message):
     next_release_at: _builtins.int
     """stored reports at which the next release is due (0: none)"""
     joint_coverage: _builtins.str
+    stored_as_released: _builtins.bool
+    """Set when `stored` is the count the estimate's release is from, not the live count: a
+    stepped survey's live count is shown only to the admin token (a caller could otherwise
+    time one participant's submission between two releases).
+    """
     @_builtins.property
     def options(self) -> _containers.RepeatedCompositeFieldContainer[Global___OptionEstimate]:
         """Categorical questions: one entry per option, in the question's order. The top-level
@@ -1232,10 +1238,11 @@ class Estimate(_message.Message):
         items: _abc.Iterable[Global___OptionEstimate] | None = ...,
         pairs: _abc.Iterable[Global___PairEstimate] | None = ...,
         conditional: Global___ConditionalEstimate | None = ...,
+        stored_as_released: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["central", b"central", "conditional", b"conditional"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["alpha", b"alpha", "anytime", b"anytime", "associations", b"associations", "central", b"central", "ci_high", b"ci_high", "ci_low", b"ci_low", "conditional", b"conditional", "confidence", b"confidence", "coverage", b"coverage", "epsilon", b"epsilon", "epsilon_approx", b"epsilon_approx", "estimand", b"estimand", "estimate", b"estimate", "estimate_raw", b"estimate_raw", "items", b"items", "joint_coverage", b"joint_coverage", "marginals", b"marginals", "mechanism", b"mechanism", "method", b"method", "n", b"n", "next_release_at", b"next_release_at", "options", b"options", "pairs", b"pairs", "question_id", b"question_id", "simultaneous", b"simultaneous", "std_error", b"std_error", "std_error_worst", b"std_error_worst", "stored", b"stored", "survey_id", b"survey_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["alpha", b"alpha", "anytime", b"anytime", "associations", b"associations", "central", b"central", "ci_high", b"ci_high", "ci_low", b"ci_low", "conditional", b"conditional", "confidence", b"confidence", "coverage", b"coverage", "epsilon", b"epsilon", "epsilon_approx", b"epsilon_approx", "estimand", b"estimand", "estimate", b"estimate", "estimate_raw", b"estimate_raw", "items", b"items", "joint_coverage", b"joint_coverage", "marginals", b"marginals", "mechanism", b"mechanism", "method", b"method", "n", b"n", "next_release_at", b"next_release_at", "options", b"options", "pairs", b"pairs", "question_id", b"question_id", "simultaneous", b"simultaneous", "std_error", b"std_error", "std_error_worst", b"std_error_worst", "stored", b"stored", "stored_as_released", b"stored_as_released", "survey_id", b"survey_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -217,12 +217,19 @@ def test_each_question_states_its_figures_and_gate(pages: dict[str, str]) -> Non
     assert "No estimate yet: question_id: no reports yet for question &#x27;later&#x27;" in later
     stepped = pages["stepped"]
     q1 = _section(stepped, "q1")
-    assert "released from 70 of 80 stored reports; next release at 120 stored reports" in q1
+    assert (
+        "released from 70 reports (the live count: admin only); next release at 120 stored reports"
+        in q1
+    )
     assert "<dt>central (ε, δ)</dt>" in q1
     assert "in steps of 20 reports" in q1
     assert "not the daemon&#x27;s operator" in q1
     q2 = _section(stepped, "q2")
-    assert "No estimate yet: question &#x27;q2&#x27; has 5 reports; the survey releases" in q2
+    assert (
+        "No estimate yet: question_id: question &#x27;q2&#x27; is released in steps; its first "
+        in q2
+    )
+    assert "5 stored" not in q2  # the live count: the admin's only
     assert "no estimate below 20 reports per question; estimates refreshed every 50" in stepped
     assert "central (ε, δ) of the survey" in stepped
     assert "<dt>deniable</dt><dd>9.9.9</dd>" in stepped

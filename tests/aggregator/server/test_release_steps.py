@@ -34,7 +34,7 @@ def test_estimates_freeze_between_steps_and_refresh_at_each(
 ) -> None:
     survey = create(admin, 100)
     assert survey.release_step == 100
-    error = refused(anonymous, survey.id, "q1")
+    error = refused(admin, survey.id, "q1")
     assert error.status == grpc.StatusCode.FAILED_PRECONDITION
     assert error.details == (
         "question_id: question 'q1' is released in steps; its first release is at 100 "
@@ -43,25 +43,30 @@ def test_estimates_freeze_between_steps_and_refresh_at_each(
     enrolled(admin, anonymous, reports(survey, "q1", 60, "a"))
     assert (
         "first release is at 100 reports, 60 stored so far"
-        in refused(anonymous, survey.id, "q1").details
+        in refused(admin, survey.id, "q1").details
     )
     # Each participant's report is a batch of its own: the step is reached at exactly 100.
     enrolled(admin, anonymous, reports(survey, "q1", 50, "b"))
-    first = anonymous.get_estimate(survey.id, "q1")
+    first = admin.get_estimate(survey.id, "q1")
     assert (first.n, first.stored, first.next_release_at) == (100, 110, 200)
     enrolled(admin, anonymous, [r for r in reports(survey, "q1", 99, "c") if r.bit])  # 50 yes
-    frozen = anonymous.get_estimate(survey.id, "q1")
+    frozen = admin.get_estimate(survey.id, "q1")
     assert (frozen.n, frozen.stored, frozen.next_release_at) == (100, 160, 200)
     assert (frozen.estimate_raw, frozen.ci_low, frozen.ci_high) == (
         first.estimate_raw, first.ci_low, first.ci_high,
     )  # fmt: skip
     enrolled(admin, anonymous, reports(survey, "q1", 39, "d"))  # 199: one short
-    assert anonymous.get_estimate(survey.id, "q1").n == 100
+    assert admin.get_estimate(survey.id, "q1").n == 100
     enrolled(admin, anonymous, reports(survey, "q1", 1, "e"))  # exactly at the point
-    refreshed = anonymous.get_estimate(survey.id, "q1")
+    refreshed = admin.get_estimate(survey.id, "q1")
     assert (refreshed.n, refreshed.stored, refreshed.next_release_at) == (200, 200, 300)
     assert refreshed.estimate_raw != first.estimate_raw
-    assert "first release" in refused(anonymous, survey.id, "q2").details  # each on its own
+    # Without the admin token the live count is not shown: only what releases are from.
+    public = anonymous.get_estimate(survey.id, "q1")
+    assert (public.n, public.stored, public.stored_as_released) == (200, 200, True)
+    assert public.estimate_raw == refreshed.estimate_raw
+    assert not refreshed.stored_as_released
+    assert "first release" in refused(admin, survey.id, "q2").details  # each on its own
 
 
 def test_central_privacy_is_the_shuffling_bound_of_the_step(
