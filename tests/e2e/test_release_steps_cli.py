@@ -55,9 +55,7 @@ def _create(
 
 
 def _estimate(runner: Runner, daemon: Daemon, survey_id: str, *args: str) -> dict[str, Any]:
-    """The estimate as the admin sees it (a stepped survey's live count), unless ``args``
-    say otherwise.
-    """
+    """The estimate as the admin sees it (live counts); ``--public`` in ``args``: without."""
     token = () if "--public" in args else ("--admin-token-file", str(daemon.token_file))
     args = tuple(arg for arg in args if arg != "--public")
     done = _aggregator(runner, daemon, "estimate", survey_id, "--json", *token, *args)
