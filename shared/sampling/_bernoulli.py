@@ -42,10 +42,11 @@ def _base256_digits(p: Fraction) -> tuple[int, ...]:
 def bernoulli(p: Fraction, size: int, source: ByteSource) -> NDArray[np.bool_]:
     """Draw ``size`` independent Bernoulli(p) values exactly, for a dyadic rational p.
 
-    A uniform U in [0, 1) is revealed one random byte at a time and compared with the
-    base-256 expansion of p; the first differing digit decides U < p. Only draws whose
-    byte equals p's digit (probability 1/256) need another byte, so a draw costs about
-    one byte, and no floating-point rounding enters the probability.
+    p = N/256^d has d base-256 digits; each draw reads d random bytes, a uniform integer U
+    below 256^d, and is U < N. Every draw reads all d bytes, whatever its outcome: reading
+    on only where U's first bytes tie with p's digits would make the number of reads say
+    something about the draw (a tie's outcome has other odds than the rest). No floating
+    point enters the probability.
     """
     if not (0 <= p <= 1):
         raise ValueError(f"probability must be in [0, 1], got {p}")
@@ -54,14 +55,18 @@ def bernoulli(p: Fraction, size: int, source: ByteSource) -> NDArray[np.bool_]:
     digits = _base256_digits(p)
     if not digits:  # p == 0
         return np.zeros(size, dtype=bool)
-    drawn = np.frombuffer(source(size), dtype=np.uint8)
-    result = drawn < digits[0]
-    undecided = np.flatnonzero(drawn == digits[0])
-    for digit in digits[1:]:
-        if undecided.size == 0:
-            break
-        drawn = np.frombuffer(source(undecided.size), dtype=np.uint8)
-        result[undecided] = drawn < digit
-        undecided = undecided[drawn == digit]
-    # Still undecided: U matched every digit of p, and p's expansion ends, so U >= p.
+    places = len(digits)
+    drawn = np.frombuffer(source(size * places), dtype=np.uint8).reshape(size, places)
+    words = -(-places // 8)
+    padded = np.zeros((size, 8 * words), dtype=np.uint8)
+    padded[:, :places] = drawn  # most significant first; the padding is below every digit
+    numbers = padded.view(">u8")
+    threshold = int.from_bytes(bytes(digits) + bytes(8 * words - places), "big")
+    result = np.zeros(size, dtype=bool)
+    undecided = np.ones(size, dtype=bool)
+    for column in range(words):  # lexicographic U < N, the same work for every draw
+        digit = np.uint64((threshold >> (64 * (words - 1 - column))) & ((1 << 64) - 1))
+        number = numbers[:, column]
+        result |= undecided & (number < digit)
+        undecided &= number == digit
     return result

@@ -49,29 +49,34 @@ def test_single_digit_probability_is_exact_over_all_bytes() -> None:
 )
 def test_two_digit_probability_is_exact_over_all_byte_pairs(p: Fraction) -> None:
     # Enumerate every (first, second) byte pair once: the count of successes must be
-    # exactly p * 65536, so the sampler's probability is p with no rounding at all.
-    first = bytes(i // 256 for i in range(65536))
-    digit = (p.numerator >> 8) & 0xFF
-    ties = first.count(digit)
-    source = ScriptedSource([first, bytes(range(256)) * (ties // 256)])
+    # exactly p * 65536, so the sampler's probability is p with no rounding at all. Every
+    # draw reads both bytes, in one call, whether its first byte ties with p's or not.
+    pairs = b"".join(i.to_bytes(2, "big") for i in range(65536))
+    source = ScriptedSource([pairs])
     result = bernoulli(p, 65536, source)
     assert int(result.sum()) == p * 65536
-    assert source.requests == [65536, ties]
+    assert result[: p.numerator].all()
+    assert not result[p.numerator :].any()
+    assert source.requests == [2 * 65536]
 
 
-def test_alpha_point_one_has_many_digits_and_resolves_ties() -> None:
+def test_alpha_point_one_has_many_digits_and_reads_them_all() -> None:
     p = RandomizedResponse(0.1).p_truth_exact
     assert p == Fraction(11, 20) + (Fraction(0.1) - Fraction(1, 10)) / 2
-    # A run of bytes equal to every digit of p, then nothing: U = p exactly is not < p.
+    # Bytes equal to every digit of p: U = p exactly is not < p.
     exponent = p.denominator.bit_length() - 1
     places = -(-exponent // 8)
     scaled = p.numerator << (8 * places - exponent)
     digits = [(scaled >> (8 * (places - 1 - i))) & 0xFF for i in range(places)]
-    source = ScriptedSource([bytes([d]) for d in digits])
+    source = ScriptedSource([bytes(digits)])
     assert not bernoulli(p, 1, source)[0]
-    assert len(source.requests) == places
+    assert source.requests == [places]
     below = [*digits[:-1], digits[-1] - 1]  # last digit smaller: U < p
-    assert bernoulli(p, 1, ScriptedSource([bytes([d]) for d in below]))[0]
+    assert bernoulli(p, 1, ScriptedSource([bytes(below)]))[0]
+    above = [digits[0] + 1, *[0] * (places - 1)]  # decided by the first byte, all read
+    source = ScriptedSource([bytes(above)])
+    assert not bernoulli(p, 1, source)[0]
+    assert source.requests == [places]
 
 
 def test_certain_and_impossible_events_use_no_randomness() -> None:
