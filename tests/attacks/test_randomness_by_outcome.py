@@ -100,7 +100,7 @@ def test_yes_no_reads_do_not_tell_a_kept_answer_from_a_flipped_one() -> None:
 
 @pytest.mark.parametrize(("k", "epsilon"), [(8, 1.9), (5, 1.0), (6, 3.0), (200, 0.5)])
 def test_grr_reads_do_not_tell_a_kept_option_from_a_replaced_one(k: int, epsilon: float) -> None:
-    """k = 8, ε = 1.9: the case of the report; k = 6 is a joint question of 2 × 3 cells."""
+    """The case of the report is k = 8, ε = 1.9; k = 6 is a joint question of 2 × 3 cells."""
     grr = GeneralizedRandomizedResponse.from_epsilon(k, epsilon)
     truths = list(range(k)) if k <= 8 else [0, 1, k // 2, k - 1]
     assert_one_sequence(observe(grr.perturb, truths, kept, range(300)))
@@ -111,8 +111,8 @@ def test_olh_reads_do_not_tell_a_kept_hash_from_a_replaced_one() -> None:
 
     def hash_kept(truth: Any, report: Any) -> Hashable:
         a, b, y = report
-        hashed = hash_unchecked(np.uint64(a), np.uint64(b), np.uint64(truth), olh.g)
-        return int(hashed) == y
+        a_, b_, x_ = (np.array([value], dtype=np.uint64) for value in (a, b, truth))
+        return bool(int(hash_unchecked(a_, b_, x_, olh.g)[0]) == int(y))
 
     assert_one_sequence(observe(olh.perturb, list(range(8)), hash_kept, range(300)))
 
@@ -136,11 +136,7 @@ def test_batches_read_the_same_whatever_the_answers_and_reports() -> None:
     grr = GeneralizedRandomizedResponse.from_epsilon(5, 1.0)
     for mechanism, truths in ((rr, [False, True]), (grr, [0, 2, 4])):
         batches = [[truth] * 64 for truth in truths]
-        seen = {
-            tuple(calls_of(mechanism, batch, seed))
-            for batch in batches
-            for seed in range(60)
-        }
+        seen = {tuple(calls_of(mechanism, batch, seed)) for batch in batches for seed in range(60)}
         assert len(seen) == 1, (mechanism, seen)
 
 
@@ -152,7 +148,8 @@ def distance(mechanism: NumericMechanism) -> Callable[[Any, Any], Hashable]:
 
     def bucket(truth: Any, report: Any) -> Hashable:
         t = 2 * (truth - mechanism.lo) / (mechanism.hi - mechanism.lo) - 1
-        return int(abs(report - t) / mechanism.grid_step).bit_length()
+        step = float(getattr(mechanism, "grid_step", 1.0))
+        return int(abs(report - t) / step).bit_length()
 
     return bucket
 

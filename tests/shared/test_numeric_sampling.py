@@ -23,10 +23,10 @@ from deniable.shared.mechanisms import (
 from deniable.shared.mechanisms._numeric_sampling import exact_positions, stochastic_round
 from deniable.shared.questions import numeric_mechanism
 from deniable.shared.sampling._bernoulli import generator_source, os_source
+from deniable.shared.sampling._discrete_laplace import discrete_laplace
 from deniable.shared.sampling._dlaplace import (
     bernoulli_exp,
     bernoulli_rational,
-    discrete_laplace,
     geometric_exp,
     uniform_below,
 )
