@@ -39,34 +39,39 @@ def _base256_digits(p: Fraction) -> tuple[int, ...]:
     return tuple((scaled >> (8 * (places - 1 - i))) & 0xFF for i in range(places))
 
 
+@lru_cache(maxsize=256)
+def _threshold_words(p: Fraction) -> tuple[int, ...]:
+    """The base-256 digits of p as big-endian 64-bit words, the last padded with zeros."""
+    digits = _base256_digits(p)
+    words = -(-len(digits) // 8)
+    number = int.from_bytes(bytes(digits) + bytes(8 * words - len(digits)), "big")
+    return tuple((number >> (64 * (words - 1 - i))) & ((1 << 64) - 1) for i in range(words))
+
+
 def bernoulli(p: Fraction, size: int, source: ByteSource) -> NDArray[np.bool_]:
     """Draw ``size`` independent Bernoulli(p) values exactly, for a dyadic rational p.
 
-    p = N/256^d has d base-256 digits; each draw reads d random bytes, a uniform integer U
-    below 256^d, and is U < N. Every draw reads all d bytes, whatever its outcome: reading
-    on only where U's first bytes tie with p's digits would make the number of reads say
-    something about the draw (a tie's outcome has other odds than the rest). No floating
-    point enters the probability.
+    p = N/256^d has d base-256 digits; each draw reads 8·ceil(d/8) random bytes, a uniform
+    U of as many bits, and is U < p, compared a 64-bit word at a time. Every draw reads all
+    its bytes, whatever its outcome: reading on only where U's first bytes tie with p's
+    digits would make the number of reads say something about the draw (a tie's outcome
+    has other odds than the rest). No floating point enters the probability.
     """
     if not (0 <= p <= 1):
         raise ValueError(f"probability must be in [0, 1], got {p}")
     if p == 1:
         return np.ones(size, dtype=bool)
-    digits = _base256_digits(p)
-    if not digits:  # p == 0
+    if p == 0:
         return np.zeros(size, dtype=bool)
-    places = len(digits)
-    drawn = np.frombuffer(source(size * places), dtype=np.uint8).reshape(size, places)
-    words = -(-places // 8)
-    padded = np.zeros((size, 8 * words), dtype=np.uint8)
-    padded[:, :places] = drawn  # most significant first; the padding is below every digit
-    numbers = padded.view(">u8")
-    threshold = int.from_bytes(bytes(digits) + bytes(8 * words - places), "big")
+    thresholds = _threshold_words(p)
+    words = len(thresholds)
+    drawn = np.frombuffer(source(8 * words * size), dtype=">u8").reshape(size, words)
+    if words == 1:  # d <= 8 digits: one comparison
+        return np.asarray(drawn[:, 0] < np.uint64(thresholds[0]))
     result = np.zeros(size, dtype=bool)
     undecided = np.ones(size, dtype=bool)
-    for column in range(words):  # lexicographic U < N, the same work for every draw
-        digit = np.uint64((threshold >> (64 * (words - 1 - column))) & ((1 << 64) - 1))
-        number = numbers[:, column]
+    for column, threshold in enumerate(thresholds):  # lexicographic, the same work for all
+        number, digit = drawn[:, column], np.uint64(threshold)
         result |= undecided & (number < digit)
         undecided &= number == digit
     return result

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -15,6 +17,7 @@ MAX_ROUNDS = 256
 _WORDS: tuple[tuple[int, str], ...] = ((8, "<u1"), (16, "<u2"), (32, "<u4"), (64, "<u8"))
 
 
+@lru_cache(maxsize=1024)
 def candidates(bound: int) -> int:
     """The least R with P(R words all rejected) = ((2^b − bound)/2^b)^R <= 2^-64, exactly."""
     bits = (bound - 1).bit_length()
@@ -62,8 +65,12 @@ def uniform_below(bound: int, size: int, source: ByteSource) -> NDArray[np.uint6
         raw = np.frombuffer(source(pending.size * count * width // 8), dtype=dtype)
         words = (raw.astype(np.uint64) & mask).reshape(pending.size, count)
         accepted = words < np.uint64(bound) if bound < 1 << 64 else np.ones(words.shape, bool)
-        first = np.argmax(accepted, axis=1)  # the first accepted candidate (0 if none)
-        result[pending] = words[np.arange(pending.size), first]
+        if count == 1:
+            result[pending] = words[:, 0]
+        else:  # the first accepted candidate by index arithmetic (the first one if none)
+            result[pending] = np.take_along_axis(words, np.argmax(accepted, axis=1)[:, None], 1)[
+                :, 0
+            ]
         pending = pending[~accepted.any(axis=1)]
         if pending.size == 0:
             return result
