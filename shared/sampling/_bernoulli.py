@@ -39,23 +39,33 @@ def _base256_digits(p: Fraction) -> tuple[int, ...]:
     return tuple((scaled >> (8 * (places - 1 - i))) & 0xFF for i in range(places))
 
 
+_WIDTHS = (1, 2, 4, 8)
+
+
 @lru_cache(maxsize=256)
-def _threshold_words(p: Fraction) -> tuple[int, ...]:
-    """The base-256 digits of p as big-endian 64-bit words, the last padded with zeros."""
+def _threshold_words(p: Fraction) -> tuple[int, tuple[int, ...]]:
+    """(w, words): p's base-256 digits as big-endian words of w bytes, zero-padded.
+
+    w is the smallest of 1, 2, 4 and 8 bytes that holds every digit, else 8 (several words).
+    """
     digits = _base256_digits(p)
-    words = -(-len(digits) // 8)
-    number = int.from_bytes(bytes(digits) + bytes(8 * words - len(digits)), "big")
-    return tuple((number >> (64 * (words - 1 - i))) & ((1 << 64) - 1) for i in range(words))
+    width = next((w for w in _WIDTHS if len(digits) <= w), 8)
+    count = -(-len(digits) // width)
+    number = int.from_bytes(bytes(digits) + bytes(width * count - len(digits)), "big")
+    bits = 8 * width
+    mask = (1 << bits) - 1
+    return width, tuple((number >> (bits * (count - 1 - i))) & mask for i in range(count))
 
 
 def bernoulli(p: Fraction, size: int, source: ByteSource) -> NDArray[np.bool_]:
     """Draw ``size`` independent Bernoulli(p) values exactly, for a dyadic rational p.
 
-    p = N/256^d has d base-256 digits; each draw reads 8·ceil(d/8) random bytes, a uniform
-    U of as many bits, and is U < p, compared a 64-bit word at a time. Every draw reads all
-    its bytes, whatever its outcome: reading on only where U's first bytes tie with p's
-    digits would make the number of reads say something about the draw (a tie's outcome
-    has other odds than the rest). No floating point enters the probability.
+    p = N/256^d has d base-256 digits; each draw reads the smallest whole number of 1-, 2-,
+    4- or 8-byte words that holds d bytes (one byte for p = 3/4, 8 for a float α's
+    (1+α)/2), a uniform U of as many bits, and is U < p, compared a word at a time. Every
+    draw reads all its bytes, whatever its outcome: reading on only where U's first bytes
+    tie with p's digits would make the number of reads say something about the draw (a
+    tie's outcome has other odds than the rest). No floating point enters the probability.
     """
     if not (0 <= p <= 1):
         raise ValueError(f"probability must be in [0, 1], got {p}")
@@ -63,15 +73,16 @@ def bernoulli(p: Fraction, size: int, source: ByteSource) -> NDArray[np.bool_]:
         return np.ones(size, dtype=bool)
     if p == 0:
         return np.zeros(size, dtype=bool)
-    thresholds = _threshold_words(p)
-    words = len(thresholds)
-    drawn = np.frombuffer(source(8 * words * size), dtype=">u8").reshape(size, words)
-    if words == 1:  # d <= 8 digits: one comparison
-        return np.asarray(drawn[:, 0] < np.uint64(thresholds[0]))
+    width, thresholds = _threshold_words(p)
+    count = len(thresholds)
+    kind = np.dtype(f">u{width}")
+    drawn = np.frombuffer(source(width * count * size), dtype=kind).reshape(size, count)
+    if count == 1:  # one comparison
+        return np.asarray(drawn[:, 0] < kind.type(thresholds[0]))
     result = np.zeros(size, dtype=bool)
     undecided = np.ones(size, dtype=bool)
     for column, threshold in enumerate(thresholds):  # lexicographic, the same work for all
-        number, digit = drawn[:, column], np.uint64(threshold)
+        number, digit = drawn[:, column], kind.type(threshold)
         result |= undecided & (number < digit)
         undecided &= number == digit
     return result

@@ -182,11 +182,11 @@ def test_grr_follows_the_os_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = constant_urandom(monkeypatch, 0x00)
     grr = GeneralizedRandomizedResponse(k=4, alpha=0.5)
     assert grr.perturb_many(truth).tolist() == truth.tolist()  # U = 0 < α: keep
-    assert calls == [32, 4]  # the keep words, and the replacements, drawn and not used
+    assert calls == [4, 4]  # the keep bytes, and the replacements, drawn and not used
     calls = constant_urandom(monkeypatch, 0xFF)
     # U >= α: replace; the uniform draw reads the low 2 bits of 0xFF, i.e. option 3.
     assert grr.perturb_many(truth).tolist() == [3, 3, 3, 3]
-    assert calls == [32, 4]
+    assert calls == [4, 4]
     with pytest.raises(RuntimeError, match="not producing uniform random bytes"):
         GeneralizedRandomizedResponse(k=5, alpha=0.5).perturb(0)  # 7 >= 5, every time
 

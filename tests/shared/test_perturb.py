@@ -33,19 +33,19 @@ class ScriptedSource:
 
 
 def word(*leading: int) -> bytes:
-    """One draw's 64-bit word, big-endian: these bytes first, then zeros."""
+    """One draw's 8-byte word, big-endian: these bytes first, then zeros."""
     return bytes(leading) + bytes(8 - len(leading))
 
 
 def test_single_digit_probability_is_exact_over_all_bytes() -> None:
     # (1 + 1/2)/2 = 0.75 = 0xC0/256: exactly 192 of the 256 leading bytes keep the truth.
     p = RandomizedResponse(0.5).p_truth_exact
-    source = ScriptedSource([b"".join(word(i) for i in range(256))])
+    source = ScriptedSource([bytes(range(256))])
     result = bernoulli(p, 256, source)
     assert int(result.sum()) == 192
     assert result[:192].all()
     assert not result[192:].any()
-    assert source.requests == [8 * 256]  # one 64-bit word per draw, whatever its outcome
+    assert source.requests == [256]  # one byte per draw: p has one digit
 
 
 @pytest.mark.parametrize(
@@ -55,13 +55,13 @@ def test_single_digit_probability_is_exact_over_all_bytes() -> None:
 def test_two_digit_probability_is_exact_over_all_byte_pairs(p: Fraction) -> None:
     # Enumerate every (first, second) byte pair once: the count of successes must be
     # exactly p * 65536, so the sampler's probability is p with no rounding at all. Every
-    # draw reads its whole word, in one call, whether its first byte ties with p's or not.
-    source = ScriptedSource([b"".join(word(i >> 8, i & 0xFF) for i in range(65536))])
+    # draw reads both bytes, in one call, whether its first byte ties with p's or not.
+    source = ScriptedSource([b"".join(i.to_bytes(2, "big") for i in range(65536))])
     result = bernoulli(p, 65536, source)
     assert int(result.sum()) == p * 65536
     assert result[: p.numerator].all()
     assert not result[p.numerator :].any()
-    assert source.requests == [8 * 65536]
+    assert source.requests == [2 * 65536]
 
 
 def test_alpha_point_one_has_many_digits_and_reads_them_all() -> None:
@@ -123,12 +123,12 @@ def test_default_randomness_is_the_os_csprng(monkeypatch: pytest.MonkeyPatch) ->
     truth = np.array([True, False, True, False, False])
     # Byte 0x00 < 0xC0: every report keeps the truth.
     assert (rr.perturb_many(truth) == truth).all()
-    assert calls == [40]  # one 64-bit word per report
+    assert calls == [5]  # one byte per report: (1 + 1/2)/2 = 0xC0/256
     # Byte 0xFF > 0xC0: every report is the opposite; the output follows the OS bytes.
     fill["byte"] = b"\xff"
     assert (rr.perturb_many(truth) == ~truth).all()
     assert rr.perturb(True) is False
-    assert calls == [40, 40, 8]
+    assert calls == [5, 5, 1]
 
 
 def test_seeded_generator_is_used_only_when_passed(monkeypatch: pytest.MonkeyPatch) -> None:
