@@ -43,13 +43,16 @@ def as_option(value: object, k: int) -> NDArray[np.int64]:
 def randomized_response(
     truth: NDArray[np.int64], size: int, alpha: float, source: ByteSource
 ) -> NDArray[np.int64]:
-    """Keep each value w.p. α exactly, else replace it by a uniform draw from [0, size)."""
+    """Keep each value w.p. α exactly, else replace it by a uniform draw from [0, size).
+
+    The replacement is drawn for every value, kept or not, and picked by arithmetic
+    (replacement + keep·(truth − replacement)), not by a branch: the randomness read and the
+    work are the same whether the report is the truth or not.
+    """
     flat = truth.reshape(-1)
-    keep = bernoulli(Fraction(alpha), flat.size, source)
-    out = flat.copy()
-    replaced = np.flatnonzero(~keep)
-    out[replaced] = uniform_below(size, replaced.size, source).astype(np.int64)
-    return out.reshape(truth.shape)
+    keep = bernoulli(Fraction(alpha), flat.size, source).astype(np.int64)
+    replacement = uniform_below(size, flat.size, source).astype(np.int64)
+    return (replacement + keep * (flat - replacement)).reshape(truth.shape)
 
 
 def check_below(values: NDArray[np.integer], bound: int, field: str, what: str) -> None:

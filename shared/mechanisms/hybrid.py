@@ -212,12 +212,15 @@ class HybridMechanism(NumericMechanism):
         }
 
     def _sample(self, numerators: list[int], denominator: int, source: ByteSource) -> Any:
-        """An exact Bernoulli(β) per answer picks the Piecewise part, else the Duchi part."""
+        """An exact Bernoulli(β) per answer picks the Piecewise part, else the Duchi part.
+
+        Both parts perturb every answer and the report is picked by arithmetic, so the
+        randomness read does not say which part the report comes from.
+        """
         use_pm = bernoulli(Fraction(self.beta), len(numerators), source)
-        reports = np.empty(len(numerators), dtype=np.float64)
-        for part, chosen in ((self.piecewise, use_pm), (self.duchi, ~use_pm)):
-            rows = np.flatnonzero(chosen).tolist()
-            if rows:
-                picked = [numerators[i] for i in rows]
-                reports[chosen] = part._sample(picked, denominator, source)
-        return reports
+        piecewise = np.asarray(self.piecewise._sample(numerators, denominator, source))
+        duchi = np.asarray(self.duchi._sample(numerators, denominator, source))
+        # Pick the float's bits with a mask (all ones for Piecewise): exact, no branch.
+        mask = -use_pm.astype(np.int64)
+        bits = duchi.view(np.int64) ^ (mask & (duchi.view(np.int64) ^ piecewise.view(np.int64)))
+        return bits.view(np.float64)

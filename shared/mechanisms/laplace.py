@@ -46,8 +46,9 @@ class LaplaceMechanism(NumericMechanism):
 
     Sampling. u = (x − lo)/(hi − lo) in [0, 1]; s = u·2^m exactly; j = floor(s) plus 1
     with probability s − floor(s) (an exact rational Bernoulli), so E[j] = s; Z is discrete
-    Laplace with scale b = 2^m/ε, P(Z = z) ∝ exp(−|z|ε/2^m), sampled exactly (Canonne,
-    Kamath, Steinke 2020); the report is y = 2(j + Z)/2^m − 1, the normalized value on
+    Laplace with scale b = 2^m/ε, P(Z = z) ∝ exp(−|z|ε/2^m), sampled exactly, with the
+    same random bytes read whatever Z is (:func:`~deniable.shared.sampling.discrete_laplace`);
+    the report is y = 2(j + Z)/2^m − 1, the normalized value on
     the grid 2^(1−m)·ℤ. E[y | x] = t exactly. (Reporting (j + Z)/2^m
     would carry the same information; it is mapped to [−1, 1] like every other numeric
     mechanism's report.)

@@ -276,7 +276,11 @@ class PiecewiseMechanism(NumericMechanism):
         }
 
     def _sample(self, numerators: list[int], denominator: int, source: ByteSource) -> Any:
-        """Round the input onto L steps, then a uniform high cell w.p. P_c, else a low one."""
+        """Round the input onto L steps, then a uniform high cell w.p. P_c, else a low one.
+
+        Both a high and a low cell are drawn for every answer and one is picked by
+        arithmetic, so the randomness read does not say which region the report is in.
+        """
         size, center, outer, cells = (
             len(numerators),
             self.center_cells,
@@ -285,9 +289,9 @@ class PiecewiseMechanism(NumericMechanism):
         )
         k = stochastic_round(numerators, denominator, outer, source)
         p = self.p_center_exact
-        high = bernoulli_rational(p.numerator, p.denominator, source, size)
-        cell = np.empty(size, dtype=np.int64)
-        cell[high] = k[high] + uniform_below(center, int(high.sum()), source).astype(np.int64)
-        low = uniform_below(outer, size - int(high.sum()), source).astype(np.int64)
-        cell[~high] = np.where(low < k[~high], low, low + center)
+        high = bernoulli_rational(p.numerator, p.denominator, source, size).astype(np.int64)
+        inside = k + uniform_below(center, size, source).astype(np.int64)
+        low = uniform_below(outer, size, source).astype(np.int64)
+        outside = low + center * (low >= k)
+        cell = outside + high * (inside - outside)
         return np.ldexp((2 * cell + 1 - cells).astype(np.float64), -self.grid_bits)

@@ -5,12 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from deniable.shared.sampling._bernoulli import ByteSource, bernoulli, generator_source, os_source
-from deniable.shared.sampling._dlaplace import (
-    bernoulli_exp,
-    bernoulli_rational,
-    discrete_laplace,
-    geometric_exp,
-)
+from deniable.shared.sampling._discrete_laplace import discrete_laplace
+from deniable.shared.sampling._dlaplace import bernoulli_exp, bernoulli_rational, geometric_exp
 from deniable.shared.sampling._uniform import uniform_below
 
 __all__ = [

@@ -39,29 +39,50 @@ def _base256_digits(p: Fraction) -> tuple[int, ...]:
     return tuple((scaled >> (8 * (places - 1 - i))) & 0xFF for i in range(places))
 
 
+_WIDTHS = (1, 2, 4, 8)
+
+
+@lru_cache(maxsize=256)
+def _threshold_words(p: Fraction) -> tuple[int, tuple[int, ...]]:
+    """(w, words): p's base-256 digits as big-endian words of w bytes, zero-padded.
+
+    w is the smallest of 1, 2, 4 and 8 bytes that holds every digit, else 8 (several words).
+    """
+    digits = _base256_digits(p)
+    width = next((w for w in _WIDTHS if len(digits) <= w), 8)
+    count = -(-len(digits) // width)
+    number = int.from_bytes(bytes(digits) + bytes(width * count - len(digits)), "big")
+    bits = 8 * width
+    mask = (1 << bits) - 1
+    return width, tuple((number >> (bits * (count - 1 - i))) & mask for i in range(count))
+
+
 def bernoulli(p: Fraction, size: int, source: ByteSource) -> NDArray[np.bool_]:
     """Draw ``size`` independent Bernoulli(p) values exactly, for a dyadic rational p.
 
-    A uniform U in [0, 1) is revealed one random byte at a time and compared with the
-    base-256 expansion of p; the first differing digit decides U < p. Only draws whose
-    byte equals p's digit (probability 1/256) need another byte, so a draw costs about
-    one byte, and no floating-point rounding enters the probability.
+    p = N/256^d has d base-256 digits; each draw reads the smallest whole number of 1-, 2-,
+    4- or 8-byte words that holds d bytes (one byte for p = 3/4, 8 for a float α's
+    (1+α)/2), a uniform U of as many bits, and is U < p, compared a word at a time. Every
+    draw reads all its bytes, whatever its outcome: reading on only where U's first bytes
+    tie with p's digits would make the number of reads say something about the draw (a
+    tie's outcome has other odds than the rest). No floating point enters the probability.
     """
     if not (0 <= p <= 1):
         raise ValueError(f"probability must be in [0, 1], got {p}")
     if p == 1:
         return np.ones(size, dtype=bool)
-    digits = _base256_digits(p)
-    if not digits:  # p == 0
+    if p == 0:
         return np.zeros(size, dtype=bool)
-    drawn = np.frombuffer(source(size), dtype=np.uint8)
-    result = drawn < digits[0]
-    undecided = np.flatnonzero(drawn == digits[0])
-    for digit in digits[1:]:
-        if undecided.size == 0:
-            break
-        drawn = np.frombuffer(source(undecided.size), dtype=np.uint8)
-        result[undecided] = drawn < digit
-        undecided = undecided[drawn == digit]
-    # Still undecided: U matched every digit of p, and p's expansion ends, so U >= p.
+    width, thresholds = _threshold_words(p)
+    count = len(thresholds)
+    kind = np.dtype(f">u{width}")
+    drawn = np.frombuffer(source(width * count * size), dtype=kind).reshape(size, count)
+    if count == 1:  # one comparison
+        return np.asarray(drawn[:, 0] < kind.type(thresholds[0]))
+    result = np.zeros(size, dtype=bool)
+    undecided = np.ones(size, dtype=bool)
+    for column, threshold in enumerate(thresholds):  # lexicographic, the same work for all
+        number, digit = drawn[:, column], kind.type(threshold)
+        result |= undecided & (number < digit)
+        undecided &= number == digit
     return result

@@ -1,4 +1,4 @@
-"""Exact samplers from random bytes: rational and exp(−γ) Bernoullis, discrete Laplace."""
+"""Exact samplers from random bytes: rational and exp(−γ) Bernoullis, geometric draws."""
 
 from __future__ import annotations
 
@@ -8,13 +8,12 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import NDArray
 
-from deniable.shared.sampling._bernoulli import ByteSource, bernoulli
+from deniable.shared.sampling._bernoulli import ByteSource
 from deniable.shared.sampling._uniform import uniform_below as _uniform_below
 
 __all__ = [
     "bernoulli_exp",
     "bernoulli_rational",
-    "discrete_laplace",
     "geometric_exp",
     "uniform_below",
 ]
@@ -209,57 +208,4 @@ def geometric_exp(gamma: Fraction, size: int, source: ByteSource) -> NDArray[np.
         going = _bernoulli_exp_same(gamma, active.size, source)
         active = active[going]
         out[active] += 1
-    return out
-
-
-def _block_bits(rate: Fraction) -> int:
-    """Largest s >= 0 with 2^s·rate < 1 (0 when rate >= 1/2): the geometric block size."""
-    bits = 0
-    while rate * (1 << (bits + 1)) < 1:
-        bits += 1
-    return bits
-
-
-def discrete_laplace(scale: Fraction, size: int, source: ByteSource) -> NDArray[np.int64]:
-    """Exact discrete Laplace draws: P(Z = z) = (1−q)/(1+q)·q^|z| with q = exp(−1/scale).
-
-    Canonne, Kamath and Steinke (2020) sample |Z| as a geometric variable, a sign, and
-    reject (negative, 0). Here the geometric Y with ratio q = e^−γ (γ = 1/scale) is split
-    into independent parts Y = 2^s·V + R: R in {0, ..., 2^s − 1} with P(R = r) ∝ e^(−γr)
-    (uniform r accepted with probability e^(−γr), at least 1/e of the time since 2^s·γ < 1),
-    and V geometric with ratio e^(−2^s·γ) (2^s·γ >= 1/2, so few rounds). Every step uses
-    rational Bernoullis of random bytes; no logarithm or float enters.
-
-    Args:
-        scale: positive rational scale (the continuous analogue's b).
-        size: number of draws.
-        source: uniform random bytes.
-
-    Returns:
-        int64 array of draws (|Z| beyond 2^62 has probability exp(−2^62/scale): never).
-    """
-    scale = Fraction(scale)
-    if scale <= 0:
-        raise ValueError(f"scale must be > 0, got {scale}")
-    rate = 1 / scale
-    bits = _block_bits(rate)
-    block_rate = rate * (1 << bits)
-    out = np.zeros(size, dtype=np.int64)
-    pending = np.arange(size)
-    while pending.size:
-        count = pending.size
-        low = np.zeros(count, dtype=np.int64)
-        todo = np.arange(count)
-        while todo.size:
-            r = uniform_below(1 << bits, todo.size, source)
-            accept = bernoulli_exp(
-                [int(v) * rate.numerator for v in r.tolist()], rate.denominator, source
-            )
-            low[todo[accept]] = r[accept]
-            todo = todo[~accept]
-        magnitude = (geometric_exp(block_rate, count, source) << bits) + low
-        negative = bernoulli(Fraction(1, 2), count, source)
-        valid = ~(negative & (magnitude == 0))
-        out[pending[valid]] = np.where(negative, -magnitude, magnitude)[valid]
-        pending = pending[~valid]
     return out

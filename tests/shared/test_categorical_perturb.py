@@ -27,7 +27,7 @@ from deniable.shared.mechanisms._universal_hash import (
     universal_hash_reference,
 )
 from deniable.shared.questions import CATEGORICAL
-from deniable.shared.sampling._uniform import MAX_ROUNDS, uniform_below
+from deniable.shared.sampling._uniform import MAX_ROUNDS, candidates, uniform_below
 
 P_FLOOR = 1e-6  # statistical tests fail only below this p-value (one false alarm in a million runs)
 P = HASH_PRIME
@@ -127,25 +127,39 @@ def test_hashes_of_two_options_are_independent_and_uniform() -> None:
 
 
 def test_uniform_below_is_exact_over_all_byte_values() -> None:
-    # bound 10 uses 4 low bits of one byte: of the 256 bytes, exactly 16 map to each of
-    # 0..9 and 96 are rejected and redrawn.
-    redraw = bytes(i % 10 for i in range(96))
-    source = ScriptedSource([bytes(range(256)), redraw])
+    # bound 10 uses 4 low bits of a byte: of the 256 bytes, exactly 16 map to each of 0..9
+    # and 96 are rejected. A draw reads R = candidates(10) = 46 bytes and takes the first
+    # accepted one; here the first candidate runs over every byte value and the second is
+    # always accepted.
+    count = candidates(10)
+    assert count == 46  # (6/16)^46 <= 2^-64 < (6/16)^45
+    second = [i % 10 for i in range(256)]
+    rows = [bytes([first, second[first], *[0] * (count - 2)]) for first in range(256)]
+    source = ScriptedSource([b"".join(rows)])
     out = uniform_below(10, 256, source)
     accepted = np.arange(256) % 16 < 10
     assert out[accepted].tolist() == (np.arange(256) % 16)[accepted].tolist()
     assert np.bincount(out[accepted].astype(np.int64)).tolist() == [16] * 10
-    assert out[~accepted].tolist() == list(redraw)
-    assert source.requests == [256, 96]
+    assert out[~accepted].tolist() == np.array(second)[~accepted].tolist()
+    assert source.requests == [256 * count]
+
+
+def test_uniform_below_redraws_only_when_every_candidate_is_rejected() -> None:
+    count = candidates(10)
+    source = ScriptedSource([b"\x0f" * count, bytes([12, 7, *[0] * (count - 2)])])
+    assert uniform_below(10, 1, source).tolist() == [7]
+    assert source.requests == [count, count]
 
 
 @pytest.mark.parametrize(
     ("bound", "width"), [(2, 1), (256, 1), (257, 2), (1 << 32, 4), (P, 8), (1 << 64, 8)]
 )
 def test_uniform_below_reads_the_smallest_word(bound: int, width: int) -> None:
-    source = ScriptedSource([bytes(3 * width)])
+    count = candidates(bound)
+    assert count == (64 if bound == 257 else 2 if bound == P else 1)
+    source = ScriptedSource([bytes(3 * width * count)])
     assert uniform_below(bound, 3, source).tolist() == [0, 0, 0]
-    assert source.requests == [3 * width]
+    assert source.requests == [3 * width * count]
 
 
 def test_uniform_below_top_values_and_broken_sources() -> None:
@@ -168,7 +182,7 @@ def test_grr_follows_the_os_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = constant_urandom(monkeypatch, 0x00)
     grr = GeneralizedRandomizedResponse(k=4, alpha=0.5)
     assert grr.perturb_many(truth).tolist() == truth.tolist()  # U = 0 < α: keep
-    assert calls == [4]
+    assert calls == [4, 4]  # the keep bytes, and the replacements, drawn and not used
     calls = constant_urandom(monkeypatch, 0xFF)
     # U >= α: replace; the uniform draw reads the low 2 bits of 0xFF, i.e. option 3.
     assert grr.perturb_many(truth).tolist() == [3, 3, 3, 3]

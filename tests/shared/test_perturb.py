@@ -32,15 +32,20 @@ class ScriptedSource:
         return chunk
 
 
+def word(*leading: int) -> bytes:
+    """One draw's 8-byte word, big-endian: these bytes first, then zeros."""
+    return bytes(leading) + bytes(8 - len(leading))
+
+
 def test_single_digit_probability_is_exact_over_all_bytes() -> None:
-    # (1 + 1/2)/2 = 0.75 = 0xC0/256: exactly 192 of the 256 byte values keep the truth.
+    # (1 + 1/2)/2 = 0.75 = 0xC0/256: exactly 192 of the 256 leading bytes keep the truth.
     p = RandomizedResponse(0.5).p_truth_exact
     source = ScriptedSource([bytes(range(256))])
     result = bernoulli(p, 256, source)
     assert int(result.sum()) == 192
     assert result[:192].all()
     assert not result[192:].any()
-    assert source.requests == [256]  # byte 0xC0 ties, but p has no further digits
+    assert source.requests == [256]  # one byte per draw: p has one digit
 
 
 @pytest.mark.parametrize(
@@ -49,29 +54,43 @@ def test_single_digit_probability_is_exact_over_all_bytes() -> None:
 )
 def test_two_digit_probability_is_exact_over_all_byte_pairs(p: Fraction) -> None:
     # Enumerate every (first, second) byte pair once: the count of successes must be
-    # exactly p * 65536, so the sampler's probability is p with no rounding at all.
-    first = bytes(i // 256 for i in range(65536))
-    digit = (p.numerator >> 8) & 0xFF
-    ties = first.count(digit)
-    source = ScriptedSource([first, bytes(range(256)) * (ties // 256)])
+    # exactly p * 65536, so the sampler's probability is p with no rounding at all. Every
+    # draw reads both bytes, in one call, whether its first byte ties with p's or not.
+    source = ScriptedSource([b"".join(i.to_bytes(2, "big") for i in range(65536))])
     result = bernoulli(p, 65536, source)
     assert int(result.sum()) == p * 65536
-    assert source.requests == [65536, ties]
+    assert result[: p.numerator].all()
+    assert not result[p.numerator :].any()
+    assert source.requests == [2 * 65536]
 
 
-def test_alpha_point_one_has_many_digits_and_resolves_ties() -> None:
+def test_alpha_point_one_has_many_digits_and_reads_them_all() -> None:
     p = RandomizedResponse(0.1).p_truth_exact
     assert p == Fraction(11, 20) + (Fraction(0.1) - Fraction(1, 10)) / 2
-    # A run of bytes equal to every digit of p, then nothing: U = p exactly is not < p.
+    # Bytes equal to every digit of p: U = p exactly is not < p.
     exponent = p.denominator.bit_length() - 1
     places = -(-exponent // 8)
+    assert places == 7
     scaled = p.numerator << (8 * places - exponent)
     digits = [(scaled >> (8 * (places - 1 - i))) & 0xFF for i in range(places)]
-    source = ScriptedSource([bytes([d]) for d in digits])
+    source = ScriptedSource([word(*digits)])
     assert not bernoulli(p, 1, source)[0]
-    assert len(source.requests) == places
+    assert source.requests == [8]
     below = [*digits[:-1], digits[-1] - 1]  # last digit smaller: U < p
-    assert bernoulli(p, 1, ScriptedSource([bytes([d]) for d in below]))[0]
+    assert bernoulli(p, 1, ScriptedSource([word(*below)]))[0]
+    source = ScriptedSource([word(digits[0] + 1)])  # decided by the first byte, all read
+    assert not bernoulli(p, 1, source)[0]
+    assert source.requests == [8]
+
+
+def test_probabilities_of_more_than_eight_digits_compare_word_by_word() -> None:
+    p = Fraction(0x0102030405060708090A, 1 << 80)  # ten digits: two words per draw
+    high = bytes(range(1, 9))
+    cases = [(high + word(9, 9), True), (high + word(9, 10), False), (high + word(9, 11), False)]
+    for chunk, expected in cases:
+        source = ScriptedSource([chunk])
+        assert bool(bernoulli(p, 1, source)[0]) is expected
+        assert source.requests == [16]
 
 
 def test_certain_and_impossible_events_use_no_randomness() -> None:
@@ -104,7 +123,7 @@ def test_default_randomness_is_the_os_csprng(monkeypatch: pytest.MonkeyPatch) ->
     truth = np.array([True, False, True, False, False])
     # Byte 0x00 < 0xC0: every report keeps the truth.
     assert (rr.perturb_many(truth) == truth).all()
-    assert calls == [5]
+    assert calls == [5]  # one byte per report: (1 + 1/2)/2 = 0xC0/256
     # Byte 0xFF > 0xC0: every report is the opposite; the output follows the OS bytes.
     fill["byte"] = b"\xff"
     assert (rr.perturb_many(truth) == ~truth).all()

@@ -3,7 +3,8 @@
 The time a perturbation takes follows the random bytes it reads (how many calls, how many
 bytes each), so these are counted instead of timed: with the same seed, every true value
 of the domain, its ends and grid points included, must read exactly the same sequence of
-byte counts from the source, one value at a time and in batches.
+byte counts from the source, one value at a time and in batches. The same per (true value,
+report), for every mechanism and the curator: ``tests/attacks/test_randomness_by_outcome.py``.
 """
 
 from __future__ import annotations
