@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -20,7 +23,15 @@ from deniable.shared.text import visible
 from deniable.shared.transport import TlsConfig
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
-__all__ = ["CLEAR", "CLOCK", "DEFAULT_INTERVAL", "Clock", "check_interval", "watch_estimates"]
+__all__ = [
+    "CLEAR",
+    "CLOCK",
+    "DEFAULT_INTERVAL",
+    "Clock",
+    "DeferredInterrupt",
+    "check_interval",
+    "watch_estimates",
+]
 
 DEFAULT_INTERVAL = 5.0
 """Seconds between refreshes for ``--watch`` without a value."""
@@ -50,6 +61,49 @@ class Clock:
 
 CLOCK = Clock()
 """The clock ``estimate --watch`` uses."""
+
+
+class DeferredInterrupt:
+    """Ctrl-C raises KeyboardInterrupt at once, except during a gRPC call: then when it ends.
+
+    gRPC's blocking client can deadlock closing its channel when a signal handler raises
+    while a call is in flight (grpc/grpc#19973 and its kin), so the watch loop would hang
+    instead of exiting. A second Ctrl-C during the same call raises at once all the same.
+    """
+
+    def __init__(self) -> None:
+        self.in_call = False
+        self.pending = False
+
+    def handler(self, signum: int, frame: object) -> None:
+        """The SIGINT handler: raise now, or once the call in flight has ended."""
+        if self.in_call and not self.pending:
+            self.pending = True
+            return
+        raise KeyboardInterrupt
+
+    @contextmanager
+    def call(self) -> Iterator[None]:
+        """Run a gRPC call; a Ctrl-C that came during it is raised once it has ended."""
+        self.in_call = True
+        try:
+            yield
+        finally:
+            self.in_call = False
+        if self.pending:
+            raise KeyboardInterrupt
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        """Handle SIGINT so while inside (in the main thread only, as signals require)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = signal.signal(signal.SIGINT, self.handler)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
 
 def check_interval(seconds: float) -> float:
@@ -84,12 +138,14 @@ def watch_estimates(
     clock = clock or CLOCK
     terminal = not as_json and sys.stdout.isatty()
     done = 0
+    interrupt = DeferredInterrupt()
     try:
         client_of = AggregatorClient(server, admin_token=admin_token, tls=tls)
-        with remote_errors(server), client_of as client:
+        with interrupt.installed(), remote_errors(server), client_of as client:
             while count is None or done < count:
                 started = clock.monotonic()
-                survey, results = fetch(client)
+                with interrupt.call():
+                    survey, results = fetch(client)
                 done += 1
                 at = clock.now().astimezone(UTC).isoformat(timespec="seconds")
                 if as_json:

@@ -173,3 +173,43 @@ def test_ctrl_c_on_a_terminal_exits_0_without_a_traceback(daemon: Daemon, tmp_pa
         if piped.poll() is None:
             piped.kill()
             piped.wait()
+
+
+def _call(interrupt: _watch.DeferredInterrupt, signals: int, done: list[str]) -> None:
+    """A call during which ``signals`` Ctrl-Cs come; what it got to do goes in ``done``."""
+    with interrupt.call():
+        for _ in range(signals):
+            interrupt.handler(signal.SIGINT, None)
+            done.append("went on")
+        done.append("ended")
+
+
+def test_ctrl_c_during_a_call_is_raised_once_the_call_has_ended() -> None:
+    """A signal handler raising inside a gRPC call can deadlock the channel's close."""
+    interrupt = _watch.DeferredInterrupt()
+    quiet: list[str] = []
+    _call(interrupt, 0, quiet)
+    assert quiet == ["ended"]
+    done: list[str] = []
+    with pytest.raises(KeyboardInterrupt):
+        _call(interrupt, 1, done)
+    assert done == ["went on", "ended"]  # deferred: the call ran to its end, then it was raised
+    assert not interrupt.in_call
+    with pytest.raises(KeyboardInterrupt):
+        interrupt.handler(signal.SIGINT, None)  # between calls: at once
+
+
+def test_a_second_ctrl_c_during_a_call_is_raised_at_once() -> None:
+    interrupt = _watch.DeferredInterrupt()
+    seen: list[str] = []
+
+    def twice() -> None:
+        with interrupt.call():
+            interrupt.handler(signal.SIGINT, None)
+            seen.append("first deferred")
+            interrupt.handler(signal.SIGINT, None)
+            seen.append("second deferred")
+
+    with pytest.raises(KeyboardInterrupt):
+        twice()
+    assert seen == ["first deferred"]
