@@ -163,7 +163,10 @@ def test_the_synthetic_table_reproduces_the_estimates(
     chosen = {item: [v == "1" for v in columns[f"fruit:{item}"]] for item in SPEC_ITEMS}
     for item in fruit["items"]:
         assert_within(share(chosen[item["item"]]), item)
-    clipped = any("clipped" in note for note in result["notes"])
+    # Targets the synthesizer had to move (clipped to their bounds, or shrunk toward
+    # independence when the pairs are not feasible together) are not its to match.
+    moved = ("clipped", "toward independence")
+    clipped = any(word in note for note in result["notes"] for word in moved)
     for pair in fruit["pairs"]:
         both = [a and b for a, b in zip(chosen[pair["first"]], chosen[pair["second"]], strict=True)]
         synthetic = share(both)
