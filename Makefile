@@ -21,10 +21,11 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed-aggregator
 	$(BIN)/deniable-aggregator simulate --participants 10000 --p 0.3 --alpha 0.5
 
-# Every test runs, on every core (pytest-xdist); JOBS=0 runs them in this process.
+# Every test runs, on every core (pytest-xdist; an idle worker steals queued tests, so one
+# slow file does not leave the other core idle at the end); JOBS=0 runs them in this process.
 JOBS ?= auto
 test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -n $(JOBS) --durations=15
+	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal --durations=15
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
