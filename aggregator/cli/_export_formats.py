@@ -80,7 +80,13 @@ def _parquet(columns: Sequence[Column], rows: Iterable[list[Any]], out: IO[bytes
         import pyarrow.parquet as pq
     except ImportError:
         raise ValueError(f"--format parquet needs pyarrow: {PARQUET_EXTRA}") from None
-    types = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "value": pa.string()}
+    types = {
+        "str": pa.string(),
+        "int": pa.int64(),
+        "float": pa.float64(),
+        "bool": pa.bool_(),
+        "value": pa.string(),
+    }
     schema = pa.schema([pa.field(column.name, types[column.type]) for column in columns])
     convert = [_text if column.type == "value" else None for column in columns]
     count = 0

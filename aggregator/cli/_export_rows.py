@@ -21,7 +21,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Column:
-    """One column of an export: its name and type ("str", "int", "float" or "value")."""
+    """One column of an export: its name and type ("str", "int", "float", "bool" or "value")."""
 
     name: str
     type: str
@@ -35,7 +35,7 @@ ESTIMATE_COLUMNS = _columns(
     "survey_id:str question_id:str quantity:str label:str estimate:float estimate_raw:float "
     "ci_low:float ci_high:float std_error:float support:int n:int stored:int "
     "confidence:float method:str coverage:str estimand:str mechanism:str epsilon:float "
-    "central_epsilon:float central_delta:float status:str"
+    "central_epsilon:float central_delta:float status:str stored_as_released:bool"
 )
 """One row per estimated quantity of a question (or one row saying why there is none).
 
@@ -108,6 +108,7 @@ def estimate_rows(survey_id: str, results: Iterable[QuestionEstimate]) -> Iterat
         common.update(
             n=estimate.n,
             stored=estimate.stored,
+            stored_as_released=estimate.stored_as_released,
             confidence=estimate.confidence,
             method=estimate.method,
             coverage=estimate.coverage,

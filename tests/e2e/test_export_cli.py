@@ -163,6 +163,14 @@ def test_a_question_without_an_estimate_is_one_row_saying_why(
     stepped = _estimates(runner, daemon, daemon.stepped).set_index("question_id")
     # Without the admin token a stepped question's live count is not shown (80 stored).
     assert (stepped.loc["q1", "n"], stepped.loc["q1", "stored"]) == (70, 70)
+    assert bool(stepped.loc["q1", "stored_as_released"])
+    assert not later.stored_as_released.fillna(False).astype(bool).iloc[0]
+    done = cli(runner, "export", daemon.stepped.id, "--server", daemon.server.address,
+               token=ADMIN_TOKEN)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    live = pd.read_csv(io.StringIO(done.stdout)).set_index("question_id")  # the admin's view
+    assert (live.loc["q1", "n"], live.loc["q1", "stored"]) == (70, 80)
+    assert not bool(live.loc["q1", "stored_as_released"])
     assert 0 < stepped.loc["q1", "central_epsilon"] < 1.0
     assert stepped.loc["q1", "central_delta"] > 0
     assert "its first release is at 20 reports" in stepped.loc["q2", "status"]
