@@ -14,7 +14,6 @@ from deniable.client._answer import (
     Answer,
     answer_hint,
     check_open,
-    parse_answer,
 )
 from deniable.client._answer_sources import GivenAnswers, answers_file_option
 from deniable.client._content import repeats
@@ -31,6 +30,7 @@ from deniable.client._options import (
     token_options,
 )
 from deniable.client._policy import Policy
+from deniable.client._prompts import decide, prompt_answer
 from deniable.client._remote import AggregatorClient, RemoteError
 from deniable.client._token import check_enrollment, refused_with_token
 from deniable.shared.errors import shown
@@ -203,7 +203,7 @@ def answer_command(
             elif question.id in answers:
                 say(f"  Answered {sources[question.id]}.")
             else:
-                answers[question.id] = _prompt(question, as_json)
+                answers[question.id] = prompt_answer(question, as_json)
         on_wait = partial(click.echo, err=True)
         with state.session(write=True, on_wait=on_wait) as session:
             plan = session.plan(server, survey, specs, answers)
@@ -214,7 +214,7 @@ def answer_command(
             plan.check_budget(policy)  # refuse before anything is sent
             show_reports(say, server, plan, policy)
             confirm = interactive and not assume_yes
-            go = _decide(say, client.target, plan, dry_run, confirm, as_json)
+            go = decide(say, client.target, plan, dry_run, confirm, as_json)
             if go:
                 session.commit(plan)  # charged before sending: never under-counted
         response = _send(client, say, plan, enrollment_token) if go else None
@@ -267,48 +267,6 @@ def _require_answers(
         raise InvalidAnswerError(
             f"no answer for question {first.id!r}; pass --answer {first.id}={value}{hint}"
         )
-
-
-def _prompt(question: pb.Question, as_json: bool) -> Answer:
-    """Ask until the answer is valid for the question (yes/no, an option, a number in range).
-
-    A joint question is asked part by part; the parts' answers become one answer (its cell).
-    """
-    qtype = question_type(question.WhichOneof("kind") or "binary")
-    parts = qtype.parts(question)
-    if parts:
-        answers = []
-        for part in parts:
-            click.echo(f"  Part {part.id}: {visible(part.text)}", err=as_json)
-            answers.append(_prompt(part, as_json))
-        return qtype.combine(question, answers)
-    choices = qtype.choices(question)
-    if choices:
-        choice = click.Choice(choices, case_sensitive=False)
-        return parse_answer(click.prompt("  Your answer", type=choice, err=as_json), question)
-    while True:
-        text = click.prompt(f"  Your answer ({answer_hint(question)})", err=as_json)
-        try:
-            return parse_answer(text, question)
-        except ValueError as error:
-            click.echo(f"  {error}", err=True)
-
-
-def _decide(say: Say, target: str, plan: Plan, dry_run: bool, confirm: bool, as_json: bool) -> bool:
-    """Whether to charge and send: not in a dry run, nor when the participant declines."""
-    if dry_run:
-        say(
-            "Dry run: nothing was sent or charged. The reports shown are kept: answering this "
-            "survey later sends these same reports."
-        )
-        return False
-    count = len(plan.prepared)
-    if confirm and not click.confirm(
-        f"Send these {count} randomized answers to {target}?", default=False, err=as_json
-    ):
-        say("Nothing was sent.")
-        return False
-    return True
 
 
 def _send(
