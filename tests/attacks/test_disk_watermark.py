@@ -14,17 +14,8 @@ from pathlib import Path
 import pytest
 
 from deniable.client._remote import AggregatorClient, RemoteError
-from deniable.shared.wire.v1 import aggregator_pb2 as pb
+from tests.aggregator.server.test_release_gate import reports as question_reports
 from tests.conftest import ADMIN_TOKEN, binary_question, start_daemon
-
-
-def batch(survey: pb.Survey, prefix: str, count: int) -> list[pb.Report]:
-    question = survey.questions[0]
-    return [
-        pb.Report(report_id=f"{prefix}-{i}", survey_id=survey.id, question_id=question.id,
-                  mechanism=question.mechanism, bit=i % 2 == 0)
-        for i in range(count)
-    ]  # fmt: skip
 
 
 def test_reports_are_refused_below_the_watermark_and_reads_go_on(tmp_path: Path) -> None:
@@ -37,7 +28,7 @@ def test_reports_are_refused_below_the_watermark_and_reads_go_on(tmp_path: Path)
                 AggregatorClient(daemon.address, attempts=1) as filler,
                 pytest.raises(RemoteError) as refused,
             ):
-                filler.submit_reports(batch(survey, "a", 1_000))
+                filler.submit_reports(question_reports(survey, "q", 1_000, "a-"))
             assert refused.value.code == "RESOURCE_EXHAUSTED"
             assert "below the aggregator's watermark of 1000.0 TiB" in refused.value.details
             assert admin.get_survey(survey.id).reports == 0

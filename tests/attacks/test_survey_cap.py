@@ -13,27 +13,18 @@ import grpc
 import pytest
 
 from deniable.client._remote import AggregatorClient, RemoteError
-from deniable.shared.wire.v1 import aggregator_pb2 as pb
+from tests.aggregator.server.test_release_gate import reports as question_reports
 from tests.conftest import binary_question
-
-
-def batch(survey: pb.Survey, prefix: str, count: int) -> list[pb.Report]:
-    question = survey.questions[0]
-    return [
-        pb.Report(report_id=f"{prefix}-{i}", survey_id=survey.id, question_id=question.id,
-                  mechanism=question.mechanism, bit=i % 2 == 0)
-        for i in range(count)
-    ]  # fmt: skip
 
 
 def test_a_survey_never_stores_more_than_max_reports(
     admin: AggregatorClient, anonymous: AggregatorClient
 ) -> None:
     survey = admin.create_survey("Capped", [binary_question("q")], max_reports=100)
-    first = batch(survey, "a", 60)
+    first = question_reports(survey, "q", 60, "a-")
     assert anonymous.submit_reports(first).stored == 60
     with pytest.raises(RemoteError) as refused:
-        anonymous.submit_reports(batch(survey, "b", 60))
+        anonymous.submit_reports(question_reports(survey, "q", 60, "b-"))
     assert refused.value.status == grpc.StatusCode.FAILED_PRECONDITION
     assert refused.value.details == (
         f"reports[0]: survey {survey.id!r} is full: its 60 new report(s) in this batch "
@@ -52,7 +43,7 @@ def test_concurrent_submitters_cannot_overshoot_max_reports(
 
     def send(k: int) -> int | str:
         try:
-            return anonymous.submit_reports(batch(survey, f"t{k}", 9)).stored
+            return anonymous.submit_reports(question_reports(survey, "q", 9, f"t{k}-")).stored
         except RemoteError as error:
             return error.code
 

@@ -12,17 +12,8 @@ import grpc
 import pytest
 
 from deniable.client._remote import AggregatorClient, RemoteError
-from deniable.shared.wire.v1 import aggregator_pb2 as pb
+from tests.aggregator.server.test_release_gate import reports as question_reports
 from tests.conftest import binary_question
-
-
-def reports(survey: pb.Survey, prefix: str, count: int) -> list[pb.Report]:
-    question = survey.questions[0]
-    return [
-        pb.Report(report_id=f"{prefix}-{i}", survey_id=survey.id, question_id=question.id,
-                  mechanism=question.mechanism, bit=i % 2 == 0)
-        for i in range(count)
-    ]  # fmt: skip
 
 
 def test_closed_surveys_are_listed_only_to_the_admin(
@@ -49,7 +40,9 @@ def test_a_stepped_surveys_live_count_is_not_shown_without_the_admin_token(
     tokens = iter(admin.issue_tokens(survey.id, 53))
 
     def participant(prefix: str) -> None:  # one enrolled participant's answer
-        anonymous.submit_reports(reports(survey, prefix, 1), enrollment_token=next(tokens))
+        anonymous.submit_reports(
+            question_reports(survey, "q", 1, f"{prefix}-"), enrollment_token=next(tokens)
+        )
 
     before = anonymous.get_survey(survey.id).reports
     participant("victim")

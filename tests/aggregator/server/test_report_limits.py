@@ -18,7 +18,7 @@ from deniable.aggregator.server._watermark import PROBE_EVERY_S, FreeSpace, MinF
 from deniable.aggregator.storage import open_storage
 from deniable.client._remote import AggregatorClient, RemoteError
 from deniable.shared.errors import ResourceExhausted
-from deniable.shared.wire.v1 import aggregator_pb2 as pb
+from tests.aggregator.server.test_release_gate import reports as question_reports
 from tests.conftest import ADMIN_TOKEN, binary_question
 
 PEER = "ipv4:198.51.100.7:40000"
@@ -149,15 +149,6 @@ def limited(tmp_path: Path) -> Iterator[tuple[RunningServer, Clock]]:
     running.stop(grace=1.0)
 
 
-def reports(survey: pb.Survey, prefix: str, count: int) -> list[pb.Report]:
-    question = survey.questions[0]
-    return [
-        pb.Report(report_id=f"{prefix}-{i}", survey_id=survey.id, question_id=question.id,
-                  mechanism=question.mechanism, bit=i % 2 == 0)
-        for i in range(count)
-    ]  # fmt: skip
-
-
 def test_a_peer_over_its_rate_is_refused_over_grpc_and_nothing_is_stored(
     limited: tuple[RunningServer, Clock],
 ) -> None:
@@ -167,20 +158,25 @@ def test_a_peer_over_its_rate_is_refused_over_grpc_and_nothing_is_stored(
         AggregatorClient(running.address, attempts=1) as peer,
     ):
         survey = admin.create_survey("S", [binary_question("q")])
-        assert peer.submit_reports(reports(survey, "a", 80)).stored == 80
+        assert peer.submit_reports(question_reports(survey, "q", 80, "a-")).stored == 80
         with pytest.raises(RemoteError) as refused:
-            peer.submit_reports(reports(survey, "b", 30))
+            peer.submit_reports(question_reports(survey, "q", 30, "b-"))
         assert refused.value.status == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert refused.value.details.startswith("reports: peer 127.0.0.1 is over its report rate")
         assert "in 1 s; nothing stored" in refused.value.details
         assert admin.get_survey(survey.id).reports == 80
         clock.now += 1.0
-        assert peer.submit_reports(reports(survey, "b", 30)).stored == 30
+        assert peer.submit_reports(question_reports(survey, "q", 30, "b-")).stored == 30
         # Exempt: the admin token, and batches with an enrollment token.
-        assert admin.submit_reports(reports(survey, "c", 500)).stored == 500
+        assert admin.submit_reports(question_reports(survey, "q", 500, "c-")).stored == 500
         enrolled = admin.create_survey("E", [binary_question("q")], enrollment_required=True)
         (token,) = admin.issue_tokens(enrolled.id, 1)
-        assert peer.submit_reports(reports(enrolled, "e", 1), enrollment_token=token).stored == 1
+        assert (
+            peer.submit_reports(
+                question_reports(enrolled, "q", 1, "e-"), enrollment_token=token
+            ).stored
+            == 1
+        )
 
 
 # --- the watermark over gRPC, with a probe the test sets ---
@@ -224,25 +220,16 @@ def watched(tmp_path: Path, disk: Disk) -> Iterator[RunningServer]:
     running.stop(grace=1.0)
 
 
-def watermark_batch(survey: pb.Survey, prefix: str, count: int) -> list[pb.Report]:
-    question = survey.questions[0]
-    return [
-        pb.Report(report_id=f"{prefix}-{i}", survey_id=survey.id, question_id=question.id,
-                  mechanism=question.mechanism, bit=i % 2 == 0)
-        for i in range(count)
-    ]  # fmt: skip
-
-
 def test_below_the_watermark_reports_are_refused_and_reads_go_on(
     watched: RunningServer, disk: Disk, tmp_path: Path
 ) -> None:
     with AggregatorClient(watched.address, admin_token=ADMIN_TOKEN, attempts=1) as admin:
         survey = admin.create_survey("Disk", [binary_question("q")])
-        assert admin.submit_reports(watermark_batch(survey, "a", 10)).stored == 10
+        assert admin.submit_reports(question_reports(survey, "q", 10, "a-")).stored == 10
         assert disk.asked == [str(tmp_path.resolve())]  # the database's folder
         disk.set_free(GIB - 1)
         with pytest.raises(RemoteError) as refused:
-            admin.submit_reports(watermark_batch(survey, "b", 10))  # the admin token too
+            admin.submit_reports(question_reports(survey, "q", 10, "b-"))  # the admin token too
         assert refused.value.status == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert refused.value.details.startswith(
             f"reports: the database's disk ({tmp_path.resolve()}) has 1024.0 MiB free, below "
@@ -254,7 +241,7 @@ def test_below_the_watermark_reports_are_refused_and_reads_go_on(
         exported = [r for chunk in admin.export_reports(survey.id) for r in chunk.reports]
         assert len(exported) == 10
         disk.set_free(2 * GIB)
-        assert admin.submit_reports(watermark_batch(survey, "b", 10)).stored == 10
+        assert admin.submit_reports(question_reports(survey, "q", 10, "b-")).stored == 10
 
 
 def test_the_watermark_watches_a_sqlite_file_only(tmp_path: Path) -> None:
@@ -294,9 +281,11 @@ def test_a_new_connection_from_the_same_ipv6_host_shares_its_bucket(tmp_path: Pa
         with AggregatorClient(target, admin_token=ADMIN_TOKEN, attempts=1) as admin:
             survey = admin.create_survey("S", [binary_question("q")])
         with AggregatorClient(target, attempts=1) as first:
-            assert first.submit_reports(reports(survey, "a", 80)).stored == 80
+            assert first.submit_reports(question_reports(survey, "q", 80, "a-")).stored == 80
         with AggregatorClient(target, attempts=1) as second, pytest.raises(RemoteError) as caught:
-            second.submit_reports(reports(survey, "b", 30))  # another port, the same /64
+            second.submit_reports(
+                question_reports(survey, "q", 30, "b-")
+            )  # another port, the same /64
         assert caught.value.details.startswith("reports: peer ::/64 is over its report rate")
     finally:
         running.stop(grace=1.0)
