@@ -40,20 +40,9 @@ from deniable.shared.mechanisms import (
 )
 from deniable.shared.mechanisms._universal_hash import hash_unchecked
 from deniable.shared.sampling import discrete_laplace, generator_source
+from tests.shared._sources import CountingGenerator
 
 Groups = dict[Hashable, set[tuple[int, ...]]]
-
-
-class CountingGenerator(np.random.Generator):
-    """A seeded generator that records the size of every ``bytes`` call."""
-
-    def __init__(self, seed: int) -> None:
-        super().__init__(np.random.PCG64(seed))
-        self.calls: list[int] = []
-
-    def bytes(self, length: int) -> Any:
-        self.calls.append(length)
-        return super().bytes(length)
 
 
 def observe(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -28,23 +27,10 @@ from deniable.shared.mechanisms._universal_hash import (
 )
 from deniable.shared.questions import CATEGORICAL
 from deniable.shared.sampling._uniform import MAX_ROUNDS, candidates, uniform_below
+from tests.shared._sources import ScriptedSource
 
 P_FLOOR = 1e-6  # statistical tests fail only below this p-value (one false alarm in a million runs)
 P = HASH_PRIME
-
-
-class ScriptedSource:
-    """A byte source that returns prepared chunks in order and records every request."""
-
-    def __init__(self, chunks: list[bytes]) -> None:
-        self._chunks: Iterator[bytes] = iter(chunks)
-        self.requests: list[int] = []
-
-    def __call__(self, size: int) -> bytes:
-        self.requests.append(size)
-        chunk = next(self._chunks)
-        assert len(chunk) == size
-        return chunk
 
 
 def constant_urandom(monkeypatch: pytest.MonkeyPatch, byte: int) -> list[int]:

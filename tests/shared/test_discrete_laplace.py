@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from decimal import Decimal, localcontext
 from fractions import Fraction
 
@@ -16,6 +15,7 @@ from deniable.shared.sampling._discrete_laplace import (
     laplace_plan,
 )
 from deniable.shared.sampling._exp_digits import Shape, exp_neg_bounds, leading_bits
+from tests.shared._sources import ScriptedSource
 
 SCALES = [Fraction(1, 50), Fraction(1, 3), Fraction(5, 2), Fraction(1024), Fraction(10**9, 7)]
 
@@ -79,20 +79,6 @@ def test_the_bits_compose_the_discrete_laplace_law(scale: Fraction) -> None:
                     bit = ((m - 1) >> j) & 1
                     sampled *= p[1 + j] if bit else 1 - p[1 + j]
             assert abs(sampled - law) <= Decimal(2) ** -120 * (plan.bits + 2), m
-
-
-class ScriptedSource:
-    """Returns prepared chunks in order and records every request."""
-
-    def __init__(self, chunks: list[bytes]) -> None:
-        self._chunks: Iterator[bytes] = iter(chunks)
-        self.requests: list[int] = []
-
-    def __call__(self, size: int) -> bytes:
-        self.requests.append(size)
-        chunk = next(self._chunks)
-        assert len(chunk) == size
-        return chunk
 
 
 def words(values: list[int], sign: int) -> bytes:

@@ -30,6 +30,7 @@ from deniable.shared.sampling._dlaplace import (
     geometric_exp,
     uniform_below,
 )
+from tests.shared._sources import ScriptedSource
 
 # Statistical tests fail only when a p-value is below this, or a statistic is beyond
 # four standard errors.
@@ -40,20 +41,6 @@ KINDS = ("laplace", "duchi", "piecewise", "hybrid")
 
 def seeded(seed: int) -> Callable[[int], bytes]:
     return generator_source(np.random.default_rng(seed))
-
-
-class ScriptedSource:
-    """Returns prepared chunks in order and records every request."""
-
-    def __init__(self, chunks: list[bytes]) -> None:
-        self._chunks: Iterator[bytes] = iter(chunks)
-        self.requests: list[int] = []
-
-    def __call__(self, size: int) -> bytes:
-        self.requests.append(size)
-        chunk = next(self._chunks)
-        assert len(chunk) == size
-        return chunk
 
 
 def word(value: int) -> bytes:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from fractions import Fraction
 
 import numpy as np
@@ -12,24 +11,11 @@ from scipy import stats
 
 from deniable.client import RandomizedResponse
 from deniable.shared.sampling._bernoulli import bernoulli, generator_source
+from tests.shared._sources import ScriptedSource
 
 # Statistical tests fail only when a binomial p-value is below this: one false alarm in a
 # million runs of a test.
 P_FLOOR = 1e-6
-
-
-class ScriptedSource:
-    """A byte source that returns prepared chunks in order and records every request."""
-
-    def __init__(self, chunks: list[bytes]) -> None:
-        self._chunks: Iterator[bytes] = iter(chunks)
-        self.requests: list[int] = []
-
-    def __call__(self, size: int) -> bytes:
-        self.requests.append(size)
-        chunk = next(self._chunks)
-        assert len(chunk) == size
-        return chunk
 
 
 def word(*leading: int) -> bytes:

@@ -9,8 +9,6 @@ report), for every mechanism and the curator: ``tests/attacks/test_randomness_by
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
 
@@ -22,20 +20,9 @@ from deniable.shared.mechanisms import (
     PiecewiseMechanism,
 )
 from deniable.shared.sampling import bernoulli_rational, generator_source
+from tests.shared._sources import CountingGenerator
 
 SEEDS = range(40)
-
-
-class CountingGenerator(np.random.Generator):
-    """A seeded generator that records the size of every ``bytes`` call."""
-
-    def __init__(self, seed: int) -> None:
-        super().__init__(np.random.PCG64(seed))
-        self.calls: list[int] = []
-
-    def bytes(self, length: int) -> Any:
-        self.calls.append(length)
-        return super().bytes(length)
 
 
 def draws(mechanism: NumericMechanism, truths: list[float], seed: int) -> tuple[int, ...]:
