@@ -11,19 +11,10 @@ import time
 from pathlib import Path
 
 from deniable.client._remote import AggregatorClient, RemoteError
-from deniable.shared.wire.v1 import aggregator_pb2 as pb
+from tests.aggregator.server.test_release_gate import reports as question_reports
 from tests.conftest import ADMIN_TOKEN, binary_question, start_daemon
 
 BURST, RATE = 2_000, 20.0  # serve's defaults (PeerLimit(); checked in test_report_limits)
-
-
-def batch(survey: pb.Survey, prefix: str, count: int) -> list[pb.Report]:
-    question = survey.questions[0]
-    return [
-        pb.Report(report_id=f"{prefix}-{i:05d}", survey_id=survey.id, question_id=question.id,
-                  mechanism=question.mechanism, bit=i % 2 == 0)
-        for i in range(count)
-    ]  # fmt: skip
 
 
 def test_one_peer_cannot_store_a_hundred_thousand_reports_in_a_burst(tmp_path: Path) -> None:
@@ -36,12 +27,16 @@ def test_one_peer_cannot_store_a_hundred_thousand_reports_in_a_burst(tmp_path: P
             with AggregatorClient(daemon.address, attempts=1) as attacker:
                 for k in range(10):  # 100,000 reports in full batches
                     try:
-                        stored += attacker.submit_reports(batch(survey, f"big{k}", 10_000)).stored
+                        stored += attacker.submit_reports(
+                            question_reports(survey, "q", 10_000, f"big{k}-")
+                        ).stored
                     except RemoteError as error:
                         refusals.append(error)
                 for k in range(10):  # and in batches the size of the burst
                     try:
-                        stored += attacker.submit_reports(batch(survey, f"b{k}", 2_000)).stored
+                        stored += attacker.submit_reports(
+                            question_reports(survey, "q", 2_000, f"b{k}-")
+                        ).stored
                     except RemoteError as error:
                         refusals.append(error)
             elapsed = time.monotonic() - started
@@ -55,6 +50,6 @@ def test_one_peer_cannot_store_a_hundred_thousand_reports_in_a_burst(tmp_path: P
                 "reports: peer 127.0.0.1 is over its report rate (20 reports/s, burst 2,000"
             )
             # The operator's own load (the admin token) is not limited.
-            admin.submit_reports(batch(survey, "operator", 10_000))
+            admin.submit_reports(question_reports(survey, "q", 10_000, "operator-"))
     finally:
         daemon.stop()
