@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -252,3 +253,13 @@ def daemon(tmp_path: Path) -> Iterator[Daemon]:
     running = start_daemon(tmp_path)
     yield running
     running.stop()
+
+
+def has_ipv6_loopback() -> bool:
+    """Whether this machine can bind ``::1`` (tests of IPv6 listening skip without it)."""
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True

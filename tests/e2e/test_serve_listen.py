@@ -15,7 +15,7 @@ import pytest
 from deniable.aggregator.server._address import ListenAddress
 from deniable.client._remote import AggregatorClient
 from deniable.shared.errors import InvalidArgument
-from tests.conftest import BIN, RunCli
+from tests.conftest import BIN, RunCli, has_ipv6_loopback
 
 BAD = [
     ("127.0.0.1:99999", "port 99999 is out of range 1..65535 (0: any free port)"),
@@ -81,7 +81,7 @@ def test_serve_refuses_a_bad_listen_address_before_opening_anything(
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "[::1]"])
 def test_serve_prints_and_logs_the_bound_address(tmp_path: Path, host: str) -> None:
-    if host == "[::1]" and not _has_ipv6_loopback():
+    if host == "[::1]" and not has_ipv6_loopback():
         pytest.skip("no IPv6 loopback on this machine")
     env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
     env["XDG_DATA_HOME"] = str(tmp_path / "data")
@@ -117,14 +117,3 @@ def _listening_record(process: subprocess.Popen[str], stderr: Path) -> dict[str,
         assert process.poll() is None, stderr.read_text()
         time.sleep(0.05)
     raise AssertionError(f"no 'listening' record: {stderr.read_text()}")
-
-
-def _has_ipv6_loopback() -> bool:
-    import socket
-
-    try:
-        with socket.socket(socket.AF_INET6) as probe:
-            probe.bind(("::1", 0))
-    except OSError:
-        return False
-    return True

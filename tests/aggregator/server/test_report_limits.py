@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from deniable.aggregator.storage import open_storage
 from deniable.client._remote import AggregatorClient, RemoteError
 from deniable.shared.errors import ResourceExhausted
 from tests.aggregator.server.test_release_gate import reports as question_reports
-from tests.conftest import ADMIN_TOKEN, binary_question
+from tests.conftest import ADMIN_TOKEN, binary_question, has_ipv6_loopback
 
 PEER = "ipv4:198.51.100.7:40000"
 
@@ -261,16 +260,7 @@ def test_the_watermark_watches_a_sqlite_file_only(tmp_path: Path) -> None:
         in_memory.close()
 
 
-def _ipv6_loopback() -> bool:
-    try:
-        with socket.socket(socket.AF_INET6) as probe:
-            probe.bind(("::1", 0))
-    except OSError:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback")
+@pytest.mark.skipif(not has_ipv6_loopback(), reason="no IPv6 loopback")
 def test_a_new_connection_from_the_same_ipv6_host_shares_its_bucket(tmp_path: Path) -> None:
     ingest = IngestLimits(PeerLimit(10.0, 100), MinFree.parse("0"), clock=Clock())
     running = start_server(
