@@ -23,7 +23,7 @@ FOLDERS = {
 }
 
 # Who may import whom inside the aggregator: each subpackage only from those at its right.
-AGGREGATOR_LAYERS = ("cli", "analysis", "server", "storage")
+AGGREGATOR_LAYERS = ("cli", "questions", "analysis", "server", "storage")
 
 
 @dataclass(frozen=True)

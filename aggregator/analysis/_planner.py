@@ -1,4 +1,8 @@
-"""Sample-size planning for yes/no questions: participants for a margin, margin for n."""
+"""Sample-size planning for yes/no questions: participants for a margin, margin for n.
+
+Any yes/no mechanism plans: the figures need only its ``estimate_variance``; the
+keep-probability α and the 2α approximation are shown when the mechanism has them.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from deniable.shared._validate import as_count, as_real, check_confidence, check_unit_interval
-from deniable.shared.mechanisms import RandomizedResponse
+from deniable.shared.mechanisms import Mechanism
 from deniable.shared.stats import normal_quantile
 
 __all__ = ["Plan", "margin_achieved", "participants_needed", "plan"]
@@ -23,9 +27,9 @@ class Plan:
     margin: float
     confidence: float
     p: float
-    alpha: float
+    alpha: float | None
     epsilon: float
-    epsilon_approx: float
+    epsilon_approx: float | None
     method: str = PLAN_METHOD
 
     def to_dict(self) -> dict[str, Any]:
@@ -33,13 +37,13 @@ class Plan:
         return asdict(self)
 
 
-def _unit_variance(spec: RandomizedResponse, p: float) -> float:
-    """n·Var(p̂) for the population estimand: (1−α²)/(4α²) + p(1−p)."""
-    return spec.estimator_variance(p, 1, "population")
+def _unit_variance(spec: Mechanism, p: float) -> float:
+    """n·Var(p̂) for the population estimand (randomized response: (1−α²)/(4α²) + p(1−p))."""
+    return spec.estimate_variance(1, p)
 
 
 def participants_needed(
-    margin: float, spec: RandomizedResponse, confidence: float = 0.95, p: float = 0.5
+    margin: float, spec: Mechanism, confidence: float = 0.95, p: float = 0.5
 ) -> int:
     """Smallest n with z·sqrt(V/n) <= margin, V = (1−α²)/(4α²) + p(1−p) (p = ½ is worst)."""
     m = as_real("margin", margin)
@@ -57,7 +61,7 @@ def participants_needed(
 
 
 def margin_achieved(
-    participants: int, spec: RandomizedResponse, confidence: float = 0.95, p: float = 0.5
+    participants: int, spec: Mechanism, confidence: float = 0.95, p: float = 0.5
 ) -> float:
     """Half-width z·sqrt(V/n) of the normal-approximation interval from n participants."""
     n = as_count("participants", participants, minimum=1)
@@ -66,7 +70,7 @@ def margin_achieved(
 
 
 def plan(
-    spec: RandomizedResponse,
+    spec: Mechanism,
     *,
     margin: float | None = None,
     participants: int | None = None,
@@ -85,7 +89,7 @@ def plan(
         margin=margin_achieved(n, spec, confidence, p),
         confidence=float(confidence),
         p=float(p),
-        alpha=spec.alpha,
+        alpha=spec.describe().get("alpha"),
         epsilon=spec.epsilon,
-        epsilon_approx=spec.epsilon_approx,
+        epsilon_approx=spec.describe().get("epsilon_approx"),
     )

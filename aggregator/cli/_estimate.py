@@ -18,6 +18,7 @@ from deniable.aggregator.cli._common import (
 )
 from deniable.aggregator.cli._interval_options import interval_kind_options, interval_options
 from deniable.aggregator.cli._watch import DEFAULT_INTERVAL, check_interval, watch_estimates
+from deniable.aggregator.questions import analysis_for
 from deniable.client import AggregatorClient
 from deniable.shared.text import visible
 from deniable.shared.transport import RemoteError, TlsConfig
@@ -33,11 +34,15 @@ CENTRAL_FIELDS = (
     "assumes",
 )  # fmt: skip
 OPTION_FIELDS = ("option", "estimate", "estimate_raw", "ci_low", "ci_high", "std_error", "support")
-ASSOCIATION_FIELDS = pb.AssociationEstimate.DESCRIPTOR.fields
 
 
-def estimate_to_dict(estimate: pb.Estimate) -> dict[str, Any]:
-    """The wire contract's field names and values (per option for multiple choice)."""
+def estimate_to_dict(estimate: pb.Estimate, question: pb.Question) -> dict[str, Any]:
+    """The wire contract's field names and values, with the question type's own fields.
+
+    A question estimated per option (multiple choice, a joint question's cells) has its
+    figures per option; its type adds what else it estimates (see
+    :meth:`~deniable.aggregator.questions.QuestionAnalysis.estimate_fields`).
+    """
     data: dict[str, Any] = {"question_id": estimate.question_id}
     data.update({field: getattr(estimate, field) for field in FIELDS})
     if estimate.options:
@@ -47,62 +52,12 @@ def estimate_to_dict(estimate: pb.Estimate) -> dict[str, Any]:
         ]
         for field in ("estimate", "estimate_raw", "ci_low", "ci_high", "std_error"):
             del data[field]  # per option instead
-    if estimate.marginals:
-        data["marginals"] = [
-            {
-                "part": marginal.part,
-                "values": [
-                    {field: getattr(v, field) for field in OPTION_FIELDS} for v in marginal.values
-                ],
-            }
-            for marginal in estimate.marginals
-        ]
-        data["associations"] = [
-            {field.name: getattr(association, field.name) for field in ASSOCIATION_FIELDS}
-            for association in estimate.associations
-        ]
-        data["joint_coverage"] = estimate.joint_coverage
-    if estimate.items:
-        _multi_select_fields(estimate, data)
+    analysis_for(question).estimate_fields(estimate, data)
     if estimate.std_error_worst:
         data["std_error_worst"] = estimate.std_error_worst
     if estimate.HasField("central"):
         data["central"] = central_to_dict(estimate.central)
     return data
-
-
-PAIR_FIELDS = (
-    "first", "second", "estimate", "estimate_raw", "ci_low", "ci_high", "std_error", "support",
-)  # fmt: skip
-CONDITIONAL_FIELDS = (
-    "given", "item", "estimate", "estimate_raw", "ci_low", "ci_high", "std_error", "defined",
-)  # fmt: skip
-
-
-def _multi_select_fields(estimate: pb.Estimate, data: dict[str, Any]) -> None:
-    """Item shares, pairs, the k×k co-occurrence matrices and any conditional share."""
-    names = [item.option for item in estimate.items]
-    data["items"] = [
-        {"item" if field == "option" else field: getattr(item, field) for field in OPTION_FIELDS}
-        for item in estimate.items
-    ]
-    data["pairs"] = [{field: getattr(p, field) for field in PAIR_FIELDS} for p in estimate.pairs]
-    matrices: dict[str, Any] = {"items": names}
-    for field in ("estimate", "ci_low", "ci_high", "std_error"):
-        matrix = [[0.0] * len(names) for _ in names]
-        for index, item in enumerate(estimate.items):
-            matrix[index][index] = getattr(item, field)
-        for pair in estimate.pairs:
-            i, j = names.index(pair.first), names.index(pair.second)
-            matrix[i][j] = matrix[j][i] = getattr(pair, field)
-        matrices[field] = matrix
-    data["cooccurrence"] = matrices
-    if estimate.HasField("conditional"):
-        data["conditional"] = {
-            field: getattr(estimate.conditional, field) for field in CONDITIONAL_FIELDS
-        }
-    for field in ("estimate", "estimate_raw", "ci_low", "ci_high", "std_error", "alpha"):
-        del data[field]  # per item instead
 
 
 def central_to_dict(central: pb.CentralPrivacy) -> dict[str, Any]:
@@ -206,7 +161,8 @@ def estimate_command(
     def fetch(client: AggregatorClient) -> tuple[pb.Survey, list[dict[str, Any]]]:
         results: list[dict[str, Any]] = []
         survey = client.get_survey(survey_id)
-        ids = [q.id for q in survey.questions]
+        questions = {q.id: q for q in survey.questions}
+        ids = list(questions)
         if question_id is not None and question_id not in ids:
             fail(f"survey {survey_id!r} has no question {question_id!r} (has: {ids})", 4)
         for qid in [question_id] if question_id else ids:
@@ -230,7 +186,7 @@ def estimate_command(
                     results.append({"question_id": qid, "n": 0})  # no reports yet
                     continue
                 raise
-            results.append(estimate_to_dict(estimate))
+            results.append(estimate_to_dict(estimate, questions[qid]))
         return survey, results
 
     if watch is not None:
@@ -256,111 +212,28 @@ def _show(survey: pb.Survey, results: list[dict[str, Any]], confidence: float) -
         f"{'std err':>8}  ε"
     )
     click.echo(header)
+    questions = {question.id: question for question in survey.questions}
     for row in results:
         if row["n"] == 0:
             click.echo(f"{visible(row['question_id']):<16}{0:>9}  (no reports yet)")
             continue
-        if "options" in row:
-            click.echo(
-                f"{visible(row['question_id']):<16}{row['n']:>9,}  ({visible(row['mechanism'])}, "
-                f"ε {row['epsilon']:.4f}; estimate = projected onto the simplex, inside its CI; "
-                "unbiased = raw, may lie outside it)"
-            )
-            for option in row["options"]:
-                click.echo(_line(f"  {visible(option['option'])}", option, row["epsilon"], ""))
-            if "marginals" in row:
-                _joint(row)
-            continue
-        if "items" in row:
-            _multi_select_lines(row)
-            continue
-        click.echo(_line(visible(row["question_id"]), row, row["epsilon"], f"{row['n']:>9,}"))
-        if "std_error_worst" in row:
-            click.echo(
-                f"{'':<16}{'':>9}  mean of a number ({visible(row['mechanism'])}); worst-case "
-                f"std err {row['std_error_worst']:.4f}"
-            )
+        analysis_for(questions[row["question_id"]]).estimate_lines(row, click.echo)
     for row in results:
-        _notes(row)
+        _notes(row, questions[row["question_id"]])
     click.echo(
         f"{confidence:.0%} intervals; estimand: population share or mean; "
         "ε is exact (the 2α approximation understates it)"
     )
 
 
-def _joint(row: dict[str, Any]) -> None:
-    """A joint question's cross-tab as a table, its marginals and associations."""
-    marginals = row["marginals"]
-    first = [visible(v["option"]) for v in marginals[0]["values"]]
-    cells = [option["estimate"] for option in row["options"]]
-    columns = len(cells) // len(first)
-    names = [visible(option["option"]).split(", ", 1)[1] for option in row["options"][:columns]]
-    width = max(8, *(len(name) for name in names))
-    side = max(len(visible(marginals[0]["part"])), *(len(v) for v in first), len("total"))
-    click.echo(f"  cross-tab of {visible(marginals[0]['part'])} (rows) by the other parts:")
-    click.echo(f"    {'':<{side}}" + "".join(f"  {name:>{width}}" for name in names) + "     total")
-    for r, label in enumerate(first):
-        shares = cells[r * columns : (r + 1) * columns]
-        total = marginals[0]["values"][r]["estimate"]
-        click.echo(
-            f"    {label:<{side}}"
-            + "".join(f"  {v:>{width}.4f}" for v in shares)
-            + f"  {total:>8.4f}"
-        )
-    sums = [sum(cells[c::columns]) for c in range(columns)]
-    click.echo(f"    {'total':<{side}}" + "".join(f"  {v:>{width}.4f}" for v in sums))
-    for marginal in marginals:
-        click.echo(f"  marginal of {visible(marginal['part'])}:")
-        for value in marginal["values"]:
-            click.echo(_line(f"    {visible(value['option'])}", value, row["epsilon"], ""))
-    for pair in row["associations"]:
-        click.echo(
-            f"  {visible(pair['part_a'])} and {visible(pair['part_b'])}: covariance "
-            f"{pair['covariance']:.4f} [{pair['covariance_low']:.4f}, "
-            f"{pair['covariance_high']:.4f}], correlation {pair['correlation']:.4f} "
-            f"[{pair['correlation_low']:.4f}, {pair['correlation_high']:.4f}]"
-        )
-
-
-def _multi_select_lines(row: dict[str, Any]) -> None:
-    """Each item's share, the co-occurrence table and any conditional share."""
-    click.echo(
-        f"{visible(row['question_id']):<16}{row['n']:>9,}  ({visible(row['mechanism'])}, "
-        f"ε {row['epsilon']:.4f} in total; share choosing each item; estimate = unbiased "
-        "clipped to [0, 1])"
-    )
-    for item in row["items"]:
-        click.echo(_line(f"  {visible(item['item'])}", item, row["epsilon"], ""))
-    names = [visible(name)[:10] for name in row["cooccurrence"]["items"]]
-    click.echo(f"{'':<16}co-occurrence: share choosing both (diagonal: the item's share)")
-    click.echo(f"{'':<16}{'':<12}" + "".join(f"{name:>11}" for name in names))
-    for name, cells in zip(names, row["cooccurrence"]["estimate"], strict=True):
-        click.echo(f"{'':<16}{name:<12}" + "".join(f"{cell:>11.4f}" for cell in cells))
-    if "conditional" in row:
-        share = row["conditional"]
-        given, item = visible(share["given"]), visible(share["item"])
-        if not share["defined"]:
-            click.echo(
-                f"{'':<16}among those who chose {given}: {item} undefined (the estimated "
-                f"share choosing {given} is not above 0)"
-            )
-            return
-        click.echo(
-            f"{'':<16}among those who chose {given}: {item} {share['estimate']:.4f} "
-            f"[{share['ci_low']:.4f}, {share['ci_high']:.4f}], std err "
-            f"{share['std_error']:.4f} (ratio of estimates, delta method)"
-        )
-
-
-def _notes(row: dict[str, Any]) -> None:
+def _notes(row: dict[str, Any], question: pb.Question) -> None:
     """What a question's interval promises, and its release and central ε, if any."""
     if row["n"] == 0:
         return
     qid = visible(row["question_id"])
     interval = visible(row["method"]) + (f"; {visible(row['coverage'])}" if row["coverage"] else "")
     click.echo(f"{qid}: interval {interval}")
-    if row.get("joint_coverage"):
-        click.echo(f"{qid}: {visible(row['joint_coverage'])}")
+    analysis_for(question).note_lines(row, click.echo)
     if row["stored"] > row["n"]:
         due = f", next release at {row['next_release_at']:,}" if row["next_release_at"] else ""
         click.echo(f"{qid}: released from {row['n']:,} of {row['stored']:,} stored reports{due}")
@@ -373,10 +246,3 @@ def _notes(row: dict[str, Any]) -> None:
         )
         if central.get("assumes"):
             click.echo(f"{qid}: the central ε assumes {visible(central['assumes'])}")
-
-
-def _line(label: str, row: dict[str, Any], epsilon: float, n: str) -> str:
-    return (
-        f"{label:<16}{n:>9}  {row['estimate']:>8.4f}  {row['estimate_raw']:>8.4f}  "
-        f"[{row['ci_low']:.4f}, {row['ci_high']:.4f}]  {row['std_error']:>7.4f}  {epsilon:.4f}"
-    )

@@ -3,25 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
-from deniable.aggregator.analysis._planner import plan
 from deniable.aggregator.cli._common import (
     emit_json,
     mechanism_options,
     overflow_is_invalid_input,
-    privacy_line,
-    spec_from_options,
     user_errors,
 )
-from deniable.aggregator.cli._kinds import kind_options, reject_options
-from deniable.aggregator.cli._plan_kinds import plan_kind
 from deniable.aggregator.cli._plot_plan import plan_curves, plot_request
+from deniable.aggregator.cli._question_spec import QuestionInputs, question_options
+from deniable.aggregator.questions import PlanRequest
 
 
 @click.command("plan")
-@kind_options
+@question_options
 @mechanism_options
 @click.option(
     "--margin",
@@ -57,14 +55,6 @@ from deniable.aggregator.cli._plot_plan import plan_curves, plot_request
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @overflow_is_invalid_input
 def plan_command(
-    question_type: str,
-    options: str | None,
-    mechanism: str | None,
-    lo: float | None,
-    hi: float | None,
-    parts: tuple[str, ...],
-    alpha: float | None,
-    epsilon: float | None,
     margin: float | None,
     participants: int | None,
     confidence: float,
@@ -73,6 +63,7 @@ def plan_command(
     plot: Path | None,
     epsilons: str | None,
     as_json: bool,
+    **question: Any,
 ) -> None:
     """Plan a survey question: how many participants a margin of error needs.
 
@@ -86,6 +77,9 @@ def plan_command(
     --type multi_select (--options: the items, --epsilon: the question's total, split over
     the items) the margin is on one item's share.
 
+    The question is given as `survey create` takes it: --spec FILE (one question's entry,
+    or a survey spec and --question ID), or --type and the options that describe it.
+
     --plot FILE plans again at each of --epsilons and draws the participants needed (or
     the margin achieved) against epsilon, one line per mechanism; --json then has the
     drawn numbers under "plot".
@@ -93,43 +87,24 @@ def plan_command(
     if (margin is None) == (participants is None):
         raise click.UsageError("give exactly one of --margin or --participants")
     request = plot_request(plot, epsilons)
-    if question_type == "binary":
-        reject_options("binary", ["options", "mechanism", "lo", "hi", "parts", "distribution"])
-    else:
-        foreign = {
-            "categorical": ["lo", "hi", "parts", "distribution"],
-            "numeric": ["options", "share", "alpha", "parts", "distribution"],
-            "joint": ["options", "lo", "hi", "alpha"],
-            "multi_select": ["lo", "hi", "alpha", "parts", "distribution"],
-        }[question_type]
-        reject_options(question_type, foreign)
-        plan_kind(
-            question_type, options=options, mechanism=mechanism, lo=lo, hi=hi, parts=parts,
-            alpha=alpha, distribution=distribution,
-            epsilon=epsilon, margin=margin, participants=participants, confidence=confidence,
-            share=share, as_json=as_json, plot=request,
-        )  # fmt: skip
-        return
-    spec = spec_from_options(alpha, epsilon)
-    p = 0.5 if share is None else share
+    inputs = QuestionInputs(question)
+    inputs.reject_inputs(inputs.analysis.plan_inputs, ["share", "distribution"], "")
+    asked = inputs.item
     with user_errors():
-        result = plan(spec, margin=margin, participants=participants, confidence=confidence, p=p)
-    curves = None if request is None else plan_curves(result, request, target_margin=margin)
+        outcome = inputs.analysis.plan(
+            inputs.question, inputs.mechanism,
+            PlanRequest(
+                margin=margin, participants=participants, confidence=confidence, share=share,
+                distribution=distribution, mechanism=str(asked.get("mechanism", "auto")),
+                epsilon=asked.get("epsilon"), alpha=asked.get("alpha"),
+            ),
+        )  # fmt: skip
+    curves = None
+    if request is not None:
+        curves = plan_curves(outcome.result, request, target_margin=margin)
     if as_json:
-        emit_json(result.to_dict() | ({} if curves is None else {"plot": curves.to_dict()}))
+        emit_json(outcome.document | ({} if curves is None else {"plot": curves.to_dict()}))
         return
-    if margin is not None:
-        click.echo(
-            f"Participants needed: {result.participants:,} for a margin of ±{margin:g} "
-            f"at {confidence:.0%} confidence (assumed share p = {p:g})"
-        )
-    else:
-        click.echo(
-            f"Margin achieved: ±{result.margin:.4f} with {result.participants:,} participants "
-            f"at {confidence:.0%} confidence (assumed share p = {p:g})"
-        )
-    click.echo(f"Mechanism: randomized response, alpha = {spec.alpha:.6g}")
-    click.echo(privacy_line(spec))
-    click.echo(f"Method: {result.method}")
+    outcome.show(click.echo)
     if curves is not None:
         click.echo(f"Plot: {curves.file}")

@@ -77,10 +77,13 @@ def report_command(
             client, survey, confidence, method, simultaneous=simultaneous, anytime=anytime
         )
     results = [
-        QuestionResult(r.question, None if r.estimate is None else estimate_to_dict(r.estimate),
-                       r.reason)
+        QuestionResult(
+            r.question,
+            None if r.estimate is None else estimate_to_dict(r.estimate, r.question),
+            r.reason,
+        )
         for r in asked
-    ]  # fmt: skip
+    ]
     data = ReportData(
         survey=survey,
         results=results,

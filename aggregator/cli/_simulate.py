@@ -9,34 +9,32 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from deniable.aggregator.analysis._simulate import SimulationResult, simulate_binary
-from deniable.aggregator.analysis._simulate_anytime import looks_line
 from deniable.aggregator.analysis._simulate_sweep import DEFAULT_EPSILONS
 from deniable.aggregator.cli._common import (
     admin_token_file_option,
     emit_json,
     mechanism_options,
     overflow_is_invalid_input,
-    privacy_line,
     read_token,
     remote_errors,
     spec_from_options,
-    transport_line,
     user_errors,
 )
-from deniable.aggregator.cli._kinds import kind_options, reject_options
 from deniable.aggregator.cli._plot_simulate import (
     SweepInputs,
     default_repeats,
     sweep_command_line,
 )
 from deniable.aggregator.cli._progress import simulation_progress
+from deniable.aggregator.cli._question_spec import (
+    QuestionInputs,
+    question_options,
+    reject_options,
+)
 from deniable.aggregator.cli._simulate_compare import DEFAULT_REPEATS, compare_command_line
-from deniable.aggregator.cli._simulate_joint import simulate_joint_command
-from deniable.aggregator.cli._simulate_kinds import simulate_kind
-from deniable.shared._validate import as_count
-from deniable.shared.mechanisms import RandomizedResponse
-from deniable.shared.stats import ESTIMANDS, METHODS
+from deniable.aggregator.questions import SimulationRequest, Transport
+from deniable.shared._validate import as_count, check_open_unit
+from deniable.shared.stats import METHODS, check_method
 from deniable.shared.transport import TlsConfig
 from deniable.shared.transport.options import check_server, client_tls_options
 
@@ -44,7 +42,7 @@ from deniable.shared.transport.options import check_server, client_tls_options
 @click.command("simulate")
 @click.option("--participants", type=int, required=True, help="Participants per survey.")
 @click.option("--p", "share", type=float, help="binary: true population yes-share (required).")
-@kind_options
+@question_options
 @click.option(
     "--distribution",
     help="categorical: true option shares such as 0.5,0.3,0.2 (non-negative, summing to 1); "
@@ -104,15 +102,7 @@ from deniable.shared.transport.options import check_server, client_tls_options
 def simulate_command(
     participants: int,
     share: float | None,
-    question_type: str,
-    options: str | None,
-    mechanism: str | None,
-    lo: float | None,
-    hi: float | None,
-    parts: tuple[str, ...],
     distribution: str | None,
-    alpha: float | None,
-    epsilon: float | None,
     repeats: int,
     confidence: float,
     method: str,
@@ -126,6 +116,7 @@ def simulate_command(
     epsilons: str | None,
     plot: Path | None,
     as_json: bool,
+    **question: Any,
 ) -> None:
     """Simulate a survey of a population whose true answers you choose.
 
@@ -147,6 +138,9 @@ def simulate_command(
     terminal, a progress bar there shows the reports sent over gRPC (with --repeats > 1,
     the repeats done) with their rate and ETA; off a terminal or with --json, none.
 
+    The question is given as `survey create` takes it: --spec FILE (one question's entry,
+    or a survey spec and --question ID), or --type and the options that describe it.
+
     --compare-central runs the same population, at the same epsilon, through local
     randomized response and through a central discrete Laplace count of a trusted curator
     who holds the raw answers, and prints the error of each as n grows (local ~ 1/sqrt(n),
@@ -158,8 +152,10 @@ def simulate_command(
     prints each point's RMSE, mean interval width and empirical coverage, with the exact
     binomial band a correct interval's coverage falls in; --plot draws them.
     """
+    question_type = str(question["question_type"])
+    alpha, epsilon = question.get("alpha"), question.get("epsilon")
     if compare_central:
-        reject_options("binary with --compare-central", ["epsilons"])
+        reject_options("binary with --compare-central", ["epsilons", "spec_file"])
         if question_type != "binary":
             raise click.UsageError("--compare-central applies to --type binary")
         reject_options(
@@ -179,54 +175,30 @@ def simulate_command(
         )  # fmt: skip
         return
     if epsilons is not None or plot is not None:
+        reject_options("a sweep", ["spec_file"])
         inputs = SweepInputs(
-            question_type, participants, share, options, mechanism, lo, hi, distribution,
-            default_repeats(repeats), confidence, method, seed,
+            question_type, participants, share, question["options"], question["mechanism"],
+            question["lo"], question["hi"], distribution, default_repeats(repeats), confidence,
+            method, seed,
         )  # fmt: skip
         sweep_command_line(inputs, epsilons, plot=plot, as_json=as_json)
         return
-    if question_type == "joint":
-        reject_options("joint", ["share", "options", "lo", "hi", "alpha", "compare_central"])
-        simulate_joint_command(
-            parts=parts, participants=participants, mechanism=mechanism,
-            distribution=distribution, epsilon=epsilon, repeats=repeats,
-            confidence=confidence, method=method, seed=seed, transport=transport,
-            server=server, admin_token_file=admin_token_file, batch_size=batch_size,
-            as_json=as_json, tls=tls,
-        )  # fmt: skip
-        return
-    reject_options(question_type, ["parts"])
-    if question_type == "multi_select":
-        from deniable.aggregator.cli._simulate_multi import simulate_multi_select_command
-
-        simulate_multi_select_command(
-            participants=participants, options=options, mechanism=mechanism,
-            distribution=distribution, epsilon=epsilon, repeats=repeats,
-            confidence=confidence, method=method, seed=seed, transport=transport,
-            server=server, admin_token_file=admin_token_file, batch_size=batch_size,
-            as_json=as_json, tls=tls,
-        )  # fmt: skip
-        return
-    if question_type != "binary":
-        simulate_kind(
-            question_type, participants=participants, options=options, mechanism=mechanism,
-            lo=lo, hi=hi, distribution=distribution, alpha=alpha, epsilon=epsilon,
-            repeats=repeats, confidence=confidence, method=method, seed=seed,
-            transport=transport, server=server, admin_token_file=admin_token_file,
-            batch_size=batch_size, as_json=as_json, tls=tls,
-        )  # fmt: skip
-        return
-    reject_options("binary", ["options", "mechanism", "lo", "hi", "distribution"])
-    if share is None:
-        raise click.UsageError("--type binary needs --p (the true yes-share)")
-    spec = spec_from_options(alpha, epsilon)
+    asked = QuestionInputs(question)
+    analysis = asked.analysis
+    asked.reject_inputs(analysis.simulate_inputs, ["share", "distribution", "method"], "")
     if transport == "inprocess" and server is not None:
         raise click.UsageError("--server needs --transport grpc")
     token = read_token(admin_token_file) if server is not None else None
-    with user_errors():  # checked before a progress bar starts
+    request = SimulationRequest(
+        participants=participants, share=share, distribution=distribution, repeats=repeats,
+        confidence=confidence, method=method, seed=seed,
+    )  # fmt: skip
+    with user_errors():  # everything is checked before a progress bar starts
         as_count("participants", participants, minimum=1)
         as_count("repeats", repeats, minimum=1)
-    grpc_info: dict[str, Any] | None = None
+        check_open_unit("confidence", confidence)
+        check_method(method)
+        simulation = analysis.simulation(asked.question, asked.mechanism, request)
     with ExitStack() as stack:
         stack.enter_context(user_errors())
         stack.enter_context(remote_errors(server or "the embedded aggregator"))
@@ -234,66 +206,13 @@ def simulate_command(
             stack, grpc=transport == "grpc", participants=participants, repeats=repeats,
             as_json=as_json,
         )  # fmt: skip
-        submitter = None
-        if transport == "grpc":
-            from deniable.aggregator.analysis._simulate_grpc import grpc_submitter
-
-            submitter = stack.enter_context(
-                grpc_submitter(
-                    spec, confidence=confidence, method=method, server=server,
-                    admin_token=token, batch_size=batch_size, tls=tls, progress=sent,
-                )
-            )  # fmt: skip
-        result = simulate_binary(
-            participants, share, spec, repeats=repeats, confidence=confidence, method=method,
-            seed=seed, progress=repeated, submit=submitter,
-        )  # fmt: skip
-        if submitter is not None:
-            grpc_info = submitter.summary()
-    if as_json:
-        data = result.to_dict()
-        data["grpc"] = grpc_info
-        emit_json(data)
-    else:
-        _print_result(result, spec, grpc_info)
-
-
-def _print_result(
-    result: SimulationResult, spec: RandomizedResponse, grpc_info: dict[str, Any] | None
-) -> None:
-    first = result.first
-    click.echo(
-        f"Simulated {result.participants:,} participants with true share p = {result.p:g} "
-        f"(share in this sample: {result.sample_share:.4f}; randomness: {result.randomness})"
-    )
-    click.echo(f"Mechanism: randomized response, alpha = {spec.alpha:.6g}")
-    click.echo(privacy_line(spec))
-    click.echo(
-        f"Estimate: {first.estimate:.4f}  (unbiased raw {first.estimate_raw:.4f}, "
-        f"std error {first.std_error:.4f})"
-    )
-    click.echo(
-        f"{first.confidence:.0%} CI: [{first.ci_low:.4f}, {first.ci_high:.4f}]  "
-        f"({first.method}; estimand: {ESTIMANDS[first.estimand]})"
-    )
-    if result.repeats > 1:
-        assert result.coverage is not None
-        assert result.coverage_se is not None
-        click.echo(f"Over {result.repeats:,} repeats:")
-        click.echo(
-            f"  CI coverage: {result.coverage:.4f} ± {result.coverage_se:.4f} (Monte Carlo SE); "
-            f"exact {result.coverage_exact:.4f}; nominal {first.confidence:g}"
-        )
-        click.echo(f"  mean CI width: {result.mean_width:.4f}")
-        click.echo(looks_line(result.looks, first.confidence))
-        click.echo(
-            f"  raw estimate: mean {result.mean_estimate_raw:.4f} (truth {result.p:g}), "
-            f"std {result.std_estimate_raw:.4f} (theory {result.std_theory:.4f})"
-        )
-        if grpc_info is None:
-            click.echo(
-                f"  throughput: {result.reports_per_second:,.0f} reports/s in-process "
-                "(drawing answers, perturbing, estimating)"
+        outcome = simulation.run(
+            Transport(
+                stack, grpc=transport == "grpc", server=server, admin_token=token,
+                batch_size=batch_size, tls=tls, sent=sent, repeated=repeated,
             )
-    if grpc_info is not None:
-        click.echo(transport_line(grpc_info))
+        )  # fmt: skip
+    if as_json:
+        emit_json(outcome.document)
+    else:
+        outcome.show(click.echo)

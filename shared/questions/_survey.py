@@ -47,13 +47,16 @@ def check_question(question: pb.Question, where: str) -> Mechanism:
     return mechanism
 
 
-def question_from_spec(item: object, where: str) -> tuple[pb.Question, Mechanism]:
+def question_from_spec(
+    item: object, where: str, *, survey_limits: bool = True
+) -> tuple[pb.Question, Mechanism]:
     """A question and its mechanism from one entry of a survey spec (JSON).
 
     The entry has ``id``, ``text``, ``type`` (default ``binary``) and the type's keys: its
     domain (``options``, or ``min`` and ``max``), ``epsilon`` or, where the type has one,
     ``alpha``, and optionally ``mechanism`` (default ``auto``). The question is checked
-    against the surveys' limits, as the daemon will.
+    against the surveys' limits, as the daemon will; without ``survey_limits`` (planning and
+    simulation) its ε may lie outside them, down to no privacy at all.
 
     Raises:
         ValueError: naming the entry (``where``) and the key or field.
@@ -70,12 +73,13 @@ def question_from_spec(item: object, where: str) -> tuple[pb.Question, Mechanism
         raise ValueError(f"{where}: unknown keys for a {kind} question {sorted(extra)}")
     question = pb.Question(id=str(item.get("id", "")), text=str(item.get("text", "")))
     try:
-        mechanism = _mechanism(qtype, question, item)
+        mechanism = _mechanism(qtype, question, item, survey_limits)
     except (TypeError, ValueError) as error:
         raise ValueError(f"{where}: {error}") from None
     question.mechanism.CopyFrom(mechanism.to_message())
     qtype.check(question, where)
-    QuestionType.check_epsilon(mechanism, where, question.mechanism)
+    if survey_limits:
+        QuestionType.check_epsilon(mechanism, where, question.mechanism)
     return question, mechanism
 
 
@@ -97,7 +101,9 @@ def _check_asked_epsilon(epsilon: object) -> None:
         )
 
 
-def _mechanism(qtype: QuestionType, question: pb.Question, item: Mapping[str, Any]) -> Mechanism:
+def _mechanism(
+    qtype: QuestionType, question: pb.Question, item: Mapping[str, Any], survey_limits: bool
+) -> Mechanism:
     if qtype.alpha_mechanism is not None:
         if ("alpha" in item) == ("epsilon" in item):
             raise ValueError("give exactly one of 'alpha' or 'epsilon'")
@@ -107,6 +113,7 @@ def _mechanism(qtype: QuestionType, question: pb.Question, item: Mapping[str, An
     name = item.get("mechanism", "auto")
     if not isinstance(name, str):
         raise ValueError(f"'mechanism' must be a name, got {name!r}")
-    _check_asked_epsilon(item.get("epsilon"))
+    if survey_limits:
+        _check_asked_epsilon(item.get("epsilon"))
     args = qtype.domain_args(question)
     return qtype.build(name, *args, epsilon=item.get("epsilon"), alpha=item.get("alpha"))

@@ -46,7 +46,7 @@ def _results(service: AggregatorService, survey: pb.Survey) -> list[QuestionResu
         except FailedPrecondition as error:
             results.append(QuestionResult(question, None, str(error)))
             continue
-        results.append(QuestionResult(question, estimate_to_dict(estimate)))
+        results.append(QuestionResult(question, estimate_to_dict(estimate, question)))
     return results
 
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
-from deniable.aggregator.cli._estimate import _multi_select_lines, estimate_to_dict
+from deniable.aggregator.cli._estimate import estimate_to_dict
+from deniable.aggregator.questions import analysis_for
 from deniable.shared.mechanisms import ItemRandomizedResponse, Tally
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
@@ -12,10 +11,13 @@ ITEMS = ["apples", "pears", "plums"]
 SPEC = ItemRandomizedResponse(k=3, q=0.25)
 
 
+QUESTION = pb.Question(
+    id="fruit", multi_select=pb.MultiSelectQuestion(items=ITEMS), mechanism=SPEC.to_message()
+)
+
+
 def wire(tally: Tally, given: int | None = None, item: int | None = None) -> pb.Estimate:
-    question = pb.Question(
-        id="fruit", multi_select=pb.MultiSelectQuestion(items=ITEMS), mechanism=SPEC.to_message()
-    )
+    question = QUESTION
     estimate = pb.Estimate(question_id="fruit", **SPEC.estimate(tally).wire_fields(question))
     if given is not None and item is not None:
         estimate.conditional.CopyFrom(SPEC.conditional(tally, given, item).wire(ITEMS))
@@ -24,7 +26,7 @@ def wire(tally: Tally, given: int | None = None, item: int | None = None) -> pb.
 
 def test_json_carries_the_symmetric_matrix_with_item_shares_on_its_diagonal() -> None:
     tally = Tally(100, (60, 50, 30, 40, 20, 20))
-    data = estimate_to_dict(wire(tally, 0, 1))
+    data = estimate_to_dict(wire(tally, 0, 1), QUESTION)
     assert [item["item"] for item in data["items"]] == ITEMS
     assert "estimate" not in data  # per item instead
     matrix = data["cooccurrence"]
@@ -37,11 +39,14 @@ def test_json_carries_the_symmetric_matrix_with_item_shares_on_its_diagonal() ->
     assert data["conditional"]["estimate_raw"] == SPEC.conditional(tally, 0, 1).estimate_raw
 
 
-def test_the_text_shows_items_the_table_and_the_conditional_share(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    _multi_select_lines(estimate_to_dict(wire(Tally(100, (60, 50, 30, 40, 20, 20)), 0, 1)))
-    out = capsys.readouterr().out
+def _lines(estimate: pb.Estimate) -> str:
+    lines: list[str] = []
+    analysis_for(QUESTION).estimate_lines(estimate_to_dict(estimate, QUESTION), lines.append)
+    return "\n".join(lines)
+
+
+def test_the_text_shows_items_the_table_and_the_conditional_share() -> None:
+    out = _lines(wire(Tally(100, (60, 50, 30, 40, 20, 20)), 0, 1))
     assert "co-occurrence: share choosing both (diagonal: the item's share)" in out
     assert "      apples      pears      plums" in out
     share = SPEC.conditional(Tally(100, (60, 50, 30, 40, 20, 20)), 0, 1)
@@ -50,6 +55,5 @@ def test_the_text_shows_items_the_table_and_the_conditional_share(
         f"[{share.ci_low:.4f}, {share.ci_high:.4f}]" in out
     )
     # at the noise floor nobody is estimated to choose apples: said, not divided by 0
-    _multi_select_lines(estimate_to_dict(wire(Tally(100, (25, 50, 30, 10, 10, 20)), 0, 1)))
-    out = capsys.readouterr().out
+    out = _lines(wire(Tally(100, (25, 50, 30, 10, 10, 20)), 0, 1))
     assert "among those who chose apples: pears undefined" in out

@@ -1,0 +1,132 @@
+"""Joint questions on the aggregator's side: the cross-tab, its marginals and associations."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from deniable.aggregator.analysis._distributions import parse_shares
+from deniable.aggregator.analysis._planner_joint import AssociationPlan, plan_associations
+from deniable.aggregator.analysis._simulate_grpc import (
+    QUESTION_ID,
+    GrpcTransport,
+    aggregator_connection,
+)
+from deniable.aggregator.analysis._simulate_joint import JointSimulation, simulate_joint
+from deniable.aggregator.questions._base import (
+    Emit,
+    Outcome,
+    PlanRequest,
+    QuestionAnalysis,
+    Simulation,
+    SimulationRequest,
+    Transport,
+    register_analysis,
+)
+from deniable.aggregator.questions._estimate_text import option_lines
+from deniable.aggregator.questions._joint_text import joint_fields, joint_table, simulation_lines
+from deniable.aggregator.questions._planning import compared_plan, plan_outcome
+from deniable.aggregator.questions._text import assumed
+from deniable.shared.mechanisms import FrequencyOracle, Mechanism
+from deniable.shared.text import visible
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
+
+__all__ = ["JOINT_ANALYSIS", "JointAnalysis"]
+
+
+class JointAnalysis(QuestionAnalysis):
+    """Parts answered in one report: one cell's share, and with assumed cells correlations."""
+
+    kind = "joint"
+    plan_inputs = frozenset({"share", "distribution"})
+
+    def plan(self, question: pb.Question, mechanism: Mechanism, request: PlanRequest) -> Outcome:
+        """One cell's share; with ``distribution`` (assumed cells) each pair's correlation."""
+        result = compared_plan(question, request)
+        oracle = cast(FrequencyOracle, mechanism)  # the type's contract
+        plans: list[AssociationPlan] | None = None
+        if request.distribution is not None:
+            plans = plan_associations(
+                question, oracle, parse_shares(request.distribution), margin=request.margin,
+                participants=request.participants, confidence=request.confidence,
+            )  # fmt: skip
+        extra = {} if plans is None else {"associations": [plan.to_dict() for plan in plans]}
+
+        def after(emit: Emit) -> None:
+            for plan in plans or []:
+                emit(
+                    f"Correlation of {plan.part_a} and {plan.part_b} (assumed "
+                    f"{plan.correlation:.4f} from the cells; {result.mechanism}, Var1 "
+                    f"{plan.correlation_variance_one:.5g}, delta method): {plan.participants:,} "
+                    f"participants for ±{plan.correlation_margin:.4f} (covariance "
+                    f"±{plan.covariance_margin:.4f})"
+                )
+
+        what = f"one cell's share ({result.k} cells in one report, {assumed(result)})"
+        return plan_outcome(result, what, ".4f", extra, after)
+
+    def simulation(
+        self, question: pb.Question, mechanism: Mechanism, request: SimulationRequest
+    ) -> Simulation:
+        """True cell shares ``--distribution``, the first part slowest."""
+        oracle = cast(FrequencyOracle, mechanism)
+        if request.distribution is None:
+            raise ValueError(
+                f"--type joint needs --distribution: {oracle.k} cell shares, the first part "
+                "slowest (e.g. 0.5,0.1,0.1,0.3 for two yes/no parts: no-no, no-yes, yes-no, "
+                "yes-yes)"
+            )
+        asked = pb.Question()
+        asked.CopyFrom(question)
+        asked.id = QUESTION_ID
+        return _Joint(asked, oracle, parse_shares(request.distribution), request)
+
+    def estimate_fields(self, estimate: pb.Estimate, data: dict[str, Any]) -> None:
+        """The marginals, the associations and what their intervals promise."""
+        joint_fields(estimate, data)
+
+    def estimate_lines(self, row: dict[str, Any], emit: Emit) -> None:
+        """A line per cell, then the cross-tab, the marginals and the associations."""
+        option_lines(row, emit)
+        joint_table(row, emit)
+
+    def note_lines(self, row: dict[str, Any], emit: Emit) -> None:
+        """What the marginals' and associations' intervals promise."""
+        if row.get("joint_coverage"):
+            emit(f"{visible(row['question_id'])}: {visible(row['joint_coverage'])}")
+
+
+class _Joint(Simulation):
+    def __init__(
+        self,
+        question: pb.Question,
+        oracle: FrequencyOracle,
+        shares: tuple[float, ...],
+        request: SimulationRequest,
+    ) -> None:
+        self.question, self.oracle, self.shares, self.request = question, oracle, shares, request
+
+    def run(self, transport: Transport) -> Outcome:
+        request = self.request
+        grpc: GrpcTransport | None = None
+        if transport.grpc:
+            client, address = transport.stack.enter_context(
+                aggregator_connection(
+                    transport.server, transport.admin_token, transport.batch_size, transport.tls
+                )
+            )
+            grpc = GrpcTransport(
+                client, self.oracle, address, request.confidence, request.method,
+                transport.batch_size, embedded=transport.server is None,
+                question=self.question, progress=transport.sent,
+            )  # fmt: skip
+        result: JointSimulation = simulate_joint(
+            self.question, self.oracle, request.participants, self.shares,
+            repeats=request.repeats, confidence=request.confidence, seed=request.seed,
+            submit=grpc.exchange if grpc is not None else None, progress=transport.repeated,
+        )  # fmt: skip
+        grpc_info = grpc.summary() if grpc is not None else None
+        document = {"type": "joint", **result.to_dict(), "grpc": grpc_info}
+        return Outcome(document, lambda emit: simulation_lines(result, grpc_info, emit), result)
+
+
+JOINT_ANALYSIS = register_analysis(JointAnalysis())

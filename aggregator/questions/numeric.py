@@ -1,0 +1,150 @@
+"""Numeric questions on the aggregator's side: the mean planned, simulated and shown."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from deniable.aggregator.analysis._distributions import NumericDistribution
+from deniable.aggregator.analysis._simulate_anytime import looks_line
+from deniable.aggregator.analysis._simulate_grpc_kinds import numeric_grpc_submitter
+from deniable.aggregator.analysis._simulate_numeric import NumericSimulation, simulate_numeric
+from deniable.aggregator.questions._base import (
+    Emit,
+    Outcome,
+    PlanRequest,
+    QuestionAnalysis,
+    Simulation,
+    SimulationRequest,
+    Transport,
+    register_analysis,
+)
+from deniable.aggregator.questions._estimate_text import share_line
+from deniable.aggregator.questions._planning import compared_plan, plan_outcome
+from deniable.aggregator.questions._text import (
+    mechanism_summary,
+    privacy_per_answer,
+    transport_line,
+)
+from deniable.shared.mechanisms import Mechanism, NumericMechanism
+from deniable.shared.text import visible
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
+
+__all__ = ["NUMERIC_ANALYSIS", "NumericAnalysis"]
+
+
+class NumericAnalysis(QuestionAnalysis):
+    """A number on a range: the mean planned for the worst distribution, simulated from one."""
+
+    kind = "numeric"
+    simulate_inputs = frozenset({"distribution"})  # the interval is chosen: no --method
+
+    def plan(self, question: pb.Question, mechanism: Mechanism, request: PlanRequest) -> Outcome:
+        """Every numeric mechanism compared on the mean, in the answer's units."""
+        result = compared_plan(question, request)
+        what = f"the mean (x units on [{result.lo:g}, {result.hi:g}], worst-case values)"
+        return plan_outcome(result, what, ".4g")
+
+    def simulation(
+        self, question: pb.Question, mechanism: Mechanism, request: SimulationRequest
+    ) -> Simulation:
+        """Values from ``--distribution``: constant:V, uniform or beta:A,B on the range."""
+        if request.distribution is None:
+            raise ValueError("--type numeric needs --distribution (e.g. uniform)")
+        numeric = cast(NumericMechanism, mechanism)  # the type's contract
+        values = NumericDistribution.parse(request.distribution)
+        values.check_range(numeric.lo, numeric.hi)
+        return _Numeric(numeric, values, request)
+
+    def estimate_lines(self, row: dict[str, Any], emit: Emit) -> None:
+        """The mean's row, and the mechanism's worst-case standard error."""
+        share_line(row, emit)
+        if "std_error_worst" in row:
+            emit(
+                f"{'':<16}{'':>9}  mean of a number ({visible(row['mechanism'])}); worst-case "
+                f"std err {row['std_error_worst']:.4f}"
+            )
+
+
+class _Numeric(Simulation):
+    def __init__(
+        self, numeric: NumericMechanism, values: NumericDistribution, request: SimulationRequest
+    ) -> None:
+        self.numeric, self.values, self.request = numeric, values, request
+
+    def run(self, transport: Transport) -> Outcome:
+        request = self.request
+        submit = None
+        if transport.grpc:
+            submit = transport.stack.enter_context(
+                numeric_grpc_submitter(
+                    self.numeric, confidence=request.confidence, server=transport.server,
+                    admin_token=transport.admin_token, batch_size=transport.batch_size,
+                    tls=transport.tls, progress=transport.sent,
+                )
+            )  # fmt: skip
+        result = simulate_numeric(
+            request.participants, self.values, self.numeric, repeats=request.repeats,
+            confidence=request.confidence, seed=request.seed, progress=transport.repeated,
+            submit=submit,
+        )  # fmt: skip
+        grpc_info = submit.summary() if submit is not None else None
+        document = {"type": "numeric", **result.to_dict(), "grpc": grpc_info}
+        return Outcome(document, lambda emit: _show(result, grpc_info, emit), result)
+
+
+def _ratio(empirical: float, theory: float) -> str:
+    return f"{empirical / theory:.3f}" if theory > 0 else "-"
+
+
+def _show(result: NumericSimulation, grpc_info: dict[str, Any] | None, emit: Emit) -> None:
+    first = result.first
+    emit(
+        f"Simulated {result.participants:,} participants with values on "
+        f"[{first.lo:g}, {first.hi:g}] from {result.distribution} (true mean "
+        f"{result.true_mean:.6g}, sample mean {result.sample_mean:.6g}; "
+        f"randomness: {result.randomness})"
+    )
+    emit(f"Mechanism: {mechanism_summary(result.mechanism)}")
+    emit(privacy_per_answer(first.epsilon))
+    emit(
+        f"Estimate: {first.estimate:.6g}  (unbiased raw {first.estimate_raw:.6g}, std error "
+        f"{first.std_error:.4g}; worst case over distributions {first.std_error_worst:.4g})"
+    )
+    emit(
+        f"{first.confidence:.0%} CI: [{first.ci_low:.6g}, {first.ci_high:.6g}]  "
+        f"({first.method} interval: {first.coverage}; estimand: {first.estimand})"
+    )
+    if result.repeats > 1:
+        _repeats(result, grpc_info is None, emit)
+    if grpc_info is not None:
+        emit(transport_line(grpc_info))
+
+
+def _repeats(result: NumericSimulation, in_process: bool, emit: Emit) -> None:
+    first = result.first
+    assert result.coverage is not None
+    assert result.coverage_se is not None
+    assert result.variance_empirical is not None
+    assert result.std_estimate_raw is not None
+    ratio = _ratio(result.variance_empirical, result.variance_theory)
+    methods = ", ".join(f"{name} {count:,}" for name, count in result.methods.items())
+    rows = [
+        ("CI coverage", f"{result.coverage:.4f} ± {result.coverage_se:.4f} (MC SE)",
+         f"{first.confidence:g} (nominal)"),
+        ("CI method", methods, ""),
+        ("mean estimate", f"{result.mean_estimate_raw:.6g}", f"{result.true_mean:.6g} (truth)"),
+        ("std of estimate", f"{result.std_estimate_raw:.4g}", f"{result.std_theory:.4g}"),
+        ("variance", f"{result.variance_empirical:.4g}",
+         f"{result.variance_theory:.4g} (ratio {ratio})"),
+        ("mean CI width", f"{result.mean_width:.4g}", ""),
+    ]  # fmt: skip
+    emit(f"Over {result.repeats:,} repeats:")
+    emit(f"  {'':<16} {'empirical':<28} theory")
+    for label, empirical, theory in rows:
+        emit(f"  {label:<16} {empirical:<28} {theory}".rstrip())
+    emit(looks_line(result.looks, first.confidence))
+    if in_process:
+        emit(f"  throughput: {result.reports_per_second:,.0f} reports/s in-process")
+
+
+NUMERIC_ANALYSIS = register_analysis(NumericAnalysis())
