@@ -146,6 +146,14 @@ class QuestionInputs:
                     missing.append(name)
                 continue
             item[key] = _spec_value(name, value)
+        asked = item.get("mechanism", "auto")
+        names = [cls.name for cls in qtype.mechanisms()]
+        if asked not in ("auto", *names):
+            raise click.UsageError(
+                f"--mechanism {asked} does not apply to --type {self.kind} (expected one of: "
+                + ", ".join(["auto", *names])
+                + ")"
+            )
         if missing:
             flags = " and ".join(_flag(name) for name in missing)
             raise click.UsageError(f"--type {self.kind} needs {flags}{HINTS.get(missing[0], '')}")

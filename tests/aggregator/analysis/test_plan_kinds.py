@@ -198,7 +198,7 @@ def test_numeric_margin_is_in_x_units() -> None:
         (
             lambda: plan_categorical(3, epsilon=1.0, mechanism="rappor", margin=0.1),
             ValueError,
-            "unknown kind 'rappor'",
+            "--mechanism rappor does not apply to --type categorical (expected one of: auto, grr",
         ),
         (
             lambda: plan_categorical(3, alpha=0.5, mechanism="oue", margin=0.1),
@@ -306,11 +306,12 @@ def test_plan_numeric_json_and_text(run_cli: RunCli) -> None:
         (
             ["--type", "categorical", "--options", "3", "--epsilon", "1", "--margin", "0.1",
              "--mechanism", "rappor"],
-            "unknown kind 'rappor'",
+            "--mechanism rappor does not apply to --type categorical (expected one of: auto, grr",
         ),
         (
-            ["--type", "categorical", "--options", "3", "--alpha", "0.5", "--margin", "0.1"],
-            "--alpha applies only to --mechanism grr",
+            ["--type", "categorical", "--options", "3", "--alpha", "0.5", "--margin", "0.1",
+             "--mechanism", "oue"],
+            "alpha=0.5 applies only to kind 'grr', not 'oue'",
         ),
         (
             ["--type", "categorical", "--options", "3", "--epsilon", "1", "--margin", "2"],
