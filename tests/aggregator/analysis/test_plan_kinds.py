@@ -198,7 +198,7 @@ def test_numeric_margin_is_in_x_units() -> None:
         (
             lambda: plan_categorical(3, epsilon=1.0, mechanism="rappor", margin=0.1),
             ValueError,
-            "--mechanism rappor does not apply to --type categorical (expected one of: auto, grr",
+            "unknown kind 'rappor'",
         ),
         (
             lambda: plan_categorical(3, alpha=0.5, mechanism="oue", margin=0.1),
