@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
-from deniable.shared.questions.joint import part_values
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = [
@@ -23,8 +22,10 @@ __all__ = [
     "SynthesisPlan",
     "fit_max_entropy",
     "max_entropy_rate",
-    "plan_synthesis",
+    "numbers",
     "sample_max_entropy",
+    "shares_of",
+    "single_column",
 ]
 
 MAX_ROWS = 10_000_000
@@ -105,23 +106,7 @@ class SynthesisPlan:
             done += n
 
 
-def plan_synthesis(survey: pb.Survey, estimates: Mapping[str, pb.Estimate]) -> SynthesisPlan:
-    """A sampler for every question of ``survey`` from its estimate in ``estimates``.
-
-    Raises ValueError naming the question whose estimate is missing or does not fit it.
-    """
-    samplers = []
-    for question in survey.questions:
-        if question.id not in estimates:
-            raise ValueError(f"no estimate of question {question.id!r}")
-        kind = question.WhichOneof("kind") or ""
-        if kind not in SAMPLERS:
-            raise ValueError(f"question {question.id!r}: cannot synthesize a {kind!r} question")
-        samplers.append(SAMPLERS[kind](question, estimates[question.id]))
-    return SynthesisPlan(tuple(samplers))
-
-
-def _shares(values: Sequence[float], expected: int, question: pb.Question) -> NDArray[np.float64]:
+def shares_of(values: Sequence[float], expected: int, question: pb.Question) -> NDArray[np.float64]:
     """Shares clipped to [0, 1] and scaled to sum to 1 (projected estimates already do)."""
     if len(values) != expected:
         raise ValueError(
@@ -135,31 +120,9 @@ def _shares(values: Sequence[float], expected: int, question: pb.Question) -> ND
     return shares / total
 
 
-def _numbers(values: NDArray[np.float64]) -> list[str]:
+def numbers(values: NDArray[np.float64]) -> list[str]:
     """Numbers as CSV text, to full precision."""
     return [repr(v) for v in values.tolist()]
-
-
-def _binary(question: pb.Question, estimate: pb.Estimate) -> QuestionSampler:
-    p = min(1.0, max(0.0, estimate.estimate))
-
-    def draw(rng: np.random.Generator, n: int) -> list[list[str]]:
-        return [np.where(rng.random(n) < p, "yes", "no").tolist()]
-
-    method = f"yes/no: Bernoulli({p:.6g}), the estimated share answering yes (clipped to [0, 1])"
-    return QuestionSampler(question.id, (Column(question.id, question.id, method),), (), draw)
-
-
-def _categorical(question: pb.Question, estimate: pb.Estimate) -> QuestionSampler:
-    options = list(question.categorical.options)
-    shares = _shares([o.estimate for o in estimate.options], len(options), question)
-    labels = np.asarray(options, dtype=object)
-
-    def draw(rng: np.random.Generator, n: int) -> list[list[str]]:
-        return [labels[rng.choice(len(options), size=n, p=shares)].tolist()]
-
-    method = "multiple choice: an option drawn with the estimated option shares (projected)"
-    return QuestionSampler(question.id, (Column(question.id, question.id, method),), (), draw)
 
 
 def max_entropy_rate(t: float) -> float:
@@ -217,66 +180,6 @@ def sample_max_entropy(
         if rate < 0.0:
             x = 1.0 - x
     return np.asarray(lo + (hi - lo) * np.clip(x, 0.0, 1.0), dtype=np.float64)
-
-
-def _numeric(question: pb.Question, estimate: pb.Estimate) -> QuestionSampler:
-    lo, hi = question.numeric.min, question.numeric.max
-    mean = min(hi, max(lo, estimate.estimate))
-
-    def draw(rng: np.random.Generator, n: int) -> list[list[str]]:
-        return [_numbers(sample_max_entropy(lo, hi, mean, rng, n))]
-
-    t = (mean - lo) / (hi - lo)
-    if t <= 0.0 or t >= 1.0:
-        shape = f"the estimated mean is the bound {mean:g}: every row is {mean:g}"
-    elif abs(t - 0.5) < 1e-12:
-        shape = "the mean is the midpoint: uniform"
-    else:
-        shape = f"a truncated exponential, density ∝ exp({max_entropy_rate(t) / (hi - lo):.6g}·x)"
-    method = (
-        f"numeric: the estimate is a mean only ({mean:.6g}), not a distribution; drawn from the "
-        f"maximum-entropy distribution on [{lo:g}, {hi:g}] with that mean ({shape})"
-    )
-    return QuestionSampler(question.id, (Column(question.id, question.id, method),), (), draw)
-
-
-def _joint(question: pb.Question, estimate: pb.Estimate) -> QuestionSampler:
-    parts = list(question.joint.parts)
-    sizes = [len(part_values(part)) for part in parts]
-    shares = _shares([o.estimate for o in estimate.options], math.prod(sizes), question)
-    names = ", ".join(part.id for part in parts)
-
-    def part_column(
-        part: pb.JointPart, index: NDArray[np.int64], rng: np.random.Generator
-    ) -> list[str]:
-        if part.WhichOneof("kind") == "numeric":
-            edges = np.asarray(part.numeric.edges, dtype=np.float64)
-            low, high = edges[index], edges[index + 1]
-            return _numbers(low + (high - low) * rng.random(len(index)))
-        labels = np.asarray(part_values(part), dtype=object)
-        return list(labels[index].tolist())
-
-    def draw(rng: np.random.Generator, n: int) -> list[list[str]]:
-        cells = rng.choice(len(shares), size=n, p=shares)
-        indexes = np.unravel_index(cells, sizes)  # row-major: the first part varies slowest
-        return [
-            part_column(part, np.asarray(index, dtype=np.int64), rng)
-            for part, index in zip(parts, indexes, strict=True)
-        ]
-
-    columns = []
-    for part in parts:
-        within = (
-            "; a number uniform within its drawn bin (the estimate knows only the bin)"
-            if part.WhichOneof("kind") == "numeric"
-            else ""
-        )
-        method = (
-            f"joint part: each row's cell of the cross-tab of {names} drawn jointly from the "
-            f"estimated cell shares (projected), so the parts' relationship is kept{within}"
-        )
-        columns.append(Column(f"{question.id}:{part.id}", question.id, method))
-    return QuestionSampler(question.id, tuple(columns), (), draw)
 
 
 def fit_max_entropy(
@@ -345,72 +248,6 @@ def _fit(
     return probs, gap
 
 
-def _multi_select(question: pb.Question, estimate: pb.Estimate) -> QuestionSampler:
-    items = list(question.multi_select.items)
-    k = len(items)
-    if len(estimate.items) != k:
-        raise ValueError(
-            f"question {question.id!r}: its estimate has {len(estimate.items)} items, the "
-            f"question {k}"
-        )
-    p = [min(1.0, max(0.0, item.estimate)) for item in estimate.items]
-    notes: list[str] = []
-    if k <= MAX_FITTED_ITEMS:
-        pairs = [[0.0] * k for _ in range(k)]
-        for pair in estimate.pairs:
-            i, j = items.index(pair.first), items.index(pair.second)
-            pairs[i][j] = pairs[j][i] = pair.estimate
-        probs, clipped, shrink, gap = fit_max_entropy(p, pairs)
-        if clipped:
-            notes.append(
-                f"{clipped} pair co-occurrence(s) outside what the item shares allow were "
-                "clipped to their bounds [max(0, pi + pj - 1), min(pi, pj)] before the fit"
-            )
-        if shrink == 0.0 and gap > 1e-6:
-            notes.append(
-                f"the targets are at the edge of what is feasible: the fitted shares are "
-                f"within {gap:.2g} of them"
-            )
-        if shrink > 0.0:
-            notes.append(
-                "the co-occurrences are not all feasible together: each was moved "
-                f"{shrink:.0%} of the way toward independence (pi·pj) to fit; the fitted "
-                f"shares miss those targets by up to {gap:.3g}"
-            )
-        sets = np.arange(2**k)
-
-        def draw(rng: np.random.Generator, n: int) -> list[list[str]]:
-            chosen = rng.choice(sets, size=n, p=probs)
-            return [np.where((chosen >> i) & 1 == 1, "1", "0").tolist() for i in range(k)]
-
-        method = (
-            "multi-select item (1 chosen, 0 not): each row's set drawn from the maximum-entropy "
-            f"distribution over the 2^{k} sets with the estimated item shares and pairwise "
-            "co-occurrences (iterative proportional fitting; infeasible targets clipped "
-            "first), so the items' co-occurrences are kept"
-        )
-    else:
-
-        def draw(rng: np.random.Generator, n: int) -> list[list[str]]:
-            return [np.where(rng.random(n) < share, "1", "0").tolist() for share in p]
-
-        notes.append(
-            f"limitation: {k} items are more than {MAX_FITTED_ITEMS}, so the items are drawn "
-            "independently: their shares are kept, their co-occurrences are not"
-        )
-        method = (
-            "multi-select item (1 chosen, 0 not): Bernoulli(the item's estimated share), "
-            f"independent of the other items (more than {MAX_FITTED_ITEMS} items)"
-        )
-    columns = tuple(Column(f"{question.id}:{item}", question.id, method) for item in items)
-    return QuestionSampler(question.id, columns, tuple(notes), draw)
-
-
-SAMPLERS: dict[str, Callable[[pb.Question, pb.Estimate], QuestionSampler]] = {
-    "binary": _binary,
-    "categorical": _categorical,
-    "numeric": _numeric,
-    "joint": _joint,
-    "multi_select": _multi_select,
-}
-"""Each question kind's sampler, by the kind's name in ``Question``."""
+def single_column(question: pb.Question, method: str, draw: Draw) -> QuestionSampler:
+    """The sampler of a question that makes one column, named by the question's id."""
+    return QuestionSampler(question.id, (Column(question.id, question.id, method),), (), draw)

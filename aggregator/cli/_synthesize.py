@@ -15,7 +15,6 @@ from deniable.aggregator.analysis._synthesize import (
     INDEPENDENCE,
     MAX_ROWS,
     PRIVACY,
-    plan_synthesis,
 )
 from deniable.aggregator.cli._common import (
     emit_json,
@@ -24,6 +23,7 @@ from deniable.aggregator.cli._common import (
     server_option,
     tls_options,
 )
+from deniable.aggregator.questions import plan_synthesis
 from deniable.client import AggregatorClient
 from deniable.shared.text import visible
 from deniable.shared.transport import TlsConfig

@@ -19,6 +19,7 @@ from deniable.aggregator.questions._base import (
     analysis_for,
     register_analysis,
 )
+from deniable.aggregator.questions._synthesis import plan_synthesis
 from deniable.aggregator.questions._text import mechanism_summary, transport_line
 from deniable.aggregator.questions.binary import BINARY_ANALYSIS, mechanism_line, privacy_line
 from deniable.aggregator.questions.categorical import CATEGORICAL_ANALYSIS
@@ -43,6 +44,7 @@ __all__ = [
     "analysis_for",
     "mechanism_line",
     "mechanism_summary",
+    "plan_synthesis",
     "privacy_line",
     "register_analysis",
     "transport_line",

@@ -8,6 +8,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from deniable.aggregator.analysis._synthesize import QuestionSampler
 from deniable.shared.mechanisms import Mechanism
 from deniable.shared.questions import QuestionType, question_type, question_types
 from deniable.shared.transport import TlsConfig
@@ -135,6 +136,14 @@ class QuestionAnalysis(ABC):
 
         Raises:
             ValueError: a missing or invalid input (named, as the command line spells it).
+        """
+
+    @abstractmethod
+    def sampler(self, question: pb.Question, estimate: pb.Estimate) -> QuestionSampler:
+        """How ``synthesize`` samples the question's columns from its released estimate.
+
+        Raises:
+            ValueError: the estimate does not fit the question (named).
         """
 
     def estimate_fields(self, estimate: pb.Estimate, data: dict[str, Any]) -> None:  # noqa: B027

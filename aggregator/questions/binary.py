@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+import numpy as np
+
 from deniable.aggregator.analysis._planner import plan
 from deniable.aggregator.analysis._simulate import SimulationResult, simulate_binary
 from deniable.aggregator.analysis._simulate_anytime import looks_line
 from deniable.aggregator.analysis._simulate_grpc import grpc_submitter
+from deniable.aggregator.analysis._synthesize import QuestionSampler, single_column
 from deniable.aggregator.questions._base import (
     Emit,
     Outcome,
@@ -91,6 +94,10 @@ class BinaryAnalysis(QuestionAnalysis):
             raise ValueError("--type binary needs --p (the true yes-share)")
         return _Binary(cast(RandomizedResponse, mechanism), request.share, request)
 
+    def sampler(self, question: pb.Question, estimate: pb.Estimate) -> QuestionSampler:
+        """Rows answering yes with the estimated share (clipped to [0, 1])."""
+        return _binary_sampler(question, estimate)
+
     def estimate_lines(self, row: dict[str, Any], emit: Emit) -> None:
         """The yes-share's row."""
         share_line(row, emit)
@@ -160,6 +167,16 @@ def _show(
             )
     if grpc_info is not None:
         emit(transport_line(grpc_info))
+
+
+def _binary_sampler(question: pb.Question, estimate: pb.Estimate) -> QuestionSampler:
+    p = min(1.0, max(0.0, estimate.estimate))
+
+    def draw(rng: np.random.Generator, n: int) -> list[list[str]]:
+        return [np.where(rng.random(n) < p, "yes", "no").tolist()]
+
+    method = f"yes/no: Bernoulli({p:.6g}), the estimated share answering yes (clipped to [0, 1])"
+    return single_column(question, method, draw)
 
 
 BINARY_ANALYSIS = register_analysis(BinaryAnalysis())

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any, cast
 
+import numpy as np
+
 from deniable.aggregator.analysis._distributions import check_shares, parse_shares
 from deniable.aggregator.analysis._simulate_anytime import looks_line
 from deniable.aggregator.analysis._simulate_categorical import (
@@ -12,6 +14,7 @@ from deniable.aggregator.analysis._simulate_categorical import (
     simulate_categorical,
 )
 from deniable.aggregator.analysis._simulate_grpc_kinds import categorical_grpc_submitter
+from deniable.aggregator.analysis._synthesize import QuestionSampler, shares_of, single_column
 from deniable.aggregator.questions._base import (
     Emit,
     Outcome,
@@ -59,6 +62,10 @@ class CategoricalAnalysis(QuestionAnalysis):
         names = tuple(question.categorical.options)
         shares = check_shares(parse_shares(request.distribution), len(names))
         return _Categorical(oracle, names, shares, request)
+
+    def sampler(self, question: pb.Question, estimate: pb.Estimate) -> QuestionSampler:
+        """An option per row, drawn with the estimated option shares."""
+        return _categorical_sampler(question, estimate)
 
     def estimate_lines(self, row: dict[str, Any], emit: Emit) -> None:
         """A line per option."""
@@ -166,6 +173,18 @@ def _repeats(result: CategoricalSimulation, width: int, in_process: bool, emit: 
         f"{result.simultaneous_coverage:.4f} ± {result.simultaneous_coverage_se:.4f} "
         f"(mean width {math.fsum(result.simultaneous_mean_width) / k:.4f})"
     )
+
+
+def _categorical_sampler(question: pb.Question, estimate: pb.Estimate) -> QuestionSampler:
+    options = list(question.categorical.options)
+    shares = shares_of([o.estimate for o in estimate.options], len(options), question)
+    labels = np.asarray(options, dtype=object)
+
+    def draw(rng: np.random.Generator, n: int) -> list[list[str]]:
+        return [labels[rng.choice(len(options), size=n, p=shares)].tolist()]
+
+    method = "multiple choice: an option drawn with the estimated option shares (projected)"
+    return single_column(question, method, draw)
 
 
 CATEGORICAL_ANALYSIS = register_analysis(CategoricalAnalysis())

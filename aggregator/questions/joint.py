@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, cast
+
+import numpy as np
+from numpy.typing import NDArray
 
 from deniable.aggregator.analysis._distributions import parse_shares
 from deniable.aggregator.analysis._planner_joint import AssociationPlan, plan_associations
@@ -12,6 +16,7 @@ from deniable.aggregator.analysis._simulate_grpc import (
     aggregator_connection,
 )
 from deniable.aggregator.analysis._simulate_joint import JointSimulation, simulate_joint
+from deniable.aggregator.analysis._synthesize import Column, QuestionSampler, numbers, shares_of
 from deniable.aggregator.questions._base import (
     Emit,
     Outcome,
@@ -27,6 +32,7 @@ from deniable.aggregator.questions._joint_text import joint_fields, joint_table,
 from deniable.aggregator.questions._planning import compared_plan, plan_outcome
 from deniable.aggregator.questions._text import assumed
 from deniable.shared.mechanisms import FrequencyOracle, Mechanism
+from deniable.shared.questions.joint import part_values
 from deniable.shared.text import visible
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
@@ -80,6 +86,10 @@ class JointAnalysis(QuestionAnalysis):
         asked.id = QUESTION_ID
         return _Joint(asked, oracle, parse_shares(request.distribution), request)
 
+    def sampler(self, question: pb.Question, estimate: pb.Estimate) -> QuestionSampler:
+        """Each row's cell drawn from the cross-tab, so the parts' relationship is kept."""
+        return _joint_sampler(question, estimate)
+
     def estimate_fields(self, estimate: pb.Estimate, data: dict[str, Any]) -> None:
         """The marginals, the associations and what their intervals promise."""
         joint_fields(estimate, data)
@@ -127,6 +137,45 @@ class _Joint(Simulation):
         grpc_info = grpc.summary() if grpc is not None else None
         document = {"type": "joint", **result.to_dict(), "grpc": grpc_info}
         return Outcome(document, lambda emit: simulation_lines(result, grpc_info, emit), result)
+
+
+def _joint_sampler(question: pb.Question, estimate: pb.Estimate) -> QuestionSampler:
+    parts = list(question.joint.parts)
+    sizes = [len(part_values(part)) for part in parts]
+    shares = shares_of([o.estimate for o in estimate.options], math.prod(sizes), question)
+    names = ", ".join(part.id for part in parts)
+
+    def part_column(
+        part: pb.JointPart, index: NDArray[np.int64], rng: np.random.Generator
+    ) -> list[str]:
+        if part.WhichOneof("kind") == "numeric":
+            edges = np.asarray(part.numeric.edges, dtype=np.float64)
+            low, high = edges[index], edges[index + 1]
+            return numbers(low + (high - low) * rng.random(len(index)))
+        labels = np.asarray(part_values(part), dtype=object)
+        return list(labels[index].tolist())
+
+    def draw(rng: np.random.Generator, n: int) -> list[list[str]]:
+        cells = rng.choice(len(shares), size=n, p=shares)
+        indexes = np.unravel_index(cells, sizes)  # row-major: the first part varies slowest
+        return [
+            part_column(part, np.asarray(index, dtype=np.int64), rng)
+            for part, index in zip(parts, indexes, strict=True)
+        ]
+
+    columns = []
+    for part in parts:
+        within = (
+            "; a number uniform within its drawn bin (the estimate knows only the bin)"
+            if part.WhichOneof("kind") == "numeric"
+            else ""
+        )
+        method = (
+            f"joint part: each row's cell of the cross-tab of {names} drawn jointly from the "
+            f"estimated cell shares (projected), so the parts' relationship is kept{within}"
+        )
+        columns.append(Column(f"{question.id}:{part.id}", question.id, method))
+    return QuestionSampler(question.id, tuple(columns), (), draw)
 
 
 JOINT_ANALYSIS = register_analysis(JointAnalysis())

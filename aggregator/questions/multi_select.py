@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any, cast
 
+import numpy as np
+
 from deniable.aggregator.analysis._sample_size import margin_for, smallest_n
 from deniable.aggregator.analysis._simulate_grpc import aggregator_connection
 from deniable.aggregator.analysis._simulate_multi_select import (
@@ -12,6 +14,12 @@ from deniable.aggregator.analysis._simulate_multi_select import (
     MultiSelectSimulation,
     SetDistribution,
     simulate_multi_select,
+)
+from deniable.aggregator.analysis._synthesize import (
+    MAX_FITTED_ITEMS,
+    Column,
+    QuestionSampler,
+    fit_max_entropy,
 )
 from deniable.aggregator.questions._base import (
     Emit,
@@ -79,6 +87,10 @@ class MultiSelectAnalysis(QuestionAnalysis):
         names = tuple(question.multi_select.items)
         sets = SetDistribution.parse(request.distribution, names)
         return _MultiSelect(cast(ItemRandomizedResponse, mechanism), names, sets, request)
+
+    def sampler(self, question: pb.Question, estimate: pb.Estimate) -> QuestionSampler:
+        """Each row's set drawn keeping the item shares and their co-occurrences."""
+        return _multi_select_sampler(question, estimate)
 
     def estimate_fields(self, estimate: pb.Estimate, data: dict[str, Any]) -> None:
         """Item shares, pairs, the co-occurrence matrices and any conditional share."""
@@ -184,6 +196,67 @@ def _show(result: MultiSelectSimulation, grpc_info: dict[str, Any] | None, emit:
     )
     if grpc_info is not None:
         emit(transport_line(grpc_info, "the tallies above were"))
+
+
+def _multi_select_sampler(question: pb.Question, estimate: pb.Estimate) -> QuestionSampler:
+    items = list(question.multi_select.items)
+    k = len(items)
+    if len(estimate.items) != k:
+        raise ValueError(
+            f"question {question.id!r}: its estimate has {len(estimate.items)} items, the "
+            f"question {k}"
+        )
+    p = [min(1.0, max(0.0, item.estimate)) for item in estimate.items]
+    notes: list[str] = []
+    if k <= MAX_FITTED_ITEMS:
+        pairs = [[0.0] * k for _ in range(k)]
+        for pair in estimate.pairs:
+            i, j = items.index(pair.first), items.index(pair.second)
+            pairs[i][j] = pairs[j][i] = pair.estimate
+        probs, clipped, shrink, gap = fit_max_entropy(p, pairs)
+        if clipped:
+            notes.append(
+                f"{clipped} pair co-occurrence(s) outside what the item shares allow were "
+                "clipped to their bounds [max(0, pi + pj - 1), min(pi, pj)] before the fit"
+            )
+        if shrink == 0.0 and gap > 1e-6:
+            notes.append(
+                f"the targets are at the edge of what is feasible: the fitted shares are "
+                f"within {gap:.2g} of them"
+            )
+        if shrink > 0.0:
+            notes.append(
+                "the co-occurrences are not all feasible together: each was moved "
+                f"{shrink:.0%} of the way toward independence (pi·pj) to fit; the fitted "
+                f"shares miss those targets by up to {gap:.3g}"
+            )
+        sets = np.arange(2**k)
+
+        def draw(rng: np.random.Generator, n: int) -> list[list[str]]:
+            chosen = rng.choice(sets, size=n, p=probs)
+            return [np.where((chosen >> i) & 1 == 1, "1", "0").tolist() for i in range(k)]
+
+        method = (
+            "multi-select item (1 chosen, 0 not): each row's set drawn from the maximum-entropy "
+            f"distribution over the 2^{k} sets with the estimated item shares and pairwise "
+            "co-occurrences (iterative proportional fitting; infeasible targets clipped "
+            "first), so the items' co-occurrences are kept"
+        )
+    else:
+
+        def draw(rng: np.random.Generator, n: int) -> list[list[str]]:
+            return [np.where(rng.random(n) < share, "1", "0").tolist() for share in p]
+
+        notes.append(
+            f"limitation: {k} items are more than {MAX_FITTED_ITEMS}, so the items are drawn "
+            "independently: their shares are kept, their co-occurrences are not"
+        )
+        method = (
+            "multi-select item (1 chosen, 0 not): Bernoulli(the item's estimated share), "
+            f"independent of the other items (more than {MAX_FITTED_ITEMS} items)"
+        )
+    columns = tuple(Column(f"{question.id}:{item}", question.id, method) for item in items)
+    return QuestionSampler(question.id, columns, tuple(notes), draw)
 
 
 MULTI_SELECT_ANALYSIS = register_analysis(MultiSelectAnalysis())

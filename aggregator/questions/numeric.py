@@ -4,10 +4,19 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+import numpy as np
+
 from deniable.aggregator.analysis._distributions import NumericDistribution
 from deniable.aggregator.analysis._simulate_anytime import looks_line
 from deniable.aggregator.analysis._simulate_grpc_kinds import numeric_grpc_submitter
 from deniable.aggregator.analysis._simulate_numeric import NumericSimulation, simulate_numeric
+from deniable.aggregator.analysis._synthesize import (
+    QuestionSampler,
+    max_entropy_rate,
+    numbers,
+    sample_max_entropy,
+    single_column,
+)
 from deniable.aggregator.questions._base import (
     Emit,
     Outcome,
@@ -54,6 +63,10 @@ class NumericAnalysis(QuestionAnalysis):
         values = NumericDistribution.parse(request.distribution)
         values.check_range(numeric.lo, numeric.hi)
         return _Numeric(numeric, values, request)
+
+    def sampler(self, question: pb.Question, estimate: pb.Estimate) -> QuestionSampler:
+        """Numbers from the maximum-entropy distribution with the estimated mean."""
+        return _numeric_sampler(question, estimate)
 
     def estimate_lines(self, row: dict[str, Any], emit: Emit) -> None:
         """The mean's row, and the mechanism's worst-case standard error."""
@@ -145,6 +158,27 @@ def _repeats(result: NumericSimulation, in_process: bool, emit: Emit) -> None:
     emit(looks_line(result.looks, first.confidence))
     if in_process:
         emit(f"  throughput: {result.reports_per_second:,.0f} reports/s in-process")
+
+
+def _numeric_sampler(question: pb.Question, estimate: pb.Estimate) -> QuestionSampler:
+    lo, hi = question.numeric.min, question.numeric.max
+    mean = min(hi, max(lo, estimate.estimate))
+
+    def draw(rng: np.random.Generator, n: int) -> list[list[str]]:
+        return [numbers(sample_max_entropy(lo, hi, mean, rng, n))]
+
+    t = (mean - lo) / (hi - lo)
+    if t <= 0.0 or t >= 1.0:
+        shape = f"the estimated mean is the bound {mean:g}: every row is {mean:g}"
+    elif abs(t - 0.5) < 1e-12:
+        shape = "the mean is the midpoint: uniform"
+    else:
+        shape = f"a truncated exponential, density ∝ exp({max_entropy_rate(t) / (hi - lo):.6g}·x)"
+    method = (
+        f"numeric: the estimate is a mean only ({mean:.6g}), not a distribution; drawn from the "
+        f"maximum-entropy distribution on [{lo:g}, {hi:g}] with that mean ({shape})"
+    )
+    return single_column(question, method, draw)
 
 
 NUMERIC_ANALYSIS = register_analysis(NumericAnalysis())

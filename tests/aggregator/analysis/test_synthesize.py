@@ -12,9 +12,9 @@ from deniable.aggregator.analysis._synthesize import (
     MAX_FITTED_ITEMS,
     fit_max_entropy,
     max_entropy_rate,
-    plan_synthesis,
     sample_max_entropy,
 )
+from deniable.aggregator.questions import plan_synthesis
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 Z = 5.0
