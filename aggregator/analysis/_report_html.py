@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from deniable.aggregator.analysis._report_svg import Interval, escape, heat_map, interval_chart
+from deniable.aggregator.analysis._report_svg import escape, fmt
 from deniable.client import RefusedError, check_mechanism
-from deniable.shared.questions.joint import cell_names, part_values
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
-__all__ = ["QuestionResult", "ReportData", "participant_text", "render_report"]
+__all__ = ["Chart", "QuestionResult", "ReportData", "participant_text", "render_report"]
+
+Chart = Callable[[pb.Question, dict[str, Any]], str]
+"""A question's chart(s) and the numbers behind them, from its estimate (its JSON form)."""
 
 STATES = {pb.SURVEY_STATE_OPEN: "open", pb.SURVEY_STATE_CLOSED: "closed"}
 
@@ -98,134 +99,10 @@ def participant_text(question: pb.Question) -> str:
     return f"{mechanism.explain()} Exact epsilon: {mechanism.epsilon!r}, computed on the device."
 
 
-def _fmt(value: float, digits: int = 4) -> str:
-    if not math.isfinite(value):
-        return "∞" if value > 0 else "undefined"
-    return f"{value:,.{digits}f}"
-
-
 def _facts(rows: Sequence[tuple[str, str]]) -> str:
     """A definition list; ``rows`` hold escaped HTML."""
     items = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows)
     return f'<dl class="facts">{items}</dl>'
-
-
-def _table(header: Sequence[str], rows: Sequence[Interval], extra: Sequence[str] = ()) -> str:
-    """The numbers behind a chart: estimate and interval per row (and one more column)."""
-    head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    body = []
-    for index, row in enumerate(rows):
-        more = f"<td>{extra[index]}</td>" if extra else ""
-        body.append(
-            f"<tr><td>{escape(row.label)}</td><td>{_fmt(row.estimate)}</td>"
-            f"<td>[{_fmt(row.low)}, {_fmt(row.high)}]</td>{more}</tr>"
-        )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
-def _intervals(entries: Sequence[dict[str, Any]], key: str = "option") -> list[Interval]:
-    return [Interval(str(e[key]), e["estimate"], e["ci_low"], e["ci_high"]) for e in entries]
-
-
-def _charts(question: pb.Question, data: dict[str, Any]) -> str:
-    """The question's chart(s) and the numbers behind them, by the estimate's shape."""
-    qid = question.id
-    if "items" in data:
-        return _multi_select(qid, data)
-    if "marginals" in data:
-        return _joint(question, data)
-    if "options" in data:
-        rows = _intervals(data["options"])
-        chart = interval_chart(rows, 0.0, 1.0, title=f"{qid}: share of each option", bars=True)
-        support = [f"{o['support']:,}" for o in data["options"]]
-        return chart + _table(("option", "share", "interval", "supporting reports"), rows, support)
-    row = Interval(qid, data["estimate"], data["ci_low"], data["ci_high"])
-    if question.WhichOneof("kind") == "numeric":
-        low, high = question.numeric.min, question.numeric.max
-        chart = interval_chart([row], low, high, title=f"{qid}: mean", bars=False)
-        worst = data.get("std_error_worst", 0.0)
-        note = f"std error {_fmt(data['std_error'])}" + (
-            f", worst case {_fmt(worst)}" if worst else ""
-        )
-        return chart + f'<p class="muted">Mean on [{low:g}, {high:g}]; {note}.</p>'
-    chart = interval_chart([row], 0.0, 1.0, title=f"{qid}: share answering yes", bars=False)
-    return chart + (
-        f'<p class="muted">Share answering yes: {_fmt(row.estimate)} '
-        f"[{_fmt(row.low)}, {_fmt(row.high)}]; unbiased {_fmt(data['estimate_raw'])}, "
-        f"std error {_fmt(data['std_error'])}.</p>"
-    )
-
-
-def _joint(question: pb.Question, data: dict[str, Any]) -> str:
-    """The cross-tab as a heat map (last part across, others down), marginals, associations.
-
-    The last part varies fastest in cell order, so each row is one combination of the
-    other parts: with three parts or more the map grows down, not across, and stays legible.
-    """
-    qid = question.id
-    marginals = data["marginals"]
-    *leading, last = question.joint.parts
-    combos = cell_names(pb.Question(joint=pb.JointQuestion(parts=leading)))
-    names = [f"{last.id}={value}" for value in part_values(last)]
-    cells = data["options"]
-    if len(cells) != len(combos) * len(names):
-        raise ValueError(
-            f"question {qid!r}: {len(cells)} cells, but its parts make {len(combos)}×{len(names)}"
-        )
-    columns = len(names)
-    grid = [
-        [c["estimate"] for c in cells[r * columns : (r + 1) * columns]] for r in range(len(combos))
-    ]
-    tips = [
-        [
-            f"{c['option']}: {c['estimate']:.4f} [{c['ci_low']:.4f}, {c['ci_high']:.4f}]"
-            for c in cells[r * columns : (r + 1) * columns]
-        ]
-        for r in range(len(combos))
-    ]
-    down = " and ".join(escape(part.id) for part in leading)
-    parts = [
-        f"<h3>Cross-tab: {down} (rows) by {escape(last.id)} (columns)</h3>",
-        heat_map(combos, names, grid, title=f"{qid}: cross-tab", tooltips=tips),
-    ]
-    for marginal in marginals:
-        part = str(marginal["part"])
-        rows = _intervals(marginal["values"])
-        parts.append(f"<h3>Marginal of {escape(part)}</h3>")
-        parts.append(interval_chart(rows, 0.0, 1.0, title=f"{qid}: {part}", bars=True))
-    if data.get("associations"):
-        body = "".join(
-            f"<tr><td>{escape(str(a['part_a']))} and {escape(str(a['part_b']))}</td>"
-            f"<td>{_fmt(a['covariance'])} [{_fmt(a['covariance_low'])}, "
-            f"{_fmt(a['covariance_high'])}]</td><td>{_fmt(a['correlation'])} "
-            f"[{_fmt(a['correlation_low'])}, {_fmt(a['correlation_high'])}]</td></tr>"
-            for a in data["associations"]
-        )
-        parts.append(
-            "<table><thead><tr><th>parts</th><th>covariance</th><th>correlation</th></tr>"
-            f"</thead><tbody>{body}</tbody></table>"
-        )
-    return "".join(parts)
-
-
-def _multi_select(qid: str, data: dict[str, Any]) -> str:
-    """Each item's share with its interval, and the co-occurrence matrix as a heat map."""
-    rows = _intervals(data["items"], "item")
-    matrix = data["cooccurrence"]
-    names = [str(name) for name in matrix["items"]]
-    tips = [
-        [
-            f"{names[i]} and {names[j]}: {matrix['estimate'][i][j]:.4f} "
-            f"[{matrix['ci_low'][i][j]:.4f}, {matrix['ci_high'][i][j]:.4f}]"
-            for j in range(len(names))
-        ]
-        for i in range(len(names))
-    ]
-    return (
-        interval_chart(rows, 0.0, 1.0, title=f"{qid}: share choosing each item", bars=True)
-        + "<h3>Co-occurrence: the share choosing both (diagonal: the item's share)</h3>"
-        + heat_map(names, names, matrix["estimate"], title=f"{qid}: co-occurrence", tooltips=tips)
-    )
 
 
 def _release(survey: pb.Survey, data: dict[str, Any]) -> str:
@@ -241,7 +118,7 @@ def _release(survey: pb.Survey, data: dict[str, Any]) -> str:
     return text
 
 
-def _question(survey: pb.Survey, result: QuestionResult) -> str:
+def _question(survey: pb.Survey, result: QuestionResult, chart: Chart) -> str:
     question, data = result.question, result.estimate
     heading = (
         f"{escape(question.id)}: {escape(question.text)}" if question.text else escape(question.id)
@@ -251,8 +128,8 @@ def _question(survey: pb.Survey, result: QuestionResult) -> str:
         reason = result.reason or "no reports yet"
         parts.append(f'<p class="notice">No estimate yet: {escape(reason)}</p>')
     else:
-        parts.append(_charts(question, data))
-        epsilon = _fmt(data["epsilon"], 6)
+        parts.append(chart(question, data))
+        epsilon = fmt(data["epsilon"], 6)
         facts = [
             ("n", f"{data['n']:,} reports"),
             ("release", escape(_release(survey, data))),
@@ -263,7 +140,7 @@ def _question(survey: pb.Survey, result: QuestionResult) -> str:
             facts.append(
                 (
                     "central (ε, δ)",
-                    f"({_fmt(central['epsilon'], 6)}, {central['delta']:.1e}) in steps of "
+                    f"({fmt(central['epsilon'], 6)}, {central['delta']:.1e}) in steps of "
                     f"{central['step']:,} reports: {escape(str(central['holds_against']))}",
                 )
             )
@@ -300,8 +177,11 @@ def _gate(survey: pb.Survey) -> str:
     return "; ".join(words)
 
 
-def render_report(data: ReportData) -> str:
-    """The whole page; every string from the survey is escaped."""
+def render_report(data: ReportData, chart: Chart) -> str:
+    """The whole page; every string from the survey is escaped.
+
+    ``chart`` draws each question's estimate (each question type has its own).
+    """
     survey = data.survey
     created = datetime.fromtimestamp(survey.created_unix_ms / 1000, UTC)
     facts = [
@@ -317,7 +197,7 @@ def render_report(data: ReportData) -> str:
         facts.append(
             (
                 "central (ε, δ) of the survey",
-                f"({_fmt(central.epsilon, 6)}, {central.delta:.1e}) over "
+                f"({fmt(central.epsilon, 6)}, {central.delta:.1e}) over "
                 f"{central.questions} question(s), against readers of released estimates; "
                 "the operator, who sees every report, is held only to each question's local ε",
             )
@@ -327,7 +207,7 @@ def render_report(data: ReportData) -> str:
         ("generated", data.generated.strftime("%Y-%m-%d %H:%M:%S UTC")),
         ("deniable", escape(data.version)),
     ]
-    body = "".join(_question(survey, result) for result in data.results)
+    body = "".join(_question(survey, result, chart) for result in data.results)
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'

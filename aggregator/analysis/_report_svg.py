@@ -6,10 +6,20 @@ import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from deniable.shared.text import visible
 
-__all__ = ["Interval", "escape", "heat_color", "heat_map", "interval_chart"]
+__all__ = [
+    "Interval",
+    "escape",
+    "fmt",
+    "heat_color",
+    "heat_map",
+    "interval_chart",
+    "intervals",
+    "number_table",
+]
 
 WIDTH = 720
 """Every chart's width in SVG units (it scales down to the page's width)."""
@@ -211,3 +221,28 @@ def _legend(top: float, left: float, y: float) -> str:
         )
     parts.append("</g>")
     return "".join(parts)
+
+
+def fmt(value: float, digits: int = 4) -> str:
+    """A number to ``digits`` places with thousands separators; ∞ or ``undefined``."""
+    if not math.isfinite(value):
+        return "∞" if value > 0 else "undefined"
+    return f"{value:,.{digits}f}"
+
+
+def number_table(header: Sequence[str], rows: Sequence[Interval], extra: Sequence[str] = ()) -> str:
+    """The numbers behind a chart: estimate and interval per row (and one more column)."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = []
+    for index, row in enumerate(rows):
+        more = f"<td>{extra[index]}</td>" if extra else ""
+        body.append(
+            f"<tr><td>{escape(row.label)}</td><td>{fmt(row.estimate)}</td>"
+            f"<td>[{fmt(row.low)}, {fmt(row.high)}]</td>{more}</tr>"
+        )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def intervals(entries: Sequence[dict[str, Any]], key: str = "option") -> list[Interval]:
+    """Each entry's label (under ``key``), estimate and interval."""
+    return [Interval(str(e[key]), e["estimate"], e["ci_low"], e["ci_high"]) for e in entries]

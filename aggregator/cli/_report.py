@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from deniable.aggregator.analysis._report_html import QuestionResult, ReportData, render_report
+from deniable.aggregator.analysis._report_html import QuestionResult, ReportData
 from deniable.aggregator.cli._common import (
     emit_json,
     fail,
@@ -22,6 +22,7 @@ from deniable.aggregator.cli._estimate import estimate_to_dict
 from deniable.aggregator.cli._interval_options import interval_kind_options, interval_options
 from deniable.aggregator.cli._out import check_out, whole_file, written_json_option
 from deniable.aggregator.cli._question_estimates import question_estimates
+from deniable.aggregator.questions import report_page
 from deniable.client import AggregatorClient
 from deniable.shared.text import visible
 from deniable.shared.transport import TlsConfig
@@ -95,7 +96,7 @@ def report_command(
         version=version("deniable"),
     )
     try:
-        page = render_report(data).encode("utf-8")
+        page = report_page(data).encode("utf-8")
     except ValueError as error:  # an estimate the charts cannot draw (not finite, reversed)
         fail(f"cannot draw the report of survey {survey.id!r}: {error}", 1)
     if out == "-":

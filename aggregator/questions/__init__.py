@@ -19,6 +19,7 @@ from deniable.aggregator.questions._base import (
     analysis_for,
     register_analysis,
 )
+from deniable.aggregator.questions._report import question_chart, report_page
 from deniable.aggregator.questions._synthesis import plan_synthesis
 from deniable.aggregator.questions._text import mechanism_summary, transport_line
 from deniable.aggregator.questions.binary import BINARY_ANALYSIS, mechanism_line, privacy_line
@@ -46,6 +47,8 @@ __all__ = [
     "mechanism_summary",
     "plan_synthesis",
     "privacy_line",
+    "question_chart",
     "register_analysis",
+    "report_page",
     "transport_line",
 ]

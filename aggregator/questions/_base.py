@@ -146,6 +146,13 @@ class QuestionAnalysis(ABC):
             ValueError: the estimate does not fit the question (named).
         """
 
+    @abstractmethod
+    def chart(self, question: pb.Question, data: dict[str, Any]) -> str:
+        """Draw an estimate for the report (``data``: its ``--json`` form), as HTML.
+
+        Every string from the survey is escaped; the page allows no script.
+        """
+
     def estimate_fields(self, estimate: pb.Estimate, data: dict[str, Any]) -> None:  # noqa: B027
         """Add this type's own ``--json`` fields of an estimate to ``data`` (default: none)."""
 

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from deniable.aggregator.analysis._report_svg import (
+    escape,
+    fmt,
+    heat_map,
+    interval_chart,
+    intervals,
+)
 from deniable.aggregator.analysis._simulate_joint import JointSimulation
 from deniable.aggregator.questions._base import Emit
 from deniable.aggregator.questions._estimate_text import estimate_line
+from deniable.shared.questions.joint import cell_names, part_values
 from deniable.shared.text import visible
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
-__all__ = ["joint_fields", "joint_table", "simulation_lines"]
+__all__ = ["joint_chart", "joint_fields", "joint_table", "simulation_lines"]
 
 OPTION_FIELDS = ("option", "estimate", "estimate_raw", "ci_low", "ci_high", "std_error", "support")
 ASSOCIATION_FIELDS = pb.AssociationEstimate.DESCRIPTOR.fields
@@ -113,3 +121,55 @@ def simulation_lines(result: JointSimulation, grpc_info: dict[str, Any] | None, 
             f"({'embedded daemon' if grpc_info['embedded'] else 'remote'}), "
             f"{grpc_info['reports_sent']:,} reports"
         )
+
+
+def joint_chart(question: pb.Question, data: dict[str, Any]) -> str:
+    """The cross-tab as a heat map (last part across, others down), marginals, associations.
+
+    The last part varies fastest in cell order, so each row is one combination of the
+    other parts: with three parts or more the map grows down, not across, and stays legible.
+    """
+    qid = question.id
+    marginals = data["marginals"]
+    *leading, last = question.joint.parts
+    combos = cell_names(pb.Question(joint=pb.JointQuestion(parts=leading)))
+    names = [f"{last.id}={value}" for value in part_values(last)]
+    cells = data["options"]
+    if len(cells) != len(combos) * len(names):
+        raise ValueError(
+            f"question {qid!r}: {len(cells)} cells, but its parts make {len(combos)}×{len(names)}"
+        )
+    columns = len(names)
+    grid = [
+        [c["estimate"] for c in cells[r * columns : (r + 1) * columns]] for r in range(len(combos))
+    ]
+    tips = [
+        [
+            f"{c['option']}: {c['estimate']:.4f} [{c['ci_low']:.4f}, {c['ci_high']:.4f}]"
+            for c in cells[r * columns : (r + 1) * columns]
+        ]
+        for r in range(len(combos))
+    ]
+    down = " and ".join(escape(part.id) for part in leading)
+    parts = [
+        f"<h3>Cross-tab: {down} (rows) by {escape(last.id)} (columns)</h3>",
+        heat_map(combos, names, grid, title=f"{qid}: cross-tab", tooltips=tips),
+    ]
+    for marginal in marginals:
+        part = str(marginal["part"])
+        rows = intervals(marginal["values"])
+        parts.append(f"<h3>Marginal of {escape(part)}</h3>")
+        parts.append(interval_chart(rows, 0.0, 1.0, title=f"{qid}: {part}", bars=True))
+    if data.get("associations"):
+        body = "".join(
+            f"<tr><td>{escape(str(a['part_a']))} and {escape(str(a['part_b']))}</td>"
+            f"<td>{fmt(a['covariance'])} [{fmt(a['covariance_low'])}, "
+            f"{fmt(a['covariance_high'])}]</td><td>{fmt(a['correlation'])} "
+            f"[{fmt(a['correlation_low'])}, {fmt(a['correlation_high'])}]</td></tr>"
+            for a in data["associations"]
+        )
+        parts.append(
+            "<table><thead><tr><th>parts</th><th>covariance</th><th>correlation</th></tr>"
+            f"</thead><tbody>{body}</tbody></table>"
+        )
+    return "".join(parts)

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from deniable.aggregator.analysis._report_svg import heat_map, interval_chart, intervals
 from deniable.aggregator.questions._base import Emit
 from deniable.shared.text import visible
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
-__all__ = ["multi_select_fields", "multi_select_lines"]
+__all__ = ["multi_select_chart", "multi_select_fields", "multi_select_lines"]
 
 OPTION_FIELDS = ("option", "estimate", "estimate_raw", "ci_low", "ci_high", "std_error", "support")
 PAIR_FIELDS = (
@@ -76,3 +77,23 @@ def multi_select_lines(
             f"[{share['ci_low']:.4f}, {share['ci_high']:.4f}], std err "
             f"{share['std_error']:.4f} (ratio of estimates, delta method)"
         )
+
+
+def multi_select_chart(qid: str, data: dict[str, Any]) -> str:
+    """Each item's share with its interval, and the co-occurrence matrix as a heat map."""
+    rows = intervals(data["items"], "item")
+    matrix = data["cooccurrence"]
+    names = [str(name) for name in matrix["items"]]
+    tips = [
+        [
+            f"{names[i]} and {names[j]}: {matrix['estimate'][i][j]:.4f} "
+            f"[{matrix['ci_low'][i][j]:.4f}, {matrix['ci_high'][i][j]:.4f}]"
+            for j in range(len(names))
+        ]
+        for i in range(len(names))
+    ]
+    return (
+        interval_chart(rows, 0.0, 1.0, title=f"{qid}: share choosing each item", bars=True)
+        + "<h3>Co-occurrence: the share choosing both (diagonal: the item's share)</h3>"
+        + heat_map(names, names, matrix["estimate"], title=f"{qid}: co-occurrence", tooltips=tips)
+    )

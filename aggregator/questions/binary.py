@@ -7,6 +7,7 @@ from typing import Any, cast
 import numpy as np
 
 from deniable.aggregator.analysis._planner import plan
+from deniable.aggregator.analysis._report_svg import Interval, fmt, interval_chart
 from deniable.aggregator.analysis._simulate import SimulationResult, simulate_binary
 from deniable.aggregator.analysis._simulate_anytime import looks_line
 from deniable.aggregator.analysis._simulate_grpc import grpc_submitter
@@ -97,6 +98,17 @@ class BinaryAnalysis(QuestionAnalysis):
     def sampler(self, question: pb.Question, estimate: pb.Estimate) -> QuestionSampler:
         """Rows answering yes with the estimated share (clipped to [0, 1])."""
         return _binary_sampler(question, estimate)
+
+    def chart(self, question: pb.Question, data: dict[str, Any]) -> str:
+        """The yes-share and its interval on [0, 1]."""
+        qid = question.id
+        row = Interval(qid, data["estimate"], data["ci_low"], data["ci_high"])
+        chart = interval_chart([row], 0.0, 1.0, title=f"{qid}: share answering yes", bars=False)
+        return chart + (
+            f'<p class="muted">Share answering yes: {fmt(row.estimate)} '
+            f"[{fmt(row.low)}, {fmt(row.high)}]; unbiased {fmt(data['estimate_raw'])}, "
+            f"std error {fmt(data['std_error'])}.</p>"
+        )
 
     def estimate_lines(self, row: dict[str, Any], emit: Emit) -> None:
         """The yes-share's row."""

@@ -8,6 +8,7 @@ from typing import Any, cast
 import numpy as np
 
 from deniable.aggregator.analysis._distributions import check_shares, parse_shares
+from deniable.aggregator.analysis._report_svg import interval_chart, intervals, number_table
 from deniable.aggregator.analysis._simulate_anytime import looks_line
 from deniable.aggregator.analysis._simulate_categorical import (
     CategoricalSimulation,
@@ -66,6 +67,15 @@ class CategoricalAnalysis(QuestionAnalysis):
     def sampler(self, question: pb.Question, estimate: pb.Estimate) -> QuestionSampler:
         """An option per row, drawn with the estimated option shares."""
         return _categorical_sampler(question, estimate)
+
+    def chart(self, question: pb.Question, data: dict[str, Any]) -> str:
+        """Each option's share as a bar with its interval, and the numbers behind them."""
+        rows = intervals(data["options"])
+        title = f"{question.id}: share of each option"
+        chart = interval_chart(rows, 0.0, 1.0, title=title, bars=True)
+        support = [f"{o['support']:,}" for o in data["options"]]
+        header = ("option", "share", "interval", "supporting reports")
+        return chart + number_table(header, rows, support)
 
     def estimate_lines(self, row: dict[str, Any], emit: Emit) -> None:
         """A line per option."""

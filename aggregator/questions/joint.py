@@ -28,7 +28,12 @@ from deniable.aggregator.questions._base import (
     register_analysis,
 )
 from deniable.aggregator.questions._estimate_text import option_lines
-from deniable.aggregator.questions._joint_text import joint_fields, joint_table, simulation_lines
+from deniable.aggregator.questions._joint_text import (
+    joint_chart,
+    joint_fields,
+    joint_table,
+    simulation_lines,
+)
 from deniable.aggregator.questions._planning import compared_plan, plan_outcome
 from deniable.aggregator.questions._text import assumed
 from deniable.shared.mechanisms import FrequencyOracle, Mechanism
@@ -89,6 +94,10 @@ class JointAnalysis(QuestionAnalysis):
     def sampler(self, question: pb.Question, estimate: pb.Estimate) -> QuestionSampler:
         """Each row's cell drawn from the cross-tab, so the parts' relationship is kept."""
         return _joint_sampler(question, estimate)
+
+    def chart(self, question: pb.Question, data: dict[str, Any]) -> str:
+        """The cross-tab as a heat map, each part's marginal, and the associations."""
+        return joint_chart(question, data)
 
     def estimate_fields(self, estimate: pb.Estimate, data: dict[str, Any]) -> None:
         """The marginals, the associations and what their intervals promise."""

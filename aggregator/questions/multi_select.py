@@ -33,6 +33,7 @@ from deniable.aggregator.questions._base import (
 )
 from deniable.aggregator.questions._estimate_text import estimate_line
 from deniable.aggregator.questions._multi_select_estimate import (
+    multi_select_chart,
     multi_select_fields,
     multi_select_lines,
 )
@@ -91,6 +92,10 @@ class MultiSelectAnalysis(QuestionAnalysis):
     def sampler(self, question: pb.Question, estimate: pb.Estimate) -> QuestionSampler:
         """Each row's set drawn keeping the item shares and their co-occurrences."""
         return _multi_select_sampler(question, estimate)
+
+    def chart(self, question: pb.Question, data: dict[str, Any]) -> str:
+        """Each item's share with its interval, and the co-occurrence matrix as a heat map."""
+        return multi_select_chart(question.id, data)
 
     def estimate_fields(self, estimate: pb.Estimate, data: dict[str, Any]) -> None:
         """Item shares, pairs, the co-occurrence matrices and any conditional share."""

@@ -7,6 +7,7 @@ from typing import Any, cast
 import numpy as np
 
 from deniable.aggregator.analysis._distributions import NumericDistribution
+from deniable.aggregator.analysis._report_svg import Interval, fmt, interval_chart
 from deniable.aggregator.analysis._simulate_anytime import looks_line
 from deniable.aggregator.analysis._simulate_grpc_kinds import numeric_grpc_submitter
 from deniable.aggregator.analysis._simulate_numeric import NumericSimulation, simulate_numeric
@@ -67,6 +68,18 @@ class NumericAnalysis(QuestionAnalysis):
     def sampler(self, question: pb.Question, estimate: pb.Estimate) -> QuestionSampler:
         """Numbers from the maximum-entropy distribution with the estimated mean."""
         return _numeric_sampler(question, estimate)
+
+    def chart(self, question: pb.Question, data: dict[str, Any]) -> str:
+        """The mean and its interval on the question's range."""
+        qid = question.id
+        row = Interval(qid, data["estimate"], data["ci_low"], data["ci_high"])
+        low, high = question.numeric.min, question.numeric.max
+        chart = interval_chart([row], low, high, title=f"{qid}: mean", bars=False)
+        worst = data.get("std_error_worst", 0.0)
+        note = f"std error {fmt(data['std_error'])}" + (
+            f", worst case {fmt(worst)}" if worst else ""
+        )
+        return chart + f'<p class="muted">Mean on [{low:g}, {high:g}]; {note}.</p>'
 
     def estimate_lines(self, row: dict[str, Any], emit: Emit) -> None:
         """The mean's row, and the mechanism's worst-case standard error."""

@@ -13,9 +13,7 @@ import pytest
 from deniable.aggregator.analysis._report_html import (
     QuestionResult,
     ReportData,
-    _joint,
     participant_text,
-    render_report,
 )
 from deniable.aggregator.analysis._report_svg import (
     WIDTH,
@@ -25,6 +23,7 @@ from deniable.aggregator.analysis._report_svg import (
     interval_chart,
 )
 from deniable.aggregator.cli._estimate import estimate_to_dict
+from deniable.aggregator.questions import question_chart, report_page
 from deniable.aggregator.server._service import AggregatorService
 from deniable.aggregator.storage import open_storage
 from deniable.client import check_mechanism
@@ -77,7 +76,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
             survey, _results(service, survey), 0.95, "clopper-pearson",
             datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC), "9.9.9",
         )  # fmt: skip
-        rendered[name] = render_report(data)
+        rendered[name] = report_page(data)
     yield rendered
     storage.close()
 
@@ -190,7 +189,7 @@ def test_a_joint_of_three_parts_grows_down_not_across() -> None:
     names = cell_names(question)
     cells = [{"option": name, "estimate": i / 40, "ci_low": 0.0, "ci_high": 1.0}
              for i, name in enumerate(names)]  # fmt: skip
-    (chart,) = _charts(_joint(question, {"marginals": [], "options": cells}))
+    (chart,) = _charts(question_chart(question, {"marginals": [], "options": cells}))
     texts = list(chart.iter(f"{SVG}text"))
     columns = [t.findtext(f"{SVG}title") for t in texts if t.get("class") == "column"]
     assert columns == [f"c={v}" for v in "vwxyz"]
@@ -280,4 +279,4 @@ def test_an_estimate_that_cannot_be_drawn_is_refused_naming_it() -> None:
         datetime(2026, 1, 1, tzinfo=UTC), "1",
     )  # fmt: skip
     with pytest.raises(ValueError, match=r"'q': interval \[0.6, 0.4\] is reversed"):
-        render_report(data)
+        report_page(data)
