@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deniable.aggregator.cli._question_estimates import QuestionEstimate
+from deniable.aggregator.questions import analysis_for
 from deniable.client import Mechanism, mechanism_of
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
@@ -52,48 +53,6 @@ REPORT_COLUMNS = _columns("report_id:str survey_id:str question_id:str mechanism
 """One row per stored report; ``value`` is the randomized value as the mechanism shows it."""
 
 STATUS_ESTIMATED = "estimated"
-DELTA_METHOD = "wald (delta method)"
-"""The method of a joint question's marginal, covariance and correlation intervals."""
-
-
-def _interval(value: Any) -> dict[str, Any]:
-    fields = ("estimate", "estimate_raw", "ci_low", "ci_high", "std_error")
-    row = {field: getattr(value, field) for field in fields}
-    if hasattr(value, "support"):
-        row["support"] = value.support
-    return row
-
-
-def _quantities(estimate: pb.Estimate) -> Iterator[dict[str, Any]]:
-    """Each quantity of one estimate, with its label and interval (by what it carries)."""
-    cell = "cell" if estimate.marginals else "option"
-    for option in estimate.options:
-        yield {"quantity": cell, "label": option.option, **_interval(option)}
-    for item in estimate.items:
-        yield {"quantity": "item", "label": item.option, **_interval(item)}
-    for pair in estimate.pairs:
-        label = f"{pair.first} & {pair.second}"
-        yield {"quantity": "pair", "label": label, **_interval(pair), "method": "normal"}
-    # A joint question's marginals and associations have intervals of their own kind.
-    delta = {"method": DELTA_METHOD, "coverage": estimate.joint_coverage}
-    for marginal in estimate.marginals:
-        for value in marginal.values:
-            label = f"{marginal.part}={value.option}"
-            yield {"quantity": "marginal", "label": label, **_interval(value), **delta}
-    for association in estimate.associations:
-        label = f"{association.part_a} ~ {association.part_b}"
-        for name in ("covariance", "correlation"):
-            yield {
-                "quantity": name,
-                "label": label,
-                "estimate": getattr(association, name),
-                "ci_low": getattr(association, f"{name}_low"),
-                "ci_high": getattr(association, f"{name}_high"),
-                "std_error": getattr(association, f"{name}_std_error"),
-                **delta,
-            }
-    if not (estimate.options or estimate.items):
-        yield {"quantity": "estimate", "label": None, **_interval(estimate)}
 
 
 def estimate_rows(survey_id: str, results: Iterable[QuestionEstimate]) -> Iterator[list[Any]]:
@@ -121,7 +80,7 @@ def estimate_rows(survey_id: str, results: Iterable[QuestionEstimate]) -> Iterat
             common.update(
                 central_epsilon=estimate.central.epsilon, central_delta=estimate.central.delta
             )
-        for quantity in _quantities(estimate):
+        for quantity in analysis_for(result.question).quantities(estimate):
             row = {**common, **quantity}
             yield [row.get(name) for name in names]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -152,6 +152,16 @@ class QuestionAnalysis(ABC):
 
         Every string from the survey is escaped; the page allows no script.
         """
+
+    def quantities(self, estimate: pb.Estimate) -> Iterator[dict[str, Any]]:
+        """Each estimated quantity as an ``export`` row: ``quantity``, ``label``, its figures.
+
+        By default one, ``estimate`` (a share or a mean). A row may name its own interval
+        ``method`` and ``coverage`` when they differ from the estimate's.
+        """
+        from deniable.aggregator.questions._estimate_text import interval_fields
+
+        yield {"quantity": "estimate", "label": None, **interval_fields(estimate)}
 
     def estimate_fields(self, estimate: pb.Estimate, data: dict[str, Any]) -> None:  # noqa: B027
         """Add this type's own ``--json`` fields of an estimate to ``data`` (default: none)."""

@@ -7,7 +7,7 @@ from typing import Any
 from deniable.aggregator.questions._base import Emit
 from deniable.shared.text import visible
 
-__all__ = ["estimate_line", "option_lines", "share_line"]
+__all__ = ["estimate_line", "interval_fields", "option_lines", "share_line"]
 
 
 def estimate_line(label: str, row: dict[str, Any], epsilon: float, n: str) -> str:
@@ -32,3 +32,12 @@ def option_lines(row: dict[str, Any], emit: Emit) -> None:
     )
     for option in row["options"]:
         emit(estimate_line(f"  {visible(option['option'])}", option, row["epsilon"], ""))
+
+
+def interval_fields(value: Any) -> dict[str, Any]:
+    """An estimate's (or an option's, item's, pair's) figures as ``export`` rows name them."""
+    fields = ("estimate", "estimate_raw", "ci_low", "ci_high", "std_error")
+    row = {field: getattr(value, field) for field in fields}
+    if hasattr(value, "support"):
+        row["support"] = value.support
+    return row

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any, cast
 
 import numpy as np
@@ -26,7 +27,7 @@ from deniable.aggregator.questions._base import (
     Transport,
     register_analysis,
 )
-from deniable.aggregator.questions._estimate_text import option_lines
+from deniable.aggregator.questions._estimate_text import interval_fields, option_lines
 from deniable.aggregator.questions._planning import compared_plan, plan_outcome
 from deniable.aggregator.questions._text import (
     assumed,
@@ -76,6 +77,11 @@ class CategoricalAnalysis(QuestionAnalysis):
         support = [f"{o['support']:,}" for o in data["options"]]
         header = ("option", "share", "interval", "supporting reports")
         return chart + number_table(header, rows, support)
+
+    def quantities(self, estimate: pb.Estimate) -> Iterator[dict[str, Any]]:
+        """A row per option's share."""
+        for option in estimate.options:
+            yield {"quantity": "option", "label": option.option, **interval_fields(option)}
 
     def estimate_lines(self, row: dict[str, Any], emit: Emit) -> None:
         """A line per option."""

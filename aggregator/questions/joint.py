@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any, cast
 
 import numpy as np
@@ -27,7 +28,7 @@ from deniable.aggregator.questions._base import (
     Transport,
     register_analysis,
 )
-from deniable.aggregator.questions._estimate_text import option_lines
+from deniable.aggregator.questions._estimate_text import interval_fields, option_lines
 from deniable.aggregator.questions._joint_text import (
     joint_chart,
     joint_fields,
@@ -41,7 +42,10 @@ from deniable.shared.questions.joint import part_values
 from deniable.shared.text import visible
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
-__all__ = ["JOINT_ANALYSIS", "JointAnalysis"]
+__all__ = ["DELTA_METHOD", "JOINT_ANALYSIS", "JointAnalysis"]
+
+DELTA_METHOD = "wald (delta method)"
+"""The method of a joint question's marginal, covariance and correlation intervals."""
 
 
 class JointAnalysis(QuestionAnalysis):
@@ -98,6 +102,31 @@ class JointAnalysis(QuestionAnalysis):
     def chart(self, question: pb.Question, data: dict[str, Any]) -> str:
         """The cross-tab as a heat map, each part's marginal, and the associations."""
         return joint_chart(question, data)
+
+    def quantities(self, estimate: pb.Estimate) -> Iterator[dict[str, Any]]:
+        """A row per cell, per part's value (marginal), per pair's covariance and correlation.
+
+        Marginals and associations have Wald intervals by the delta method.
+        """
+        for option in estimate.options:
+            yield {"quantity": "cell", "label": option.option, **interval_fields(option)}
+        delta = {"method": DELTA_METHOD, "coverage": estimate.joint_coverage}
+        for marginal in estimate.marginals:
+            for value in marginal.values:
+                label = f"{marginal.part}={value.option}"
+                yield {"quantity": "marginal", "label": label, **interval_fields(value), **delta}
+        for association in estimate.associations:
+            label = f"{association.part_a} ~ {association.part_b}"
+            for name in ("covariance", "correlation"):
+                yield {
+                    "quantity": name,
+                    "label": label,
+                    "estimate": getattr(association, name),
+                    "ci_low": getattr(association, f"{name}_low"),
+                    "ci_high": getattr(association, f"{name}_high"),
+                    "std_error": getattr(association, f"{name}_std_error"),
+                    **delta,
+                }
 
     def estimate_fields(self, estimate: pb.Estimate, data: dict[str, Any]) -> None:
         """The marginals, the associations and what their intervals promise."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any, cast
 
 import numpy as np
@@ -31,7 +32,7 @@ from deniable.aggregator.questions._base import (
     Transport,
     register_analysis,
 )
-from deniable.aggregator.questions._estimate_text import estimate_line
+from deniable.aggregator.questions._estimate_text import estimate_line, interval_fields
 from deniable.aggregator.questions._multi_select_estimate import (
     multi_select_chart,
     multi_select_fields,
@@ -96,6 +97,14 @@ class MultiSelectAnalysis(QuestionAnalysis):
     def chart(self, question: pb.Question, data: dict[str, Any]) -> str:
         """Each item's share with its interval, and the co-occurrence matrix as a heat map."""
         return multi_select_chart(question.id, data)
+
+    def quantities(self, estimate: pb.Estimate) -> Iterator[dict[str, Any]]:
+        """A row per item's share, and per pair's co-occurrence (normal intervals)."""
+        for item in estimate.items:
+            yield {"quantity": "item", "label": item.option, **interval_fields(item)}
+        for pair in estimate.pairs:
+            label = f"{pair.first} & {pair.second}"
+            yield {"quantity": "pair", "label": label, **interval_fields(pair), "method": "normal"}
 
     def estimate_fields(self, estimate: pb.Estimate, data: dict[str, Any]) -> None:
         """Item shares, pairs, the co-occurrence matrices and any conditional share."""
