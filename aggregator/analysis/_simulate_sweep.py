@@ -7,18 +7,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from deniable.aggregator.analysis._simulate import SimulationResult
-from deniable.aggregator.analysis._simulate_categorical import CategoricalSimulation
-from deniable.aggregator.analysis._simulate_numeric import NumericSimulation
 from deniable.shared._validate import as_count, as_real, check_confidence
 
 __all__ = [
     "BAND_LEVEL",
     "DEFAULT_EPSILONS",
+    "Accuracy",
+    "Simulate",
     "SweepPoint",
     "SweepResult",
     "coverage_band",
     "point_of",
+    "rmse",
     "sweep",
 ]
 
@@ -34,7 +34,7 @@ class SweepPoint:
     """One mechanism at one ε over the sweep's repeats.
 
     Attributes:
-        mechanism: the mechanism's kind as asked (``rr``: yes/no randomized response).
+        mechanism: the mechanism's kind as asked.
         epsilon: ε per answer.
         rmse: root mean squared error of the unbiased estimate against the truth,
             sqrt(bias² + variance) over the repeats (averaged over options for a share per
@@ -114,47 +114,40 @@ def coverage_band(
     return float(low) / runs, float(high) / runs
 
 
-def _rmse(bias: float, std: float | None) -> float:
+def rmse(bias: float, std: float | None) -> float:
+    """Root mean squared error from a bias and a standard deviation (None: one repeat)."""
     return math.sqrt(bias * bias + (std or 0.0) ** 2)
 
 
-def point_of(
-    result: SimulationResult | CategoricalSimulation | NumericSimulation,
-    mechanism: str,
-    epsilon: float,
-) -> SweepPoint:
+@dataclass(frozen=True)
+class Accuracy:
+    """One simulation's figures for a sweep: RMSE, mean interval width and coverage.
+
+    A question type computes them from its own simulation's result (a share per option
+    averages over the options).
+    """
+
+    rmse: float
+    mean_width: float
+    coverage: float | None
+    repeats: int
+
+
+def point_of(accuracy: Accuracy, mechanism: str, epsilon: float) -> SweepPoint:
     """A simulation's accuracy and coverage as ``mechanism``'s point at ``epsilon``."""
-    if isinstance(result, SimulationResult):
-        coverage = result.coverage
-        rmse = _rmse(result.mean_estimate_raw - result.p, result.std_estimate_raw)
-        width = result.mean_width
-    elif isinstance(result, CategoricalSimulation):
-        rows = result.per_option
-        rmse = math.sqrt(
-            math.fsum(_rmse(r.mean_estimate_raw - r.share, r.std_estimate_raw) ** 2 for r in rows)
-            / len(rows)
-        )
-        width = math.fsum(r.mean_width for r in rows) / len(rows)
-        coverage = math.fsum(r.coverage or 0.0 for r in rows) / len(rows)
-    else:
-        coverage = result.coverage
-        rmse = _rmse(result.mean_estimate_raw - result.true_mean, result.std_estimate_raw)
-        width = result.mean_width
-    covered = coverage if coverage is not None else math.nan
+    covered = accuracy.coverage if accuracy.coverage is not None else math.nan
     return SweepPoint(
         mechanism=mechanism,
         epsilon=epsilon,
-        rmse=rmse,
-        mean_width=width,
+        rmse=accuracy.rmse,
+        mean_width=accuracy.mean_width,
         coverage=covered,
-        coverage_se=math.sqrt(covered * (1.0 - covered) / result.repeats),
+        coverage_se=math.sqrt(covered * (1.0 - covered) / accuracy.repeats),
     )
 
 
-Simulate = Callable[
-    [str, float, int | None], SimulationResult | CategoricalSimulation | NumericSimulation
-]
-"""Runs one simulation: (mechanism kind, ε, seed) to its result, at the sweep's n and repeats."""
+Simulate = Callable[[str, float, int | None], Accuracy]
+"""Runs one simulation: (mechanism kind, ε, seed) to its accuracy, at the sweep's n and repeats."""
 
 
 def sweep(

@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import click
 from click.core import ParameterSource
 
-from deniable.aggregator.analysis._distributions import (
-    NumericDistribution,
-    check_shares,
-    parse_options,
-    parse_shares,
-)
-from deniable.aggregator.analysis._simulate import simulate_binary
-from deniable.aggregator.analysis._simulate_categorical import (
-    CategoricalSimulation,
-    simulate_categorical,
-)
-from deniable.aggregator.analysis._simulate_numeric import NumericSimulation, simulate_numeric
 from deniable.aggregator.analysis._simulate_sweep import (
     DEFAULT_EPSILONS,
+    Accuracy,
     Simulate,
     SweepResult,
     sweep,
@@ -36,42 +26,25 @@ from deniable.aggregator.cli._plot import (
     save,
 )
 from deniable.aggregator.cli._progress import progress, shows_progress
+from deniable.aggregator.cli._question_spec import QuestionInputs
 from deniable.aggregator.cli._simulate_compare import DEFAULT_REPEATS
+from deniable.aggregator.questions import QuestionAnalysis, SimulationRequest, Transport, analyses
 from deniable.shared._validate import as_count, check_open_unit
-from deniable.shared.mechanisms import RandomizedResponse
-from deniable.shared.questions import categorical_mechanism, numeric_mechanism, question_type
+from deniable.shared.mechanisms import Mechanism
+from deniable.shared.questions import question_from_spec
 from deniable.shared.stats import check_method
+from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["SweepInputs", "default_repeats", "figure_of", "sweep_command_line"]
-
-SWEPT_TYPES = ("binary", "categorical", "numeric")
+__all__ = ["default_repeats", "figure_of", "sweep_command_line", "sweep_question"]
 
 NOT_IN_A_SWEEP = (
     "alpha", "epsilon", "transport", "server", "tls_ca", "tls_cert", "tls_key",
-    "admin_token_file", "batch_size", "parts",
+    "admin_token_file", "batch_size", "parts", "spec_file",
 )  # fmt: skip
 """Options a sweep refuses: it runs every ε given by --epsilons, in process."""
-
-
-@dataclass(frozen=True)
-class SweepInputs:
-    """What ``simulate`` was given, as far as a sweep uses it."""
-
-    question_type: str
-    participants: int
-    share: float | None
-    options: str | None
-    mechanism: str | None
-    lo: float | None
-    hi: float | None
-    distribution: str | None
-    repeats: int
-    confidence: float
-    method: str
-    seed: int | None
 
 
 def _reject_foreign() -> None:
@@ -89,121 +62,91 @@ def _reject_foreign() -> None:
             )
 
 
-def _mechanisms(kind: str, mechanism: str | None) -> list[str]:
-    """The mechanisms asked for (comma-separated), or every one of the type that plans at ε."""
-    if kind == "binary":
-        if mechanism is not None:
-            raise click.UsageError("--mechanism does not apply to --type binary")
-        return ["rr"]
-    if mechanism is not None:
-        names = [name.strip() for name in mechanism.split(",")]
-        if len(set(names)) != len(names):
-            raise click.UsageError(f"--mechanism names a mechanism twice: {mechanism!r}")
-        return names
-    qtype = question_type(kind)
-    return [cls.name for cls in qtype.mechanisms() if qtype.plannable(cls)]
+def sweep_question(values: dict[str, object], epsilon: float) -> tuple[QuestionInputs, list[str]]:
+    """The swept question (at ``epsilon``) and the mechanisms asked for.
+
+    ``--mechanism`` may name several, comma-separated; by default every mechanism of the
+    type that plans at a given ε.
+    """
+    _check_swept(str(values["question_type"]))
+    asked = values.get("mechanism")
+    inputs = QuestionInputs({**values, "mechanism": None, "epsilon": epsilon})
+    qtype = inputs.analysis.question_type
+    if asked is None:
+        return inputs, [cls.name for cls in qtype.mechanisms() if qtype.plannable(cls)]
+    names = [name.strip() for name in str(asked).split(",")]
+    if len(set(names)) != len(names):
+        raise click.UsageError(f"--mechanism names a mechanism twice: {asked!r}")
+    return inputs, names
 
 
-def _simulator(inputs: SweepInputs, mechanisms: list[str], first: float) -> Simulate:
-    """A function running one (mechanism, ε, seed), after checking every input once."""
-    n, runs, level = inputs.participants, inputs.repeats, inputs.confidence
-    if inputs.question_type == "binary":
-        if inputs.share is None:
-            raise click.UsageError("--type binary needs --p (the true yes-share)")
-        p = inputs.share
-
-        def binary(_kind: str, epsilon: float, seed: int | None) -> Any:
-            spec = RandomizedResponse.from_epsilon(epsilon)
-            return simulate_binary(
-                n, p, spec, repeats=runs, confidence=level, method=inputs.method, seed=seed
-            )
-
-        return binary
-    if inputs.distribution is None:
-        example = "0.5,0.3,0.2" if inputs.question_type == "categorical" else "uniform"
+def _check_swept(kind: str) -> None:
+    swept = [name for name, analysis in analyses().items() if analysis.sweeps]
+    if kind not in swept:
         raise click.UsageError(
-            f"--type {inputs.question_type} needs --distribution (e.g. {example})"
+            f"--plot and --epsilons apply to --type {', '.join(swept[:-1])} or {swept[-1]}, "
+            f"not {kind}"
         )
-    if inputs.question_type == "categorical":
-        if inputs.options is None:
-            raise click.UsageError(
-                "--type categorical needs --options (a number K or comma-separated names)"
-            )
-        with user_errors():
-            names = parse_options(inputs.options)
-            shares = check_shares(parse_shares(inputs.distribution), len(names))
-            for kind in mechanisms:
-                categorical_mechanism(kind, len(names), first)
 
-        def categorical(kind: str, epsilon: float, seed: int | None) -> CategoricalSimulation:
-            spec = categorical_mechanism(kind, len(names), epsilon)
-            return simulate_categorical(
-                n, shares, spec, options=names, repeats=runs, confidence=level,
-                method=inputs.method, seed=seed,
-            )  # fmt: skip
 
-        return categorical
-    if inputs.lo is None or inputs.hi is None:
-        raise click.UsageError("--type numeric needs --min and --max")
-    lo, hi = inputs.lo, inputs.hi
+def _simulator(
+    inputs: QuestionInputs, request: SimulationRequest, mechanisms: list[str], first: float
+) -> Simulate:
+    """A function running one (mechanism, ε, seed), after checking every input once."""
+    analysis: QuestionAnalysis = inputs.analysis
+
+    def question(kind: str, epsilon: float) -> tuple[pb.Question, Mechanism]:
+        item = {**inputs.item, "mechanism": kind, "epsilon": epsilon}
+        return question_from_spec(item, "--mechanism", survey_limits=False)
+
     with user_errors():
-        values = NumericDistribution.parse(inputs.distribution)
         for kind in mechanisms:
-            built = numeric_mechanism(kind, lo, hi, first)
-            values.check_range(built.lo, built.hi)
+            analysis.simulation(*question(kind, first), request)
 
-    def numeric(kind: str, epsilon: float, seed: int | None) -> NumericSimulation:
-        spec = numeric_mechanism(kind, lo, hi, epsilon)
-        return simulate_numeric(n, values, spec, repeats=runs, confidence=level, seed=seed)
+    def run(kind: str, epsilon: float, seed: int | None) -> Accuracy:
+        asked, mechanism = question(kind, epsilon)
+        simulation = analysis.simulation(asked, mechanism, replace(request, seed=seed))
+        with ExitStack() as stack:
+            outcome = simulation.run(Transport(stack))
+        return analysis.accuracy(outcome.result)
 
-    return numeric
+    return run
 
 
 def sweep_command_line(
-    inputs: SweepInputs, epsilons: str | None, *, plot: Path | None, as_json: bool
+    values: dict[str, object],
+    request: SimulationRequest,
+    epsilons: str | None,
+    *,
+    plot: Path | None,
+    as_json: bool,
 ) -> None:
     """Check the inputs, run the sweep, print its table (or JSON) and draw it when asked."""
-    if inputs.question_type not in SWEPT_TYPES:
-        raise click.UsageError(
-            f"--plot and --epsilons apply to --type binary, categorical or numeric, "
-            f"not {inputs.question_type}"
-        )
+    _check_swept(str(values["question_type"]))
     _reject_foreign()
     check_plot_path(plot)
-    if inputs.question_type == "binary":
-        given = (("--options", inputs.options), ("--min", inputs.lo), ("--max", inputs.hi),
-                 ("--distribution", inputs.distribution))  # fmt: skip
-        for name, value in given:
-            if value is not None:
-                raise click.UsageError(f"{name} does not apply to --type binary")
-    elif inputs.question_type == "categorical" and (inputs.lo, inputs.hi) != (None, None):
-        raise click.UsageError("--min and --max do not apply to --type categorical")
-    elif inputs.question_type == "numeric" and inputs.options is not None:
-        raise click.UsageError("--options does not apply to --type numeric")
-    source = click.get_current_context().get_parameter_source("method")
-    if inputs.question_type == "numeric" and source == ParameterSource.COMMANDLINE:
-        raise click.UsageError("--method does not apply to --type numeric (its interval is chosen)")
     try:
-        values = DEFAULT_EPSILONS if epsilons is None else parse_epsilons(epsilons)
+        values_of = DEFAULT_EPSILONS if epsilons is None else parse_epsilons(epsilons)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--epsilons") from None
+    inputs, mechanisms = sweep_question(values, values_of[0])
+    inputs.reject_inputs(inputs.analysis.simulate_inputs, ["share", "distribution", "method"], "")
     with user_errors():
-        as_count("participants", inputs.participants, minimum=1)
-        as_count("repeats", inputs.repeats, minimum=2)
-        check_open_unit("confidence", inputs.confidence)
-        check_method(inputs.method)
-    mechanisms = _mechanisms(inputs.question_type, inputs.mechanism)
-    simulate = _simulator(inputs, mechanisms, values[0])
+        as_count("participants", request.participants, minimum=1)
+        as_count("repeats", request.repeats, minimum=2)
+        check_open_unit("confidence", request.confidence)
+        check_method(request.method)
+    simulate = _simulator(inputs, request, mechanisms, values_of[0])
     plt = pyplot() if plot is not None else None  # a missing extra fails before the work
-    total = len(mechanisms) * len(values)
+    total = len(mechanisms) * len(values_of)
     with (
         user_errors(),
         progress(total, "simulating", "points", enabled=shows_progress(as_json)) as advance,
     ):
         result = sweep(
-            inputs.question_type, simulate, mechanisms, values,
-            participants=inputs.participants, repeats=inputs.repeats,
-            confidence=inputs.confidence, method=inputs.method, seed=inputs.seed,
+            inputs.kind, simulate, mechanisms, values_of,
+            participants=request.participants, repeats=request.repeats,
+            confidence=request.confidence, method=request.method, seed=request.seed,
             progress=advance,
         )  # fmt: skip
     if plot is not None and plt is not None:
@@ -211,7 +154,7 @@ def sweep_command_line(
     if as_json:
         emit_json(result.to_dict() | {"plot": None if plot is None else str(plot)})
         return
-    _print(result)
+    _print(result, inputs.analysis)
     if plot is not None:
         click.echo(f"Plot: {plot}")
 
@@ -223,7 +166,7 @@ def default_repeats(repeats: int) -> int:
     return repeats if given else DEFAULT_REPEATS
 
 
-def _print(result: SweepResult) -> None:
+def _print(result: SweepResult, analysis: QuestionAnalysis) -> None:
     randomness = "os-csprng" if result.seed is None else "seeded-pcg64"
     click.echo(
         f"Accuracy and coverage against epsilon: --type {result.question_type}, "
@@ -239,11 +182,10 @@ def _print(result: SweepResult) -> None:
             f"  {point.mechanism:<10} {point.epsilon:>8.4g} {point.rmse:>10.4g} "
             f"{point.mean_width:>14.4g} {point.coverage:>8.4f} ± {point.coverage_se:.4f}"
         )
-    per_option = " (mean over options)" if result.question_type == "categorical" else ""
+    method = result.method if "method" in analysis.simulate_inputs else "auto"
     click.echo(
-        f"RMSE: of the unbiased estimate against the truth{per_option}, in the question's "
-        f"units; intervals: {result.method if result.question_type != 'numeric' else 'auto'}"
-        f" at {result.confidence:g}."
+        f"RMSE: of the unbiased estimate against the truth{analysis.sweep_note}, in the "
+        f"question's units; intervals: {method} at {result.confidence:g}."
     )
     click.echo(
         f"Coverage band: an interval whose coverage is the nominal {result.confidence:g} "

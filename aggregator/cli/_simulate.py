@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +21,7 @@ from deniable.aggregator.cli._common import (
     spec_from_options,
     user_errors,
 )
-from deniable.aggregator.cli._plot_simulate import (
-    SweepInputs,
-    default_repeats,
-    sweep_command_line,
-)
+from deniable.aggregator.cli._plot_simulate import default_repeats, sweep_command_line
 from deniable.aggregator.cli._progress import simulation_progress
 from deniable.aggregator.cli._question_spec import (
     QuestionInputs,
@@ -174,14 +171,13 @@ def simulate_command(
             confidence=confidence, method=method, seed=seed, plot=plot, as_json=as_json,
         )  # fmt: skip
         return
+    request = SimulationRequest(
+        participants=participants, share=share, distribution=distribution, repeats=repeats,
+        confidence=confidence, method=method, seed=seed,
+    )  # fmt: skip
     if epsilons is not None or plot is not None:
-        reject_options("a sweep", ["spec_file"])
-        inputs = SweepInputs(
-            question_type, participants, share, question["options"], question["mechanism"],
-            question["lo"], question["hi"], distribution, default_repeats(repeats), confidence,
-            method, seed,
-        )  # fmt: skip
-        sweep_command_line(inputs, epsilons, plot=plot, as_json=as_json)
+        swept = replace(request, repeats=default_repeats(repeats))
+        sweep_command_line(question, swept, epsilons, plot=plot, as_json=as_json)
         return
     asked = QuestionInputs(question)
     analysis = asked.analysis
@@ -189,10 +185,6 @@ def simulate_command(
     if transport == "inprocess" and server is not None:
         raise click.UsageError("--server needs --transport grpc")
     token = read_token(admin_token_file) if server is not None else None
-    request = SimulationRequest(
-        participants=participants, share=share, distribution=distribution, repeats=repeats,
-        confidence=confidence, method=method, seed=seed,
-    )  # fmt: skip
     with user_errors():  # everything is checked before a progress bar starts
         as_count("participants", participants, minimum=1)
         as_count("repeats", repeats, minimum=1)

@@ -8,6 +8,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from deniable.aggregator.analysis._simulate_sweep import Accuracy
 from deniable.aggregator.analysis._synthesize import QuestionSampler
 from deniable.shared.mechanisms import Mechanism
 from deniable.shared.questions import QuestionType, question_type, question_types
@@ -115,6 +116,11 @@ class QuestionAnalysis(ABC):
     """``simulate`` options besides the question's own that apply (``share``,
     ``distribution``, ``method``: the interval method asked of the estimates)."""
 
+    sweeps: ClassVar[bool] = False
+    """Whether ``simulate --epsilons`` sweeps it (then :meth:`accuracy` is implemented)."""
+    sweep_note: ClassVar[str] = ""
+    """How a sweep's RMSE is taken, when not of the one estimate (e.g. over options)."""
+
     @property
     def question_type(self) -> QuestionType:
         """The shared question type this serves."""
@@ -137,6 +143,14 @@ class QuestionAnalysis(ABC):
         Raises:
             ValueError: a missing or invalid input (named, as the command line spells it).
         """
+
+    def accuracy(self, result: Any) -> Accuracy:
+        """A simulation's RMSE, mean interval width and coverage, for a sweep over ε.
+
+        Raises:
+            ValueError: the type is not swept (see :attr:`sweeps`).
+        """
+        raise ValueError(f"a {self.kind} question is not swept over epsilon")
 
     @abstractmethod
     def sampler(self, question: pb.Question, estimate: pb.Estimate) -> QuestionSampler:

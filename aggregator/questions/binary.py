@@ -11,6 +11,7 @@ from deniable.aggregator.analysis._report_svg import Interval, fmt, interval_cha
 from deniable.aggregator.analysis._simulate import SimulationResult, simulate_binary
 from deniable.aggregator.analysis._simulate_anytime import looks_line
 from deniable.aggregator.analysis._simulate_grpc import grpc_submitter
+from deniable.aggregator.analysis._simulate_sweep import Accuracy, rmse
 from deniable.aggregator.analysis._synthesize import QuestionSampler, single_column
 from deniable.aggregator.questions._base import (
     Emit,
@@ -61,6 +62,8 @@ class BinaryAnalysis(QuestionAnalysis):
     plan_inputs = frozenset({"share"})
     simulate_inputs = frozenset({"share", "method"})
 
+    sweeps = True
+
     def plan(self, question: pb.Question, mechanism: Mechanism, request: PlanRequest) -> Outcome:
         """Participants for a margin on the yes-share at ``share`` (default ½, the worst)."""
         p = 0.5 if request.share is None else request.share
@@ -94,6 +97,11 @@ class BinaryAnalysis(QuestionAnalysis):
         if request.share is None:
             raise ValueError("--type binary needs --p (the true yes-share)")
         return _Binary(cast(RandomizedResponse, mechanism), request.share, request)
+
+    def accuracy(self, result: SimulationResult) -> Accuracy:
+        """The yes-share's RMSE against the truth, mean width and coverage."""
+        error = rmse(result.mean_estimate_raw - result.p, result.std_estimate_raw)
+        return Accuracy(error, result.mean_width, result.coverage, result.repeats)
 
     def sampler(self, question: pb.Question, estimate: pb.Estimate) -> QuestionSampler:
         """Rows answering yes with the estimated share (clipped to [0, 1])."""

@@ -16,6 +16,7 @@ from deniable.aggregator.analysis._simulate_categorical import (
     simulate_categorical,
 )
 from deniable.aggregator.analysis._simulate_grpc_kinds import categorical_grpc_submitter
+from deniable.aggregator.analysis._simulate_sweep import Accuracy, rmse
 from deniable.aggregator.analysis._synthesize import QuestionSampler, shares_of, single_column
 from deniable.aggregator.questions._base import (
     Emit,
@@ -48,6 +49,9 @@ class CategoricalAnalysis(QuestionAnalysis):
     kind = "categorical"
     plan_inputs = frozenset({"share"})
 
+    sweeps = True
+    sweep_note = " (mean over options)"
+
     def plan(self, question: pb.Question, mechanism: Mechanism, request: PlanRequest) -> Outcome:
         """Every multiple-choice mechanism compared on one option's share."""
         result = compared_plan(question, request)
@@ -64,6 +68,17 @@ class CategoricalAnalysis(QuestionAnalysis):
         names = tuple(question.categorical.options)
         shares = check_shares(parse_shares(request.distribution), len(names))
         return _Categorical(oracle, names, shares, request)
+
+    def accuracy(self, result: CategoricalSimulation) -> Accuracy:
+        """RMSE, width and coverage averaged over the options (each option's share alone)."""
+        rows = result.per_option
+        error = math.sqrt(
+            math.fsum(rmse(r.mean_estimate_raw - r.share, r.std_estimate_raw) ** 2 for r in rows)
+            / len(rows)
+        )
+        width = math.fsum(r.mean_width for r in rows) / len(rows)
+        coverage = math.fsum(r.coverage or 0.0 for r in rows) / len(rows)
+        return Accuracy(error, width, coverage, result.repeats)
 
     def sampler(self, question: pb.Question, estimate: pb.Estimate) -> QuestionSampler:
         """An option per row, drawn with the estimated option shares."""

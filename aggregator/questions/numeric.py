@@ -11,6 +11,7 @@ from deniable.aggregator.analysis._report_svg import Interval, fmt, interval_cha
 from deniable.aggregator.analysis._simulate_anytime import looks_line
 from deniable.aggregator.analysis._simulate_grpc_kinds import numeric_grpc_submitter
 from deniable.aggregator.analysis._simulate_numeric import NumericSimulation, simulate_numeric
+from deniable.aggregator.analysis._simulate_sweep import Accuracy, rmse
 from deniable.aggregator.analysis._synthesize import (
     QuestionSampler,
     max_entropy_rate,
@@ -48,6 +49,8 @@ class NumericAnalysis(QuestionAnalysis):
     kind = "numeric"
     simulate_inputs = frozenset({"distribution"})  # the interval is chosen: no --method
 
+    sweeps = True
+
     def plan(self, question: pb.Question, mechanism: Mechanism, request: PlanRequest) -> Outcome:
         """Every numeric mechanism compared on the mean, in the answer's units."""
         result = compared_plan(question, request)
@@ -64,6 +67,11 @@ class NumericAnalysis(QuestionAnalysis):
         values = NumericDistribution.parse(request.distribution)
         values.check_range(numeric.lo, numeric.hi)
         return _Numeric(numeric, values, request)
+
+    def accuracy(self, result: NumericSimulation) -> Accuracy:
+        """The mean's RMSE against the true mean, mean width and coverage."""
+        error = rmse(result.mean_estimate_raw - result.true_mean, result.std_estimate_raw)
+        return Accuracy(error, result.mean_width, result.coverage, result.repeats)
 
     def sampler(self, question: pb.Question, estimate: pb.Estimate) -> QuestionSampler:
         """Numbers from the maximum-entropy distribution with the estimated mean."""
