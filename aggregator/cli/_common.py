@@ -16,7 +16,6 @@ from click.core import ParameterSource
 
 import deniable.shared._grpc_env  # noqa: F401  (before grpc is imported: see the module)
 from deniable.shared._cli import fail as _fail
-from deniable.shared.mechanisms import RandomizedResponse
 from deniable.shared.transport.options import check_server, client_tls_options
 
 __all__ = [
@@ -31,14 +30,11 @@ __all__ = [
     "mechanism_options",
     "optional_token",
     "overflow_is_invalid_input",
-    "privacy_line",
     "read_token",
     "remote_errors",
     "server_option",
-    "spec_from_options",
     "tls_options",
     "token_option",
-    "transport_line",
     "user_errors",
 ]
 
@@ -131,27 +127,6 @@ def mechanism_options(function: F) -> F:
     )(function)
 
 
-def spec_from_options(alpha: float | None, epsilon: float | None) -> RandomizedResponse:
-    """Build the mechanism from exactly one of ``--alpha`` and ``--epsilon``."""
-    if (alpha is None) == (epsilon is None):
-        raise click.UsageError("give exactly one of --alpha or --epsilon")
-    with user_errors():
-        if alpha is not None:
-            return RandomizedResponse(alpha)
-        assert epsilon is not None
-        return RandomizedResponse.from_epsilon(epsilon)
-
-
-def privacy_line(spec: RandomizedResponse) -> str:
-    """Exact ε, with 2α shown only as the labelled approximation."""
-    if not spec.is_private:
-        return "Privacy: none (alpha = 1, epsilon = infinity)"
-    return (
-        f"Privacy: epsilon = {spec.epsilon:.4f} (exact, ln((1+a)/(1-a))); "
-        f"approximation 2*alpha = {spec.epsilon_approx:.4f} understates it"
-    )
-
-
 # --- talking to a daemon ---------------------------------------------------------------
 
 
@@ -236,14 +211,3 @@ def optional_token(token_file: Path | None) -> str | None:
     if token_file is None and not os.environ.get(ADMIN_TOKEN_VARIABLE, "").strip():
         return None
     return read_token(token_file)
-
-
-def transport_line(info: dict[str, Any], read_back: str = "the estimate above was") -> str:
-    """Where ``simulate`` sent the reports over gRPC, and how fast (``grpc`` of --json)."""
-    where = "embedded daemon" if info["embedded"] else "daemon"
-    return (
-        f"Transport: gRPC to the {where} at {info['address']}, "
-        f"{info['reports_sent']:,} reports in batches of {info['batch_size']:,}: "
-        f"{info['reports_per_second']:,.0f} reports/s through SubmitReports; "
-        f"{read_back} read back with GetEstimate"
-    )

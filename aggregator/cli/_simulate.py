@@ -18,7 +18,6 @@ from deniable.aggregator.cli._common import (
     overflow_is_invalid_input,
     read_token,
     remote_errors,
-    spec_from_options,
     user_errors,
 )
 from deniable.aggregator.cli._plot_simulate import default_repeats, sweep_command_line
@@ -149,26 +148,29 @@ def simulate_command(
     prints each point's RMSE, mean interval width and empirical coverage, with the exact
     binomial band a correct interval's coverage falls in; --plot draws them.
     """
-    question_type = str(question["question_type"])
-    alpha, epsilon = question.get("alpha"), question.get("epsilon")
     if compare_central:
         reject_options("binary with --compare-central", ["epsilons", "spec_file"])
-        if question_type != "binary":
+        kind = str(question["question_type"])
+        if kind not in analyses() or not analyses()[kind].compares_central:
             raise click.UsageError("--compare-central applies to --type binary")
         reject_options(
             "binary with --compare-central",
-            ["options", "mechanism", "lo", "hi", "distribution", "transport", "server",
-             "tls_ca", "tls_cert", "tls_key", "admin_token_file", "batch_size", "parts"],
+            ["options", "lo", "hi", "distribution", "transport", "server", "tls_ca", "tls_cert",
+             "tls_key", "admin_token_file", "batch_size", "parts"],
         )  # fmt: skip
+        compared = QuestionInputs(question)
+        if not compared.analysis.compares_central:
+            raise click.UsageError(
+                f"--compare-central applies to --type binary, not {compared.kind}"
+            )
         if share is None:
             raise click.UsageError("--compare-central needs --p (the true yes-share)")
         context = click.get_current_context()
         given = context.get_parameter_source("repeats") != ParameterSource.DEFAULT
-        with user_errors():
-            spec = spec_from_options(alpha, epsilon)
         compare_command_line(
-            share, spec, participants, repeats=repeats if given else DEFAULT_REPEATS,
-            confidence=confidence, method=method, seed=seed, plot=plot, as_json=as_json,
+            share, compared.mechanism, participants,
+            repeats=repeats if given else DEFAULT_REPEATS, confidence=confidence, method=method,
+            seed=seed, plot=plot, as_json=as_json,
         )  # fmt: skip
         return
     request = SimulationRequest(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import click
 
@@ -11,9 +12,10 @@ from deniable.aggregator.analysis._compare_central import (
     compare_local_central,
     sizes_up_to,
 )
-from deniable.aggregator.cli._common import emit_json, privacy_line, user_errors
+from deniable.aggregator.cli._common import emit_json, user_errors
 from deniable.aggregator.cli._plot import check_plot_path, pyplot
-from deniable.shared.mechanisms import RandomizedResponse
+from deniable.aggregator.questions import privacy_line
+from deniable.shared.mechanisms import Mechanism, RandomizedResponse
 
 __all__ = ["DEFAULT_REPEATS", "compare_command_line"]
 
@@ -22,14 +24,16 @@ DEFAULT_REPEATS = 200
 
 
 def compare_command_line(
-    share: float, spec: RandomizedResponse, participants: int, *, repeats: int,
+    share: float, spec: Mechanism, participants: int, *, repeats: int,
     confidence: float, method: str, seed: int | None, plot: Path | None, as_json: bool,
 ) -> None:  # fmt: skip
     """Run the comparison, print it (or its JSON) and draw it when asked."""
     check_plot_path(plot)
     with user_errors():
+        # Randomized response is the one yes/no mechanism registered (the binary analysis
+        # alone compares with a central count).
         compared = compare_local_central(
-            share, spec, sizes_up_to(participants), repeats=repeats,
+            share, cast(RandomizedResponse, spec), sizes_up_to(participants), repeats=repeats,
             confidence=confidence, method=method, seed=seed,
         )  # fmt: skip
     if plot is not None:
@@ -42,7 +46,7 @@ def compare_command_line(
         click.echo(f"Plot: {plot}")
 
 
-def _print(compared: ModelsCompared, spec: RandomizedResponse) -> None:
+def _print(compared: ModelsCompared, spec: Mechanism) -> None:
     click.echo(
         f"Local vs central at the same epsilon, true share p = {compared.p:g}, "
         f"{compared.repeats:,} repeats per size (randomness: {compared.randomness})"

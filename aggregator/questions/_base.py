@@ -118,6 +118,8 @@ class QuestionAnalysis(ABC):
 
     sweeps: ClassVar[bool] = False
     """Whether ``simulate --epsilons`` sweeps it (then :meth:`accuracy` is implemented)."""
+    compares_central: ClassVar[bool] = False
+    """Whether ``simulate --compare-central`` compares it with a curator's central count."""
     sweep_note: ClassVar[str] = ""
     """How a sweep's RMSE is taken, when not of the one estimate (e.g. over options)."""
 

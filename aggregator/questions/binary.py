@@ -63,6 +63,7 @@ class BinaryAnalysis(QuestionAnalysis):
     simulate_inputs = frozenset({"share", "method"})
 
     sweeps = True
+    compares_central = True
 
     def plan(self, question: pb.Question, mechanism: Mechanism, request: PlanRequest) -> Outcome:
         """Participants for a margin on the yes-share at ``share`` (default ½, the worst)."""
