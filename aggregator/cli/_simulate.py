@@ -28,7 +28,7 @@ from deniable.aggregator.cli._question_spec import (
     reject_options,
 )
 from deniable.aggregator.cli._simulate_compare import DEFAULT_REPEATS, compare_command_line
-from deniable.aggregator.questions import SimulationRequest, Transport
+from deniable.aggregator.questions import SimulationRequest, Transport, analyses
 from deniable.shared._validate import as_count, check_open_unit
 from deniable.shared.stats import METHODS, check_method
 from deniable.shared.transport import TlsConfig
