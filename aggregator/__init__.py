@@ -29,20 +29,20 @@ def require_extra() -> None:
 
 if TYPE_CHECKING:
     from deniable.aggregator.analysis._check import CheckReport, check
-    from deniable.aggregator.analysis._planner import (
+    from deniable.aggregator.analysis.planning import (
+        KindPlan,
         Plan,
         margin_achieved,
         participants_needed,
         plan,
+        plan_question,
     )
-    from deniable.aggregator.analysis._planner_kinds import KindPlan, plan_question
-    from deniable.aggregator.analysis._simulate import SimulationResult, simulate_binary
-    from deniable.aggregator.analysis._simulate_categorical import (
+    from deniable.aggregator.analysis.simulation import (
         CategoricalSimulation,
-        simulate_categorical,
-    )
-    from deniable.aggregator.analysis._simulate_numeric import (
         NumericSimulation,
+        SimulationResult,
+        simulate_binary,
+        simulate_categorical,
         simulate_numeric,
     )
     from deniable.aggregator.server import AggregatorService, RunningServer, start_server

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from deniable.aggregator.analysis._planner_kinds import plan_question
+from deniable.aggregator.analysis.planning._compared import plan_question
 from deniable.shared.mechanisms._rr_coverage import exact_coverage
 from deniable.shared.privacy import shuffled_epsilon
 from deniable.shared.questions import numeric_mechanism

@@ -186,7 +186,7 @@ token_option = admin_token_file_option(ADMIN_TOKEN_FILE_VARIABLE)
 
 def read_token(token_file: Path | None) -> str:
     """The admin token from the file, else ``DENIABLE_AGGREGATOR_ADMIN_TOKEN``; else exit 2."""
-    from deniable.aggregator.server._auth import check_token, read_token_file
+    from deniable.aggregator.server import check_token, read_token_file
 
     if token_file is not None:
         with user_errors():

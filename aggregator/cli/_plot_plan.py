@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import click
 
-from deniable.aggregator.analysis._planner import Plan, plan
-from deniable.aggregator.analysis._planner_kinds import KindPlan, plan_question
+from deniable.aggregator.analysis.planning import KindPlan, Plan, plan, plan_question
 from deniable.aggregator.cli._common import user_errors
 from deniable.aggregator.cli._plot import (
     check_plot_path,

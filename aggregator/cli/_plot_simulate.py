@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, cast
 import click
 from click.core import ParameterSource
 
-from deniable.aggregator.analysis._simulate_sweep import (
+from deniable.aggregator.analysis.simulation import (
     DEFAULT_EPSILONS,
     Accuracy,
     Simulate,

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 
-from deniable.aggregator.analysis._distributions import parse_options
+from deniable.aggregator.analysis.simulation import parse_options
 from deniable.aggregator.cli._joint import PART_HELP, part_spec
 from deniable.aggregator.questions import QuestionAnalysis, analysis_for
 from deniable.shared.questions import question_from_spec, question_type, question_types

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from deniable.aggregator.analysis._report_html import QuestionResult, ReportData
+from deniable.aggregator.analysis.publishing import QuestionResult, ReportData
 from deniable.aggregator.cli._common import (
     emit_json,
     fail,

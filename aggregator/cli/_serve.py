@@ -19,15 +19,22 @@ from deniable.aggregator.cli._common import (
     fail,
     user_errors,
 )
-from deniable.aggregator.server._address import ListenAddress
-from deniable.aggregator.server._auth import load_or_create_token
-from deniable.aggregator.server._lifecycle import DEFAULT_LISTEN, start_server
-from deniable.aggregator.server._limits import LimitError, ServerLimits
-from deniable.aggregator.server._logging import configure_logging
-from deniable.aggregator.server._peer_limits import PeerLimit
-from deniable.aggregator.server._report_gate import IngestLimits
-from deniable.aggregator.server._tls import TlsError, load_server_tls, warn_if_plaintext
-from deniable.aggregator.server._watermark import DEFAULT_MIN_FREE, MinFree
+from deniable.aggregator.server import (
+    DEFAULT_LISTEN,
+    DEFAULT_MIN_FREE,
+    IngestLimits,
+    LimitError,
+    ListenAddress,
+    MinFree,
+    PeerLimit,
+    ServerLimits,
+    TlsError,
+    configure_logging,
+    load_or_create_token,
+    load_server_tls,
+    start_server,
+    warn_if_plaintext,
+)
 from deniable.aggregator.storage import StorageError, default_database_url, open_storage
 from deniable.aggregator.storage._url import data_dir
 from deniable.shared._cli import RETIRED_WARNINGS

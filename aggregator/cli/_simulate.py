@@ -10,7 +10,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from deniable.aggregator.analysis._simulate_sweep import DEFAULT_EPSILONS
+from deniable.aggregator.analysis.simulation import DEFAULT_EPSILONS
 from deniable.aggregator.cli._common import (
     admin_token_file_option,
     emit_json,

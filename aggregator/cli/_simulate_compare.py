@@ -7,7 +7,7 @@ from typing import cast
 
 import click
 
-from deniable.aggregator.analysis._compare_central import (
+from deniable.aggregator.analysis.simulation import (
     ModelsCompared,
     compare_local_central,
     sizes_up_to,

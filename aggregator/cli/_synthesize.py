@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from deniable.aggregator.analysis._synthesize import (
+from deniable.aggregator.analysis.publishing import (
     INDEPENDENCE,
     MAX_ROWS,
     PRIVACY,

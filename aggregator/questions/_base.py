@@ -8,8 +8,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from deniable.aggregator.analysis._simulate_sweep import Accuracy
-from deniable.aggregator.analysis._synthesize import QuestionSampler
+from deniable.aggregator.analysis.publishing import QuestionSampler
+from deniable.aggregator.analysis.simulation import Accuracy
 from deniable.shared.mechanisms import Mechanism
 from deniable.shared.questions import QuestionType, question_type, question_types
 from deniable.shared.transport import TlsConfig

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from deniable.aggregator.analysis._report_svg import (
+from deniable.aggregator.analysis.publishing import (
     escape,
     fmt,
     heat_map,
     interval_chart,
     intervals,
 )
-from deniable.aggregator.analysis._simulate_joint import JointSimulation
+from deniable.aggregator.analysis.simulation import JointSimulation
 from deniable.aggregator.questions._base import Emit
 from deniable.aggregator.questions._estimate_text import estimate_line
 from deniable.shared.questions.joint import cell_names, part_values

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from deniable.aggregator.analysis._report_svg import heat_map, interval_chart, intervals
+from deniable.aggregator.analysis.publishing import heat_map, interval_chart, intervals
 from deniable.aggregator.questions._base import Emit
 from deniable.shared.text import visible
 from deniable.shared.wire.v1 import aggregator_pb2 as pb

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from deniable.aggregator.analysis._planner_kinds import KindPlan, plan_question
+from deniable.aggregator.analysis.planning import KindPlan, plan_question
 from deniable.aggregator.questions._base import Emit, Outcome, PlanRequest
 from deniable.aggregator.questions._text import kind_plan_lines
 from deniable.shared.questions import question_type

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from deniable.aggregator.analysis._report_html import ReportData, render_report
+from deniable.aggregator.analysis.publishing import ReportData, render_report
 from deniable.aggregator.questions._base import analysis_for
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
@@ -17,5 +17,5 @@ def question_chart(question: pb.Question, data: dict[str, Any]) -> str:
 
 
 def report_page(data: ReportData) -> str:
-    """The whole page (see :func:`~deniable.aggregator.analysis._report_html.render_report`)."""
+    """The whole page (see :func:`~deniable.aggregator.analysis.publishing.render_report`)."""
     return render_report(data, question_chart)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from deniable.aggregator.analysis._synthesize import SynthesisPlan
+from deniable.aggregator.analysis.publishing import SynthesisPlan
 from deniable.aggregator.questions._base import analysis_for
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 

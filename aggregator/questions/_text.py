@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from deniable.aggregator.analysis._planner_kinds import KindPlan
+from deniable.aggregator.analysis.planning import KindPlan
 from deniable.aggregator.questions._base import Emit
 from deniable.shared.mechanisms import registered
 

@@ -6,13 +6,22 @@ from typing import Any, cast
 
 import numpy as np
 
-from deniable.aggregator.analysis._planner import plan
-from deniable.aggregator.analysis._report_svg import Interval, fmt, interval_chart
-from deniable.aggregator.analysis._simulate import SimulationResult, simulate_binary
-from deniable.aggregator.analysis._simulate_anytime import looks_line
-from deniable.aggregator.analysis._simulate_grpc import grpc_submitter
-from deniable.aggregator.analysis._simulate_sweep import Accuracy, rmse
-from deniable.aggregator.analysis._synthesize import QuestionSampler, single_column
+from deniable.aggregator.analysis.planning import plan
+from deniable.aggregator.analysis.publishing import (
+    Interval,
+    QuestionSampler,
+    fmt,
+    interval_chart,
+    single_column,
+)
+from deniable.aggregator.analysis.simulation import (
+    Accuracy,
+    SimulationResult,
+    grpc_submitter,
+    looks_line,
+    rmse,
+    simulate_binary,
+)
 from deniable.aggregator.questions._base import (
     Emit,
     Outcome,

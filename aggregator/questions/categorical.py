@@ -8,16 +8,24 @@ from typing import Any, cast
 
 import numpy as np
 
-from deniable.aggregator.analysis._distributions import check_shares, parse_shares
-from deniable.aggregator.analysis._report_svg import interval_chart, intervals, number_table
-from deniable.aggregator.analysis._simulate_anytime import looks_line
-from deniable.aggregator.analysis._simulate_categorical import (
+from deniable.aggregator.analysis.publishing import (
+    QuestionSampler,
+    interval_chart,
+    intervals,
+    number_table,
+    shares_of,
+    single_column,
+)
+from deniable.aggregator.analysis.simulation import (
+    Accuracy,
     CategoricalSimulation,
+    categorical_grpc_submitter,
+    check_shares,
+    looks_line,
+    parse_shares,
+    rmse,
     simulate_categorical,
 )
-from deniable.aggregator.analysis._simulate_grpc_kinds import categorical_grpc_submitter
-from deniable.aggregator.analysis._simulate_sweep import Accuracy, rmse
-from deniable.aggregator.analysis._synthesize import QuestionSampler, shares_of, single_column
 from deniable.aggregator.questions._base import (
     Emit,
     Outcome,

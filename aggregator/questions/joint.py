@@ -9,15 +9,16 @@ from typing import Any, cast
 import numpy as np
 from numpy.typing import NDArray
 
-from deniable.aggregator.analysis._distributions import parse_shares
-from deniable.aggregator.analysis._planner_joint import AssociationPlan, plan_associations
-from deniable.aggregator.analysis._simulate_grpc import (
+from deniable.aggregator.analysis.planning import AssociationPlan, plan_associations
+from deniable.aggregator.analysis.publishing import Column, QuestionSampler, numbers, shares_of
+from deniable.aggregator.analysis.simulation import (
     QUESTION_ID,
     GrpcTransport,
+    JointSimulation,
     aggregator_connection,
+    parse_shares,
+    simulate_joint,
 )
-from deniable.aggregator.analysis._simulate_joint import JointSimulation, simulate_joint
-from deniable.aggregator.analysis._synthesize import Column, QuestionSampler, numbers, shares_of
 from deniable.aggregator.questions._base import (
     Emit,
     Outcome,

@@ -8,19 +8,19 @@ from typing import Any, cast
 
 import numpy as np
 
-from deniable.aggregator.analysis._sample_size import margin_for, smallest_n
-from deniable.aggregator.analysis._simulate_grpc import aggregator_connection
-from deniable.aggregator.analysis._simulate_multi_select import (
-    MultiSelectGrpcSubmitter,
-    MultiSelectSimulation,
-    SetDistribution,
-    simulate_multi_select,
-)
-from deniable.aggregator.analysis._synthesize import (
+from deniable.aggregator.analysis.planning import margin_for, smallest_n
+from deniable.aggregator.analysis.publishing import (
     MAX_FITTED_ITEMS,
     Column,
     QuestionSampler,
     fit_max_entropy,
+)
+from deniable.aggregator.analysis.simulation import (
+    MultiSelectGrpcSubmitter,
+    MultiSelectSimulation,
+    SetDistribution,
+    aggregator_connection,
+    simulate_multi_select,
 )
 from deniable.aggregator.questions._base import (
     Emit,

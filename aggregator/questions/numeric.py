@@ -6,18 +6,24 @@ from typing import Any, cast
 
 import numpy as np
 
-from deniable.aggregator.analysis._distributions import NumericDistribution
-from deniable.aggregator.analysis._report_svg import Interval, fmt, interval_chart
-from deniable.aggregator.analysis._simulate_anytime import looks_line
-from deniable.aggregator.analysis._simulate_grpc_kinds import numeric_grpc_submitter
-from deniable.aggregator.analysis._simulate_numeric import NumericSimulation, simulate_numeric
-from deniable.aggregator.analysis._simulate_sweep import Accuracy, rmse
-from deniable.aggregator.analysis._synthesize import (
+from deniable.aggregator.analysis.publishing import (
+    Interval,
     QuestionSampler,
+    fmt,
+    interval_chart,
     max_entropy_rate,
     numbers,
     sample_max_entropy,
     single_column,
+)
+from deniable.aggregator.analysis.simulation import (
+    Accuracy,
+    NumericDistribution,
+    NumericSimulation,
+    looks_line,
+    numeric_grpc_submitter,
+    rmse,
+    simulate_numeric,
 )
 from deniable.aggregator.questions._base import (
     Emit,

@@ -22,9 +22,9 @@ import pytest
 from numpy.typing import ArrayLike, NDArray
 
 from deniable.aggregator.analysis._check import check
-from deniable.aggregator.analysis._planner_kinds import plan_question
-from deniable.aggregator.analysis._simulate_categorical import simulate_categorical
-from deniable.aggregator.analysis._simulate_grpc_kinds import categorical_grpc_submitter
+from deniable.aggregator.analysis.planning._compared import plan_question
+from deniable.aggregator.analysis.simulation._categorical import simulate_categorical
+from deniable.aggregator.analysis.simulation._grpc_kinds import categorical_grpc_submitter
 from deniable.aggregator.server import start_server
 from deniable.aggregator.storage import open_storage
 from deniable.aggregator.storage._reader import SqliteReader

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from deniable.aggregator.analysis._distributions import check_shares, parse_shares
-from deniable.aggregator.analysis._report_svg import interval_chart, intervals
-from deniable.aggregator.analysis._simulate_categorical import simulate_categorical
-from deniable.aggregator.analysis._synthesize import QuestionSampler, single_column
+from deniable.aggregator.analysis.publishing._report_svg import interval_chart, intervals
+from deniable.aggregator.analysis.publishing._synthesize import QuestionSampler, single_column
+from deniable.aggregator.analysis.simulation._categorical import simulate_categorical
+from deniable.aggregator.analysis.simulation._distributions import check_shares, parse_shares
 from deniable.aggregator.cli import cli
 from deniable.aggregator.questions import (
     Emit,

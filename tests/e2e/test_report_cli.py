@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from deniable.aggregator.analysis._report_svg import escape
+from deniable.aggregator.analysis.publishing._report_svg import escape
 from deniable.aggregator.server._lifecycle import RunningServer, start_server
 from deniable.aggregator.storage import open_storage
 from deniable.client import AggregatorClient

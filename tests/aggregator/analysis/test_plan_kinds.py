@@ -9,8 +9,8 @@ from collections.abc import Callable
 import pytest
 from scipy import stats
 
-from deniable.aggregator.analysis._planner_kinds import plan_categorical, plan_numeric
-from deniable.aggregator.analysis._sample_size import margin_achieved_by, participants_for
+from deniable.aggregator.analysis.planning._compared import plan_categorical, plan_numeric
+from deniable.aggregator.analysis.planning._sample_size import margin_achieved_by, participants_for
 from deniable.shared.mechanisms import DuchiMechanism, GeneralizedRandomizedResponse
 from deniable.shared.questions import (
     categorical_mechanism,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from deniable.aggregator.analysis._planner_joint import plan_associations
+from deniable.aggregator.analysis.planning._joint import plan_associations
 from deniable.shared.mechanisms import FrequencyOracle, Tally
 from deniable.shared.questions import JOINT, question_from_spec
 from deniable.shared.stats import normal_quantile

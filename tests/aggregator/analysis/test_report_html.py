@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from deniable.aggregator.analysis._report_html import (
+from deniable.aggregator.analysis.publishing._report_html import (
     QuestionResult,
     ReportData,
     participant_text,
 )
-from deniable.aggregator.analysis._report_svg import (
+from deniable.aggregator.analysis.publishing._report_svg import (
     WIDTH,
     Interval,
     escape,

@@ -75,7 +75,7 @@ def test_estimate_variance_and_coverage_match_theory(seed: int | None) -> None:
 
 
 def test_grpc_simulation_reads_back_exactly_the_in_process_estimate() -> None:
-    from deniable.aggregator.analysis._simulate_grpc import grpc_submitter
+    from deniable.aggregator.analysis.simulation._grpc import grpc_submitter
 
     spec = RandomizedResponse(0.5)
     local = simulate_binary(3000, 0.3, spec, repeats=2, seed=5)
@@ -92,7 +92,7 @@ def test_grpc_simulation_reads_back_exactly_the_in_process_estimate() -> None:
 
 
 def test_a_report_lost_on_the_way_is_detected() -> None:
-    from deniable.aggregator.analysis._simulate_grpc import grpc_submitter
+    from deniable.aggregator.analysis.simulation._grpc import grpc_submitter
 
     spec = RandomizedResponse(0.5)
     with (
@@ -103,7 +103,7 @@ def test_a_report_lost_on_the_way_is_detected() -> None:
 
 
 def test_grpc_submitter_validates_its_options() -> None:
-    from deniable.aggregator.analysis._simulate_grpc import grpc_submitter
+    from deniable.aggregator.analysis.simulation._grpc import grpc_submitter
 
     spec = RandomizedResponse(0.5)
     with (

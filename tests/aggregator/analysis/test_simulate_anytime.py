@@ -7,9 +7,9 @@ import json
 from scipy import stats
 
 from deniable.aggregator import simulate_binary
-from deniable.aggregator.analysis._simulate_anytime import look_ends
-from deniable.aggregator.analysis._simulate_categorical import simulate_categorical
-from deniable.aggregator.analysis._simulate_numeric import simulate_numeric
+from deniable.aggregator.analysis.simulation._anytime import look_ends
+from deniable.aggregator.analysis.simulation._categorical import simulate_categorical
+from deniable.aggregator.analysis.simulation._numeric import simulate_numeric
 from deniable.shared import RandomizedResponse
 from deniable.shared.questions import categorical_mechanism, numeric_mechanism
 from tests.conftest import RunCli

@@ -10,18 +10,18 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from deniable.aggregator.analysis._distributions import (
+from deniable.aggregator.analysis.simulation._categorical import simulate_categorical
+from deniable.aggregator.analysis.simulation._distributions import (
     NumericDistribution,
     check_shares,
     parse_options,
     parse_shares,
 )
-from deniable.aggregator.analysis._simulate_categorical import simulate_categorical
-from deniable.aggregator.analysis._simulate_grpc_kinds import (
+from deniable.aggregator.analysis.simulation._grpc_kinds import (
     categorical_grpc_submitter,
     numeric_grpc_submitter,
 )
-from deniable.aggregator.analysis._simulate_numeric import estimate_variance, simulate_numeric
+from deniable.aggregator.analysis.simulation._numeric import estimate_variance, simulate_numeric
 from deniable.shared.mechanisms import DuchiMechanism, estimate_frequencies, mechanism_of
 from deniable.shared.mechanisms._frequency_estimate import exact_frequency_coverage
 from deniable.shared.mechanisms._mean import estimate_mean_from_reports

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from deniable.aggregator.analysis._synthesize import (
+from deniable.aggregator.analysis.publishing._synthesize import (
     MAX_FITTED_ITEMS,
     fit_max_entropy,
     max_entropy_rate,

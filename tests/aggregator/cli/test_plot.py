@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from deniable.aggregator.analysis._simulate_sweep import (
+from deniable.aggregator.analysis.simulation._sweep import (
     SweepPoint,
     SweepResult,
     coverage_band,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from deniable.aggregator.analysis._distributions import check_shares
-from deniable.aggregator.analysis._sample_size import Variance, margin_for, smallest_n
+from deniable.aggregator.analysis.planning._sample_size import Variance, margin_for, smallest_n
+from deniable.aggregator.analysis.simulation import check_shares
 from deniable.shared.mechanisms import FrequencyOracle
 from deniable.shared.questions import JOINT
 from deniable.shared.wire.v1 import aggregator_pb2 as pb

@@ -11,14 +11,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from deniable.aggregator.analysis._distributions import NumericDistribution
-from deniable.aggregator.analysis._simulate import agreed
-from deniable.aggregator.analysis._simulate_anytime import (
+from deniable.aggregator.analysis.simulation._anytime import (
     RepeatedLooks,
     look_ends,
     numeric_looks,
     running_sums,
 )
+from deniable.aggregator.analysis.simulation._binary import agreed
+from deniable.aggregator.analysis.simulation._distributions import NumericDistribution
 from deniable.shared._validate import as_count, check_open_unit
 from deniable.shared.mechanisms import MeanEstimate, MeanTally, NumericMechanism, estimate_mean
 

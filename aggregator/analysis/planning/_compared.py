@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from deniable.aggregator.analysis._sample_size import (
+from deniable.aggregator.analysis.planning._sample_size import (
     check_mean_margin,
     check_share_margin,
     margin_for,

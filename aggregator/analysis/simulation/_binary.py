@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from deniable.aggregator.analysis._simulate_anytime import (
+from deniable.aggregator.analysis.simulation._anytime import (
     RepeatedLooks,
     binary_looks,
     look_ends,

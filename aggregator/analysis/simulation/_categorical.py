@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from deniable.aggregator.analysis._distributions import check_option_names, check_shares
-from deniable.aggregator.analysis._simulate import agreed, check_spec_type
-from deniable.aggregator.analysis._simulate_anytime import (
+from deniable.aggregator.analysis.simulation._anytime import (
     RepeatedLooks,
     categorical_looks,
     look_ends,
 )
+from deniable.aggregator.analysis.simulation._binary import agreed, check_spec_type
+from deniable.aggregator.analysis.simulation._distributions import check_option_names, check_shares
 from deniable.shared._validate import as_count, check_confidence
 from deniable.shared.mechanisms import (
     FrequencyEstimate,

@@ -15,9 +15,9 @@ from typing import Any, cast
 import numpy as np
 from numpy.typing import NDArray
 
-from deniable.aggregator.analysis._distributions import check_option_names
-from deniable.aggregator.analysis._simulate import check_spec_type
-from deniable.aggregator.analysis._simulate_grpc import (
+from deniable.aggregator.analysis.simulation._binary import check_spec_type
+from deniable.aggregator.analysis.simulation._distributions import check_option_names
+from deniable.aggregator.analysis.simulation._grpc import (
     GrpcTransport,
     aggregator_connection,
     from_estimate,

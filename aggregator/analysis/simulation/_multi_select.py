@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from deniable.aggregator.analysis._simulate import check_spec_type
-from deniable.aggregator.analysis._simulate_grpc import GrpcTransport
+from deniable.aggregator.analysis.simulation._binary import check_spec_type
+from deniable.aggregator.analysis.simulation._grpc import GrpcTransport
 from deniable.shared._validate import as_count, check_confidence
 from deniable.shared.mechanisms import ItemRandomizedResponse, Tally
 from deniable.shared.mechanisms._item_estimate import (

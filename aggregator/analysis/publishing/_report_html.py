@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from deniable.aggregator.analysis._report_svg import escape, fmt
+from deniable.aggregator.analysis.publishing._report_svg import escape, fmt
 from deniable.client import RefusedError, check_mechanism
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
