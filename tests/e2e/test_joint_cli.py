@@ -223,7 +223,7 @@ def test_simulate_and_plan_joint_refuse_bad_input(run_cli: RunCli) -> None:
          "parts[1].bins: must be an integer 2..1024, got 1"),
         (["deniable-aggregator", "plan", "--type", "joint", "--part", "a", "--part", "b",
           "--epsilon", "1", "--margin", "0.1", "--mechanism", "olh"],
-         "unknown kind 'olh' of a joint question; expected one of: auto, grr, oue"),
+         "--mechanism olh does not apply to --type joint (expected one of: auto, grr, oue)"),
     ]  # fmt: skip
     for args, message in cases:
         done = run_cli(*args)

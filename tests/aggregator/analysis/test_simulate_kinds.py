@@ -481,7 +481,10 @@ def test_simulate_numeric_json_and_text(run_cli: RunCli) -> None:
         ([*CATEGORICAL[:6], "0.5,x,0.5", *CATEGORICAL[7:]], "'x' is not a number"),
         ([*CATEGORICAL[:4], "a,b,a", *CATEGORICAL[5:]], "got 'a' twice"),
         ([*CATEGORICAL, "--p", "0.3"], "--p does not apply to --type categorical"),
-        ([*CATEGORICAL, "--mechanism", "rappor"], "unknown kind 'rappor'"),
+        (
+            [*CATEGORICAL, "--mechanism", "rappor"],
+            "--mechanism rappor does not apply to --type categorical",
+        ),
         ([*NUMERIC[:8], "beta:0,1", *NUMERIC[9:]], "beta shapes must be > 0"),
         ([*NUMERIC[:8], "constant:200", *NUMERIC[9:]], "constant value 200.0 is outside"),
         ([*NUMERIC[:8], "normal", *NUMERIC[9:]], "unknown distribution 'normal'"),
