@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 
-from deniable.aggregator import analysis as curator
+from deniable.aggregator.central import curator
 from deniable.aggregator.cli._common import PREFIX, emit_json, fail
 from deniable.shared.sampling import ByteSource, source_for
 

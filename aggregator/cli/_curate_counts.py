@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from deniable.aggregator import analysis as curator
+from deniable.aggregator.central import curator
 from deniable.aggregator.cli._curate_common import (
     byte_source,
     charge,

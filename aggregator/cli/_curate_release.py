@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from deniable.aggregator import analysis as curator
+from deniable.aggregator.central import curator
 from deniable.aggregator.cli._common import emit_json
 from deniable.aggregator.cli._curate_common import (
     check_seed,

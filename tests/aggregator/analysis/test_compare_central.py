@@ -14,7 +14,7 @@ from deniable.aggregator.analysis._compare_central import (
     compare_local_central,
     sizes_up_to,
 )
-from deniable.aggregator.analysis._curator_noise import discrete_laplace_pmf, noise_scale
+from deniable.aggregator.central.curator import discrete_laplace_pmf, noise_scale
 from deniable.shared.mechanisms import RandomizedResponse
 from tests.conftest import RunCli
 
