@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from deniable.aggregator.central.curator import Ledger, _noise, file_digest
-from deniable.aggregator.cli._curate import curate_group
+from deniable.aggregator.cli.curate import curate_group
 from deniable.shared.sampling import discrete_laplace
 
 
