@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from deniable.aggregator.analysis import central_laplace_count
+from deniable.aggregator.central.curator import central_laplace_count
 from deniable.shared.mechanisms import (
     GeneralizedRandomizedResponse,
     ItemRandomizedResponse,

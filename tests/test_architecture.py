@@ -22,8 +22,18 @@ FOLDERS = {
     "aggregator": "deniable.aggregator",
 }
 
-# Who may import whom inside the aggregator: each subpackage only from those at its right.
+# Who may import whom inside the aggregator: each layer only from those at its right.
 AGGREGATOR_LAYERS = ("cli", "questions", "analysis", "server", "storage")
+# Beside the layers: ``central`` (the trusted curator and the closeness audit, for a custodian
+# of raw data) imports no other subpackage of the aggregator, only ``deniable.shared`` and
+# itself; the layers named here may use it, through its subpackages' public faces only
+# (``analysis`` for the local-versus-central comparison of ``simulate --compare-central``).
+CENTRAL = "central"
+CENTRAL_USERS = ("cli", "analysis")
+AGGREGATOR_ALLOWED: dict[str, set[str]] = {
+    layer: {*AGGREGATOR_LAYERS[i:], *([CENTRAL] if layer in CENTRAL_USERS else [])}
+    for i, layer in enumerate(AGGREGATOR_LAYERS)
+} | {CENTRAL: {CENTRAL}}
 
 
 @dataclass(frozen=True)
@@ -108,18 +118,78 @@ def test_the_aggregator_uses_only_the_clients_public_api() -> None:
     assert wrong == []
 
 
-@pytest.mark.parametrize("layer", AGGREGATOR_LAYERS)
-def test_aggregator_layers_import_only_downwards(layer: str) -> None:
-    allowed = AGGREGATOR_LAYERS[AGGREGATOR_LAYERS.index(layer) :]
+def _layer_violations(imports: list[Import], layer: str) -> list[Import]:
+    """Imports of the aggregator's ``layer`` that reach a subpackage it may not use."""
+    allowed = AGGREGATOR_ALLOWED[layer]
     package = f"deniable.aggregator.{layer}"
     wrong = []
-    for item in IMPORTS:
+    for item in imports:
         if not _under(item.module, package) or not _under(item.target, "deniable.aggregator"):
             continue
         parts = item.target.split(".")
         if len(parts) > 2 and parts[2] not in allowed:
             wrong.append(item)
-    assert wrong == []
+    return wrong
+
+
+def _central_violations(imports: list[Import]) -> list[Import]:
+    """``central`` reaching past ``deniable.shared`` and itself, or others past its faces."""
+    central = f"deniable.aggregator.{CENTRAL}"
+    wrong = []
+    for item in imports:
+        if _under(item.module, central):
+            if _under(item.target, "deniable") and not (
+                _under(item.target, "deniable.shared") or _under(item.target, central)
+            ):
+                wrong.append(item)
+        elif _under(item.target, central):
+            # deniable.aggregator.central.<subpackage>[.<public name>]
+            parts = item.target.split(".")
+            if len(parts) < 4 or any(part.startswith("_") for part in parts[3:]):
+                wrong.append(item)
+    return wrong
+
+
+def test_every_aggregator_subpackage_has_a_place() -> None:
+    found = {path.parent.name for path in (ROOT / "aggregator").glob("*/__init__.py")}
+    assert found == set(AGGREGATOR_ALLOWED)  # a new subpackage is placed before it is checked
+
+
+@pytest.mark.parametrize("layer", sorted(AGGREGATOR_ALLOWED))
+def test_aggregator_layers_import_only_downwards(layer: str) -> None:
+    assert _layer_violations(IMPORTS, layer) == []
+
+
+def test_central_imports_only_shared_and_is_used_through_its_faces() -> None:
+    assert _central_violations(IMPORTS) == []
+
+
+def test_the_layer_checks_see_a_violation() -> None:
+    noise = "deniable.aggregator.central.curator._noise"
+    upward = Import(noise, "deniable.aggregator.analysis._planner.plan", 1, True)
+    into = Import(
+        "deniable.aggregator.server._service", "deniable.aggregator.central.curator", 1, True
+    )
+    assert _layer_violations([*IMPORTS, upward], CENTRAL) == [upward]
+    assert _layer_violations([*IMPORTS, into], "server") == [into]
+    wrong = [
+        upward,
+        Import(noise, "deniable.client.Client", 2, False),  # inside a function too
+        Import(noise, "deniable.aggregator.require_extra", 3, True),
+        Import("deniable.aggregator.cli._closeness", f"{noise}.noise_scale", 4, True),
+        Import("deniable.aggregator.cli._closeness", "deniable.aggregator.central", 5, True),
+    ]
+    fine = [
+        Import(noise, "deniable.shared.sampling.os_source", 6, True),
+        Import(noise, "deniable.aggregator.central.curator._table.Table", 7, True),
+        Import(
+            "deniable.aggregator.cli._closeness", "deniable.aggregator.central.closeness", 8, True
+        ),
+        Import(
+            "deniable.aggregator.analysis._x", "deniable.aggregator.central.curator.Ledger", 9, True
+        ),
+    ]
+    assert _central_violations([*IMPORTS, *wrong, *fine]) == wrong
 
 
 def _cycles(imports: list[Import]) -> list[list[str]]:

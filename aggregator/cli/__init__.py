@@ -36,7 +36,7 @@ COMMANDS = {
         "Audit a generalized CSV table for closeness of its classes.",
     ),
     "curate": (
-        "deniable.aggregator.cli._curate",
+        "deniable.aggregator.cli.curate",
         "curate_group",
         "Central queries on data you hold: Laplace noise of scale Δ/ε, a privacy budget.",
     ),

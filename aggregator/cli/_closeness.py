@@ -6,11 +6,12 @@ from fractions import Fraction
 
 import click
 
-from deniable.aggregator.analysis._closeness import (
+from deniable.aggregator.central.closeness import (
     DISTANCES,
     ClosenessReport,
     closeness,
     measure,
+    n_closeness,
     parse_epsilon,
     read_table,
 )
@@ -78,8 +79,6 @@ def closeness_command(
     unreadable or malformed CSV, unknown column, empty table, bad distance, ε out of
     range, N outside [1, rows].
     """
-    from deniable.aggregator.analysis._closeness_search import n_closeness
-
     try:
         measured = measure(distance)
         threshold = None if epsilon is None else parse_epsilon(epsilon)

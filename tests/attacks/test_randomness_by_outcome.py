@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from deniable.aggregator.analysis import central_laplace_count
+from deniable.aggregator.central.curator import central_laplace_count
 from deniable.shared.mechanisms import (
     DuchiMechanism,
     GeneralizedRandomizedResponse,

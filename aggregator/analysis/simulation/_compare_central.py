@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from deniable.aggregator.analysis._curator_noise import discrete_half_width, noise_scale
+from deniable.aggregator.central.curator import discrete_half_width, noise_scale
 from deniable.shared._validate import as_count, check_confidence, check_unit_interval
 from deniable.shared.mechanisms import RandomizedResponse, estimate_proportion
 from deniable.shared.sampling import discrete_laplace, source_for

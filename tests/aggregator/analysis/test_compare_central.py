@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from deniable.aggregator.analysis._curator_noise import discrete_laplace_pmf, noise_scale
 from deniable.aggregator.analysis.simulation._compare_central import (
     central_theory,
     compare_local_central,
     sizes_up_to,
 )
+from deniable.aggregator.central.curator import discrete_laplace_pmf, noise_scale
 from deniable.shared.mechanisms import RandomizedResponse
 from tests.conftest import RunCli
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from deniable.aggregator.analysis import _closeness_search
+from deniable.aggregator.central.closeness import _search
 from deniable.aggregator.cli import cli
 from tests.conftest import RunCli
 
@@ -188,7 +188,7 @@ def test_a_failed_integer_program_is_one_error_line_exit_1(
     def unfinished(*args: object, **kwargs: object) -> None:
         raise RuntimeError("the integer program did not finish: time limit reached")
 
-    monkeypatch.setattr(_closeness_search, "solve_l1", unfinished)
+    monkeypatch.setattr(_search, "solve_l1", unfinished)
     done = CliRunner().invoke(
         cli, ["closeness", str(nine), *AUDIT[1:], "--epsilon", "1/2", "--n", "3"]
     )

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from deniable.aggregator.analysis import Ledger, _curator_noise, file_digest
-from deniable.aggregator.cli._curate import curate_group
+from deniable.aggregator.central.curator import Ledger, _noise, file_digest
+from deniable.aggregator.cli.curate import curate_group
 from deniable.shared.sampling import discrete_laplace
 
 
@@ -28,7 +28,7 @@ def test_a_refused_query_draws_no_noise_and_a_spend_precedes_the_draw(
         draws.append(len(budget.spends))
         return discrete_laplace(*args)
 
-    monkeypatch.setattr(_curator_noise, "discrete_laplace", watched)
+    monkeypatch.setattr(_noise, "discrete_laplace", watched)
     base = ["count", str(data), "--ledger", str(ledger)]
     done = CliRunner().invoke(curate_group, [*base, "--epsilon", "0.6", "--budget", "1"])
     assert done.exit_code == 0, done.output

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-from deniable.aggregator.analysis._curator_noise import check_curator_epsilon, exact_epsilon
-from deniable.aggregator.analysis._curator_table import CuratorError
+from deniable.aggregator.central.curator._noise import check_curator_epsilon, exact_epsilon
+from deniable.aggregator.central.curator._table import CuratorError
 
 __all__ = ["BudgetExceededError", "Ledger", "Spend", "default_ledger_path"]
 

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import click
 
-from deniable.aggregator import analysis as curator
+from deniable.aggregator.central import curator
 from deniable.aggregator.cli._common import emit_json
-from deniable.aggregator.cli._curate_common import (
+from deniable.aggregator.cli.curate._options import (
+    check_before_spending,
     check_seed,
     curator_errors,
     data_argument,
@@ -20,7 +21,6 @@ from deniable.aggregator.cli._curate_common import (
     spend,
     spend_options,
 )
-from deniable.aggregator.cli._curate_counts import check_before_spending
 
 __all__ = ["ledger_command", "release_command"]
 

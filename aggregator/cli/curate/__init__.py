@@ -1,4 +1,10 @@
-"""``deniable-aggregator curate``: central Laplace queries on a CSV file the curator holds."""
+"""``deniable-aggregator curate``: central Laplace queries on a CSV file the curator holds.
+
+One module per family of subcommands: ``_counts`` (count, histogram), ``_numeric`` (sum,
+mean), ``_release`` (release, ledger); ``_options`` holds what they share (options, the
+data, the budget spend, the output). The curator is used only through its public face,
+``deniable.aggregator.central.curator``.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +12,10 @@ import inspect
 
 import click
 
-from deniable.aggregator.cli._curate_common import EXIT_CODES_HELP
-from deniable.aggregator.cli._curate_counts import count_command, histogram_command
-from deniable.aggregator.cli._curate_numeric import mean_command, sum_command
-from deniable.aggregator.cli._curate_release import ledger_command, release_command
+from deniable.aggregator.cli.curate._counts import count_command, histogram_command
+from deniable.aggregator.cli.curate._numeric import mean_command, sum_command
+from deniable.aggregator.cli.curate._options import EXIT_CODES_HELP
+from deniable.aggregator.cli.curate._release import ledger_command, release_command
 
 __all__ = ["curate_group"]
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from deniable.aggregator.analysis._curator_where import Value
+from deniable.aggregator.central.curator._where import Value
 
 __all__ = ["TYPES", "CuratorError", "Table", "file_digest", "load_table", "parse_types"]
 

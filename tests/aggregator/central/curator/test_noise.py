@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from deniable.aggregator.analysis import (
+from deniable.aggregator.central.curator import (
     NoisyCount,
     central_laplace_count,
     clamp_bias,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from deniable.aggregator.analysis._closeness import ClosenessReport, shares
+from deniable.aggregator.central.closeness._audit import ClosenessReport, shares
 
 __all__ = [
     "DENOMINATOR_LIMIT",

@@ -7,10 +7,11 @@ from typing import Any
 
 import click
 
-from deniable.aggregator import analysis as curator
-from deniable.aggregator.cli._curate_common import (
+from deniable.aggregator.central import curator
+from deniable.aggregator.cli.curate._options import (
     byte_source,
     charge,
+    check_before_spending,
     check_mode,
     curator_errors,
     data_argument,
@@ -23,22 +24,7 @@ from deniable.aggregator.cli._curate_common import (
     spend_options,
 )
 
-__all__ = ["check_before_spending", "count_command", "histogram_command"]
-
-
-def check_before_spending(
-    table: curator.Table, confidence: float, neighbours: str, max_rows: int | None
-) -> None:
-    """Every option a query checks, checked before the ledger is touched."""
-    if not 0 < confidence < 1:
-        raise curator.CuratorError(f"--confidence must be in (0, 1), got {confidence!r}")
-    if max_rows is not None:
-        if neighbours == "replace":
-            raise curator.CuratorError(
-                "--max-rows is for --neighbours add-remove (under replace the row count is public)"
-            )
-        if max_rows < len(table.rows):
-            raise curator.CuratorError(f"--max-rows {max_rows} is below the table's row count")
+__all__ = ["count_command", "histogram_command"]
 
 
 def _clamped(value: float, upper: int | None) -> int:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from deniable.aggregator.analysis._curator_noise import (
+from deniable.aggregator.central.curator._noise import (
     NoisyCount,
     central_laplace_count,
 )
-from deniable.aggregator.analysis._curator_table import CuratorError, Table
-from deniable.aggregator.analysis._curator_where import Condition, Value
+from deniable.aggregator.central.curator._table import CuratorError, Table
+from deniable.aggregator.central.curator._where import Condition, Value
 from deniable.shared.sampling import ByteSource, os_source
 
 __all__ = [

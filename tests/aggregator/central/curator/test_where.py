@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deniable.aggregator.analysis import Condition, ConditionError, Value, parse_where
-from deniable.aggregator.analysis._curator_where import And, Compare, Not, Or
+from deniable.aggregator.central.curator import Condition, ConditionError, Value, parse_where
+from deniable.aggregator.central.curator._where import And, Compare, Not, Or
 
 TYPES = {"age": "int", "score": "float", "dept": "str", "odd name": "str"}
 ROW: dict[str, Value] = {"age": 34, "score": 2.5, "dept": "HR", "odd name": "it's"}

@@ -11,16 +11,16 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from deniable.aggregator.analysis._curator_noise import (
+from deniable.aggregator.central.curator._noise import (
     check_confidence,
     check_curator_epsilon,
     discrete_half_width,
     noise_scale,
     noisy_integer,
 )
-from deniable.aggregator.analysis._curator_queries import count_upper, histogram_sensitivity
-from deniable.aggregator.analysis._curator_table import CuratorError, Table
-from deniable.aggregator.analysis._curator_where import Condition, Value
+from deniable.aggregator.central.curator._queries import count_upper, histogram_sensitivity
+from deniable.aggregator.central.curator._table import CuratorError, Table
+from deniable.aggregator.central.curator._where import Condition, Value
 from deniable.shared.sampling import ByteSource, os_source
 
 __all__ = ["FORMAT", "Release", "ReleasedAnswer", "make_release", "read_release"]

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 
-from deniable.aggregator import analysis as curator
+from deniable.aggregator.central import curator
 from deniable.aggregator.cli._common import PREFIX, emit_json, fail
 from deniable.shared.sampling import ByteSource, source_for
 
@@ -163,6 +163,21 @@ def check_mode(data: Path | None, release: Path | None, options: dict[str, Any])
         raise curator.CuratorError(
             f"{', '.join(given)}: not used with --from-release (it spends nothing)"
         )
+
+
+def check_before_spending(
+    table: curator.Table, confidence: float, neighbours: str, max_rows: int | None
+) -> None:
+    """Every option a query checks, checked before the ledger is touched."""
+    if not 0 < confidence < 1:
+        raise curator.CuratorError(f"--confidence must be in (0, 1), got {confidence!r}")
+    if max_rows is not None:
+        if neighbours == "replace":
+            raise curator.CuratorError(
+                "--max-rows is for --neighbours add-remove (under replace the row count is public)"
+            )
+        if max_rows < len(table.rows):
+            raise curator.CuratorError(f"--max-rows {max_rows} is below the table's row count")
 
 
 def spend(

@@ -12,17 +12,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deniable.aggregator.analysis._closeness import (
+from deniable.aggregator.central.closeness import (
     Table,
     closeness,
     kl_bits,
     l2_squared,
     measure,
+    n_closeness,
     parse_epsilon,
     read_table,
     variational,
 )
-from deniable.aggregator.analysis._closeness_search import _descend, n_closeness, solve_l1
+from deniable.aggregator.central.closeness._search import _descend, solve_l1
 
 # Nine people, generalized to three classes of three by postcode range and points range;
 # the sensitive column is the operating system they use.

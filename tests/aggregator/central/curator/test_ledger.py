@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from deniable.aggregator.analysis import BudgetExceededError, CuratorError, Ledger
+from deniable.aggregator.central.curator import BudgetExceededError, CuratorError, Ledger
 
 DIGEST = "ab" * 32
 

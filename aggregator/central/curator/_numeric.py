@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from deniable.aggregator.analysis._curator_noise import (
+from deniable.aggregator.central.curator._noise import (
     INTERVAL_METHOD,
     NoisyCount,
     central_laplace_count,
@@ -17,9 +17,9 @@ from deniable.aggregator.analysis._curator_noise import (
     noise_scale,
     noisy_integer,
 )
-from deniable.aggregator.analysis._curator_queries import check_neighbours, matching
-from deniable.aggregator.analysis._curator_table import CuratorError, Table
-from deniable.aggregator.analysis._curator_where import Condition, Value
+from deniable.aggregator.central.curator._queries import check_neighbours, matching
+from deniable.aggregator.central.curator._table import CuratorError, Table
+from deniable.aggregator.central.curator._where import Condition, Value
 from deniable.shared.sampling import ByteSource, os_source
 
 __all__ = ["NoisyMean", "NoisySum", "SumSpec", "mean_interval", "noisy_mean", "noisy_sum"]

@@ -8,10 +8,11 @@ from typing import Any, TypeVar
 
 import click
 
-from deniable.aggregator import analysis as curator
-from deniable.aggregator.cli._curate_common import (
+from deniable.aggregator.central import curator
+from deniable.aggregator.cli.curate._options import (
     byte_source,
     charge,
+    check_before_spending,
     check_mode,
     curator_errors,
     data_argument,
@@ -23,7 +24,6 @@ from deniable.aggregator.cli._curate_common import (
     release_privacy,
     spend_options,
 )
-from deniable.aggregator.cli._curate_counts import check_before_spending
 
 __all__ = ["mean_command", "sum_command"]
 

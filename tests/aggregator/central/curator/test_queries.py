@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from deniable.aggregator.analysis import (
+from deniable.aggregator.central.curator import (
     CuratorError,
     SumSpec,
     Table,

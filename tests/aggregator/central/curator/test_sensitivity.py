@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deniable.aggregator.analysis import (
+from deniable.aggregator.central.curator import (
     CuratorError,
     SumSpec,
     Table,
