@@ -1,7 +1,8 @@
 """The package's shape: one-way layers, no import cycles, mechanisms dispatched by interface.
 
 Read from the source (``ast``), not by importing, so that an import made inside a function
-counts as much as one at the top of a module.
+counts as much as one at the top of a module: a cycle held apart only by importing inside a
+function is still a cycle. Imports under ``if TYPE_CHECKING:`` never run and do not count.
 """
 
 from __future__ import annotations
@@ -25,13 +26,23 @@ FOLDERS = {
 # Who may import whom inside the aggregator: each subpackage only from those at its right.
 AGGREGATOR_LAYERS = ("cli", "analysis", "server", "storage")
 
+# The one import cycle left, and the only exception to the rule against cycles: PostgresStorage
+# imports _postgres_copy inside two methods, and _postgres_copy imports _postgres at the top.
+# Branch `storage` (issue 34) breaks it; when that branch is merged, delete this constant,
+# its use in test_no_import_cycles and test_the_known_cycle_is_the_only_one (which fails then).
+KNOWN_CYCLE_EDGE = (
+    "deniable.aggregator.storage._postgres",
+    "deniable.aggregator.storage._postgres_copy",
+)
+
 
 @dataclass(frozen=True)
 class Import:
     module: str  # the importing module
     target: str  # the imported module (or module.name)
     line: int
-    top_level: bool  # at module level, outside ``if TYPE_CHECKING``
+    top_level: bool  # at module level (not inside a function, class or other block)
+    type_only: bool = False  # under ``if TYPE_CHECKING:``: never runs
 
 
 def _module_name(path: Path) -> str:
@@ -52,19 +63,21 @@ def _sources() -> Iterator[tuple[str, ast.Module]]:
 
 def _imports(module: str, tree: ast.Module) -> Iterator[Import]:
     top = {id(node) for node in tree.body}
-    checking: set[int] = set()
-    for statement in tree.body:
+    checking: set[int] = set()  # the bodies of ``if TYPE_CHECKING:``, wherever they are
+    for statement in ast.walk(tree):
         if isinstance(statement, ast.If) and "TYPE_CHECKING" in ast.unparse(statement.test):
-            checking.update(id(child) for child in ast.walk(statement))
+            for child in statement.body:
+                checking.update(id(node) for node in ast.walk(child))
     for node in ast.walk(tree):
-        top_level = id(node) in top and id(node) not in checking
+        top_level, type_only = id(node) in top, id(node) in checking
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield Import(module, alias.name, node.lineno, top_level)
+                yield Import(module, alias.name, node.lineno, top_level, type_only)
         elif isinstance(node, ast.ImportFrom) and node.module:
             assert node.level == 0, f"{module}:{node.lineno}: relative import"
             for alias in node.names:
-                yield Import(module, f"{node.module}.{alias.name}", node.lineno, top_level)
+                target = f"{node.module}.{alias.name}"
+                yield Import(module, target, node.lineno, top_level, type_only)
 
 
 SOURCES = dict(_sources())
@@ -122,15 +135,21 @@ def test_aggregator_layers_import_only_downwards(layer: str) -> None:
     assert wrong == []
 
 
-def _cycles(imports: list[Import]) -> list[list[str]]:
-    """Cycles among module-level imports (a function-level import breaks a cycle)."""
+def _cycles(imports: list[Import], allowed: tuple[str, str] | None = None) -> list[list[str]]:
+    """Cycles among the imports that run, at module level or inside functions.
+
+    Only imports under ``if TYPE_CHECKING:`` are left out. ``allowed``: one edge
+    (importer, imported) left out too, when it is imported inside a function.
+    """
     graph: dict[str, set[str]] = {module: set() for module in SOURCES}
     for item in imports:
-        if not item.top_level:
+        if item.type_only:
             continue
         target = item.target
         while target and target not in SOURCES:  # "pkg.module.name" -> "pkg.module"
             target = target.rpartition(".")[0]
+        if not item.top_level and (item.module, target) == allowed:
+            continue
         if target and target != item.module and not item.module.startswith(target + "."):
             graph[item.module].add(target)
     state: dict[str, int] = {}  # 1: on the current path, 2: done
@@ -151,15 +170,44 @@ def _cycles(imports: list[Import]) -> list[list[str]]:
     return cycles
 
 
-def test_no_import_cycles_at_module_level() -> None:
-    assert _cycles(IMPORTS) == []
+def test_no_import_cycles() -> None:
+    assert _cycles(IMPORTS, allowed=KNOWN_CYCLE_EDGE) == []
+
+
+def test_the_known_cycle_is_the_only_one() -> None:
+    a, b = KNOWN_CYCLE_EDGE
+    assert _cycles(IMPORTS) == [[a, b, a]]
 
 
 def test_the_cycle_check_sees_a_cycle() -> None:
     a, b = "deniable.shared._exact", "deniable.shared._validate"
     loop = [Import(a, f"{b}.as_real", 1, True), Import(b, f"{a}.exp_at_least", 1, True)]
-    assert _cycles([*IMPORTS, *loop]) == [[a, b, a]]
-    assert _cycles([*IMPORTS, loop[0], Import(b, a, 5, False)]) == []  # inside a function
+    assert _cycles([*IMPORTS, *loop], allowed=KNOWN_CYCLE_EDGE) == [[a, b, a]]
+    inside = Import(b, a, 5, False)  # inside a function: runs all the same
+    assert _cycles([*IMPORTS, loop[0], inside], allowed=KNOWN_CYCLE_EDGE) == [[a, b, a]]
+    typing = Import(b, a, 5, False, type_only=True)  # under if TYPE_CHECKING: never runs
+    assert _cycles([*IMPORTS, loop[0], typing], allowed=KNOWN_CYCLE_EDGE) == []
+
+
+def test_imports_are_read_where_they_run() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "import deniable.shared._exact\n"
+        "if TYPE_CHECKING:\n"
+        "    from deniable.shared import _validate\n"
+        "def f():\n"
+        "    from deniable.shared.stats import normal_quantile\n"
+        "    if TYPE_CHECKING:\n"
+        "        import deniable.shared.sampling\n"
+    )
+    found = {i.target: (i.top_level, i.type_only) for i in _imports("probe", ast.parse(source))}
+    assert found == {
+        "typing.TYPE_CHECKING": (True, False),
+        "deniable.shared._exact": (True, False),
+        "deniable.shared._validate": (False, True),
+        "deniable.shared.stats.normal_quantile": (False, False),
+        "deniable.shared.sampling": (False, True),
+    }
 
 
 _BASES: tuple[type[Mechanism], ...] = (Mechanism, FrequencyOracle, NumericMechanism)
