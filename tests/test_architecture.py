@@ -26,6 +26,24 @@ FOLDERS = {
 # Who may import whom inside the aggregator: each subpackage only from those at its right.
 AGGREGATOR_LAYERS = ("cli", "analysis", "server", "storage")
 
+# The layers of deniable.shared.mechanisms, lowest first: a module imports only from its own
+# layer or those below (the cycle check orders a layer inside). A module not listed is a
+# concrete mechanism: a new mechanism is one module (plus register()), nothing here.
+MECHANISM_LAYERS: tuple[tuple[str, frozenset[str]], ...] = tuple(
+    (name, frozenset(modules.split()))
+    for name, modules in (
+        ("helpers", "_parameters _mean_intervals _numeric_sampling _universal_hash _oue_wire"),
+        ("protocols and tallies", "_rates _tally"),
+        (
+            "estimators",
+            "_proportion _rr_coverage _frequency_estimate _item_estimate _mean _anytime",
+        ),
+        ("mechanism bases", "_base _options _frequency_oracle _numeric"),
+        ("concrete mechanisms", ""),
+        ("registry", "_registry _wire __init__"),
+    )
+)
+
 # The one import cycle left, and the only exception to the rule against cycles: PostgresStorage
 # imports _postgres_copy inside two methods, and _postgres_copy imports _postgres at the top.
 # Branch `storage` (issue 34) breaks it; when that branch is merged, delete this constant,
@@ -133,6 +151,51 @@ def test_aggregator_layers_import_only_downwards(layer: str) -> None:
         if len(parts) > 2 and parts[2] not in allowed:
             wrong.append(item)
     assert wrong == []
+
+
+def _mechanism_layer(module: str) -> int:
+    """Index in MECHANISM_LAYERS of a module of deniable.shared.mechanisms."""
+    short = module.removeprefix("deniable.shared.mechanisms").lstrip(".") or "__init__"
+    for index, (_, modules) in enumerate(MECHANISM_LAYERS):
+        if short in modules:
+            return index
+    return [name for name, _ in MECHANISM_LAYERS].index("concrete mechanisms")
+
+
+def _upward_in_mechanisms(imports: list[Import]) -> list[Import]:
+    """Imports inside deniable.shared.mechanisms of a higher layer (TYPE_CHECKING ones too)."""
+    package = "deniable.shared.mechanisms"
+    wrong = []
+    for item in imports:
+        if not _under(item.module, package) or not _under(item.target, package):
+            continue
+        target = item.target
+        while target not in SOURCES:  # "pkg.module.name" -> "pkg.module"
+            target = target.rpartition(".")[0]
+        if _mechanism_layer(target) > _mechanism_layer(item.module):
+            wrong.append(item)
+    return wrong
+
+
+def test_mechanism_modules_import_only_downwards() -> None:
+    assert _upward_in_mechanisms(IMPORTS) == []
+
+
+def test_the_layer_check_sees_an_upward_import() -> None:
+    package = "deniable.shared.mechanisms"
+    probe = Import(f"{package}._proportion", f"{package}.randomized_response.X", 1, False, True)
+    assert _upward_in_mechanisms([*IMPORTS, probe]) == [probe]
+
+
+def test_every_private_mechanism_module_has_a_layer() -> None:
+    listed = set().union(*(modules for _, modules in MECHANISM_LAYERS))
+    private = {
+        module.rpartition(".")[2]
+        for module in SOURCES
+        if _under(module, "deniable.shared.mechanisms") and module.rpartition(".")[2][0] == "_"
+    }
+    assert private - listed == set()
+    assert listed - private - {"__init__"} == set()
 
 
 def _cycles(imports: list[Import], allowed: tuple[str, str] | None = None) -> list[list[str]]:
