@@ -22,6 +22,7 @@ __all__ = [
     "ProportionEstimate",
     "debias",
     "estimate_proportion",
+    "keep_probability",
     "keep_rates",
     "proportion_arrays",
     "report_rate",
