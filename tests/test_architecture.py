@@ -1,7 +1,8 @@
 """The package's shape: one-way layers, no import cycles, mechanisms dispatched by interface.
 
 Read from the source (``ast``), not by importing, so that an import made inside a function
-counts as much as one at the top of a module.
+counts as much as one at the top of a module: a cycle held apart only by importing inside a
+function is still a cycle. Imports under ``if TYPE_CHECKING:`` never run and do not count.
 """
 
 from __future__ import annotations
@@ -35,13 +36,41 @@ AGGREGATOR_ALLOWED: dict[str, set[str]] = {
     for i, layer in enumerate(AGGREGATOR_LAYERS)
 } | {CENTRAL: {CENTRAL}}
 
+# The layers of deniable.shared.mechanisms, lowest first: a module imports only from its own
+# layer or those below (the cycle check orders a layer inside). A module not listed is a
+# concrete mechanism: a new mechanism is one module (plus register()), nothing here.
+MECHANISM_LAYERS: tuple[tuple[str, frozenset[str]], ...] = tuple(
+    (name, frozenset(modules.split()))
+    for name, modules in (
+        ("helpers", "_parameters _mean_intervals _numeric_sampling _universal_hash _oue_wire"),
+        ("protocols and tallies", "_rates _tally"),
+        (
+            "estimators",
+            "_proportion _rr_coverage _frequency_estimate _item_estimate _mean _anytime",
+        ),
+        ("mechanism bases", "_base _options _frequency_oracle _numeric"),
+        ("concrete mechanisms", ""),
+        ("registry", "_registry _wire __init__"),
+    )
+)
+
+# The one import cycle left, and the only exception to the rule against cycles: PostgresStorage
+# imports _postgres_copy inside two methods, and _postgres_copy imports _postgres at the top.
+# Branch `storage` (issue 34) breaks it; when that branch is merged, delete this constant,
+# its use in test_no_import_cycles and test_the_known_cycle_is_the_only_one (which fails then).
+KNOWN_CYCLE_EDGE = (
+    "deniable.aggregator.storage._postgres",
+    "deniable.aggregator.storage._postgres_copy",
+)
+
 
 @dataclass(frozen=True)
 class Import:
     module: str  # the importing module
     target: str  # the imported module (or module.name)
     line: int
-    top_level: bool  # at module level, outside ``if TYPE_CHECKING``
+    top_level: bool  # at module level (not inside a function, class or other block)
+    type_only: bool = False  # under ``if TYPE_CHECKING:``: never runs
 
 
 def _module_name(path: Path) -> str:
@@ -62,19 +91,21 @@ def _sources() -> Iterator[tuple[str, ast.Module]]:
 
 def _imports(module: str, tree: ast.Module) -> Iterator[Import]:
     top = {id(node) for node in tree.body}
-    checking: set[int] = set()
-    for statement in tree.body:
+    checking: set[int] = set()  # the bodies of ``if TYPE_CHECKING:``, wherever they are
+    for statement in ast.walk(tree):
         if isinstance(statement, ast.If) and "TYPE_CHECKING" in ast.unparse(statement.test):
-            checking.update(id(child) for child in ast.walk(statement))
+            for child in statement.body:
+                checking.update(id(node) for node in ast.walk(child))
     for node in ast.walk(tree):
-        top_level = id(node) in top and id(node) not in checking
+        top_level, type_only = id(node) in top, id(node) in checking
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield Import(module, alias.name, node.lineno, top_level)
+                yield Import(module, alias.name, node.lineno, top_level, type_only)
         elif isinstance(node, ast.ImportFrom) and node.module:
             assert node.level == 0, f"{module}:{node.lineno}: relative import"
             for alias in node.names:
-                yield Import(module, f"{node.module}.{alias.name}", node.lineno, top_level)
+                target = f"{node.module}.{alias.name}"
+                yield Import(module, target, node.lineno, top_level, type_only)
 
 
 SOURCES = dict(_sources())
@@ -192,15 +223,66 @@ def test_the_layer_checks_see_a_violation() -> None:
     assert _central_violations([*IMPORTS, *wrong, *fine]) == wrong
 
 
-def _cycles(imports: list[Import]) -> list[list[str]]:
-    """Cycles among module-level imports (a function-level import breaks a cycle)."""
+def _mechanism_layer(module: str) -> int:
+    """Index in MECHANISM_LAYERS of a module of deniable.shared.mechanisms."""
+    short = module.removeprefix("deniable.shared.mechanisms").lstrip(".") or "__init__"
+    for index, (_, modules) in enumerate(MECHANISM_LAYERS):
+        if short in modules:
+            return index
+    return [name for name, _ in MECHANISM_LAYERS].index("concrete mechanisms")
+
+
+def _upward_in_mechanisms(imports: list[Import]) -> list[Import]:
+    """Imports inside deniable.shared.mechanisms of a higher layer (TYPE_CHECKING ones too)."""
+    package = "deniable.shared.mechanisms"
+    wrong = []
+    for item in imports:
+        if not _under(item.module, package) or not _under(item.target, package):
+            continue
+        target = item.target
+        while target not in SOURCES:  # "pkg.module.name" -> "pkg.module"
+            target = target.rpartition(".")[0]
+        if _mechanism_layer(target) > _mechanism_layer(item.module):
+            wrong.append(item)
+    return wrong
+
+
+def test_mechanism_modules_import_only_downwards() -> None:
+    assert _upward_in_mechanisms(IMPORTS) == []
+
+
+def test_the_layer_check_sees_an_upward_import() -> None:
+    package = "deniable.shared.mechanisms"
+    probe = Import(f"{package}._proportion", f"{package}.randomized_response.X", 1, False, True)
+    assert _upward_in_mechanisms([*IMPORTS, probe]) == [probe]
+
+
+def test_every_private_mechanism_module_has_a_layer() -> None:
+    listed = set().union(*(modules for _, modules in MECHANISM_LAYERS))
+    private = {
+        module.rpartition(".")[2]
+        for module in SOURCES
+        if _under(module, "deniable.shared.mechanisms") and module.rpartition(".")[2][0] == "_"
+    }
+    assert private - listed == set()
+    assert listed - private - {"__init__"} == set()
+
+
+def _cycles(imports: list[Import], allowed: tuple[str, str] | None = None) -> list[list[str]]:
+    """Cycles among the imports that run, at module level or inside functions.
+
+    Only imports under ``if TYPE_CHECKING:`` are left out. ``allowed``: one edge
+    (importer, imported) left out too, when it is imported inside a function.
+    """
     graph: dict[str, set[str]] = {module: set() for module in SOURCES}
     for item in imports:
-        if not item.top_level:
+        if item.type_only:
             continue
         target = item.target
         while target and target not in SOURCES:  # "pkg.module.name" -> "pkg.module"
             target = target.rpartition(".")[0]
+        if not item.top_level and (item.module, target) == allowed:
+            continue
         if target and target != item.module and not item.module.startswith(target + "."):
             graph[item.module].add(target)
     state: dict[str, int] = {}  # 1: on the current path, 2: done
@@ -221,15 +303,44 @@ def _cycles(imports: list[Import]) -> list[list[str]]:
     return cycles
 
 
-def test_no_import_cycles_at_module_level() -> None:
-    assert _cycles(IMPORTS) == []
+def test_no_import_cycles() -> None:
+    assert _cycles(IMPORTS, allowed=KNOWN_CYCLE_EDGE) == []
+
+
+def test_the_known_cycle_is_the_only_one() -> None:
+    a, b = KNOWN_CYCLE_EDGE
+    assert _cycles(IMPORTS) == [[a, b, a]]
 
 
 def test_the_cycle_check_sees_a_cycle() -> None:
     a, b = "deniable.shared._exact", "deniable.shared._validate"
     loop = [Import(a, f"{b}.as_real", 1, True), Import(b, f"{a}.exp_at_least", 1, True)]
-    assert _cycles([*IMPORTS, *loop]) == [[a, b, a]]
-    assert _cycles([*IMPORTS, loop[0], Import(b, a, 5, False)]) == []  # inside a function
+    assert _cycles([*IMPORTS, *loop], allowed=KNOWN_CYCLE_EDGE) == [[a, b, a]]
+    inside = Import(b, a, 5, False)  # inside a function: runs all the same
+    assert _cycles([*IMPORTS, loop[0], inside], allowed=KNOWN_CYCLE_EDGE) == [[a, b, a]]
+    typing = Import(b, a, 5, False, type_only=True)  # under if TYPE_CHECKING: never runs
+    assert _cycles([*IMPORTS, loop[0], typing], allowed=KNOWN_CYCLE_EDGE) == []
+
+
+def test_imports_are_read_where_they_run() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "import deniable.shared._exact\n"
+        "if TYPE_CHECKING:\n"
+        "    from deniable.shared import _validate\n"
+        "def f():\n"
+        "    from deniable.shared.stats import normal_quantile\n"
+        "    if TYPE_CHECKING:\n"
+        "        import deniable.shared.sampling\n"
+    )
+    found = {i.target: (i.top_level, i.type_only) for i in _imports("probe", ast.parse(source))}
+    assert found == {
+        "typing.TYPE_CHECKING": (True, False),
+        "deniable.shared._exact": (True, False),
+        "deniable.shared._validate": (False, True),
+        "deniable.shared.stats.normal_quantile": (False, False),
+        "deniable.shared.sampling": (False, True),
+    }
 
 
 _BASES: tuple[type[Mechanism], ...] = (Mechanism, FrequencyOracle, NumericMechanism)

@@ -6,6 +6,10 @@ integer tally, the estimator with its interval, planning and a plain-language
 explanation. Importing this package registers the built-in mechanisms; an extension
 registers its own with :func:`register` and travels on the wire as a
 ``RegisteredMechanism``.
+
+The estimators take small protocols of the rates they need (:class:`BinaryRates`,
+:class:`SupportRates`, :class:`ItemRates`, :class:`MeanReports`), not mechanism classes:
+a mechanism with those rates reuses an estimator as it is (docs/mechanisms.md, "Layers").
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from deniable.shared.mechanisms._proportion import (
     estimate_proportion,
     proportion_arrays,
 )
+from deniable.shared.mechanisms._rates import BinaryRates, ItemRates, MeanReports, SupportRates
 from deniable.shared.mechanisms._registry import (
     mechanism_class,
     mechanism_name,
@@ -77,6 +82,7 @@ __all__ = [
     "HYBRID_THRESHOLD",
     "MAX_ITEMS",
     "MAX_OPTIONS",
+    "BinaryRates",
     "DuchiMechanism",
     "Estimate",
     "FrequencyEstimate",
@@ -85,8 +91,10 @@ __all__ = [
     "HybridMechanism",
     "InvalidMechanismError",
     "ItemRandomizedResponse",
+    "ItemRates",
     "LaplaceMechanism",
     "MeanEstimate",
+    "MeanReports",
     "MeanTally",
     "Mechanism",
     "NumericMechanism",
@@ -99,6 +107,7 @@ __all__ = [
     "RandomizedResponse",
     "RateInterval",
     "ReportValueError",
+    "SupportRates",
     "Tally",
     "add_sums",
     "describe_mechanism",

@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import dataclasses
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from deniable.shared.mechanisms._frequency_estimate import FrequencyEstimate, estimate_frequencies
-from deniable.shared.mechanisms._mean import MeanEstimate, MeanTally, estimate_mean
-from deniable.shared.mechanisms._proportion import ProportionEstimate, estimate_proportion
+from deniable.shared.mechanisms._frequency_estimate import (
+    FrequencyEstimate,
+    estimate_frequencies,
+    support_floats,
+)
+from deniable.shared.mechanisms._mean import MeanEstimate, estimate_mean
+from deniable.shared.mechanisms._proportion import (
+    ProportionEstimate,
+    debias,
+    estimate_proportion,
+    keep_probability,
+)
+from deniable.shared.mechanisms._rates import BinaryRates, MeanReports, SupportRates
+from deniable.shared.mechanisms._tally import MeanTally
 from deniable.shared.stats import RATE_METHOD, anytime_coverage, anytime_rate_interval
-
-if TYPE_CHECKING:
-    from deniable.shared.mechanisms._frequency_oracle import FrequencyOracle
-    from deniable.shared.mechanisms._numeric import NumericMechanism
-    from deniable.shared.mechanisms.randomized_response import RandomizedResponse
 
 __all__ = [
     "frequencies_anytime",
@@ -29,7 +34,7 @@ __all__ = [
 
 
 def proportion_interval(
-    spec: RandomizedResponse, ones: ArrayLike, n: ArrayLike, confidence: float
+    spec: BinaryRates, ones: ArrayLike, n: ArrayLike, confidence: float
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The CS for the yes-share, one per entry of ``ones`` and ``n`` (broadcast).
 
@@ -38,11 +43,11 @@ def proportion_interval(
     (p lies there), so it covers p at every look whenever it covers λ.
     """
     low, high = anytime_rate_interval(ones, n, confidence)
-    return np.clip(spec.debias(low), 0.0, 1.0), np.clip(spec.debias(high), 0.0, 1.0)
+    return np.clip(debias(spec, low), 0.0, 1.0), np.clip(debias(spec, high), 0.0, 1.0)
 
 
 def frequency_interval(
-    spec: FrequencyOracle, counts: ArrayLike, n: ArrayLike, confidence: float, simultaneous: bool
+    spec: SupportRates, counts: ArrayLike, n: ArrayLike, confidence: float, simultaneous: bool
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Each option's CS for its share; ``counts`` has the k options last, ``n`` broadcasts.
 
@@ -53,15 +58,15 @@ def frequency_interval(
     """
     each = 1.0 - (1.0 - confidence) / spec.k if simultaneous else confidence
     low, high = anytime_rate_interval(counts, np.asarray(n)[..., None], each)
-    q, gap = spec.q_star, spec.p_star - spec.q_star
+    q, gap = support_floats(spec)
     return np.clip((low - q) / gap, 0.0, 1.0), np.clip((high - q) / gap, 0.0, 1.0)
 
 
 def proportion_anytime(
-    spec: RandomizedResponse, ones: int, n: int, confidence: float
+    spec: BinaryRates, ones: int, n: int, confidence: float
 ) -> ProportionEstimate:
     """The yes-share with its confidence sequence (:func:`proportion_interval`)."""
-    base = estimate_proportion(ones, n, spec.alpha, confidence)
+    base = estimate_proportion(ones, n, keep_probability(spec)[1], confidence)
     low, high = proportion_interval(spec, ones, n, base.confidence)
     return dataclasses.replace(
         base,
@@ -74,7 +79,7 @@ def proportion_anytime(
 
 
 def frequencies_anytime(
-    spec: FrequencyOracle, counts: NDArray[np.int64], n: int, confidence: float, simultaneous: bool
+    spec: SupportRates, counts: NDArray[np.int64], n: int, confidence: float, simultaneous: bool
 ) -> FrequencyEstimate:
     """Every option's share with its confidence sequence, consistent with the estimate.
 
@@ -104,7 +109,7 @@ def _rate_interval(
     return anytime_rate_interval(counts, n, confidence)
 
 
-def mean_anytime(spec: NumericMechanism, tally: MeanTally, confidence: float) -> MeanEstimate:
+def mean_anytime(spec: MeanReports, tally: MeanTally, confidence: float) -> MeanEstimate:
     """The mean with the mechanism's confidence sequence (:meth:`anytime_mean_interval`).
 
     The CS is for the mean report μ on the normalized scale, which is the population mean
@@ -122,6 +127,6 @@ def mean_anytime(spec: NumericMechanism, tally: MeanTally, confidence: float) ->
     )
 
 
-def _clip(spec: NumericMechanism, t: float) -> float:
+def _clip(spec: MeanReports, t: float) -> float:
     """The x of the normalized ``t`` clipped to [−1, 1], correctly rounded."""
     return spec.to_x(Fraction(min(max(t, -1.0), 1.0)))

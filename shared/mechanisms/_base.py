@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar, Protocol
 
@@ -13,54 +12,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from deniable.shared._exact import exp_at_least, tightest_epsilon
-from deniable.shared._validate import as_count, as_real
+from deniable.shared._validate import as_real
+from deniable.shared.mechanisms._tally import Tally, add_sums
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["Estimate", "Mechanism", "ReportValueError", "Tally", "add_sums"]
-
-
-def add_sums(sums: Sequence[int], delta: Sequence[int]) -> tuple[int, ...]:
-    """Element-wise sum of two tallies' sums, the shorter padded with zeros.
-
-    Example:
-        >>> add_sums((1, 2), [3, 4, 5])
-        (4, 6, 5)
-    """
-    length = max(len(sums), len(delta))
-    padded = [*sums, *[0] * (length - len(sums))]
-    return tuple(total + (delta[i] if i < len(delta) else 0) for i, total in enumerate(padded))
-
-
-@dataclass(frozen=True)
-class Tally:
-    """A question's sufficient statistic: ``n`` reports and the exact integer sums they add.
-
-    Tallies of disjoint sets of reports merge by addition, in any order (running tallies,
-    several daemons, parallel simulation). ``sums`` is empty until the first report.
-
-    Example:
-        >>> Tally(2, (1,)).merge(Tally(3, (2,)))
-        Tally(n=5, sums=(3,))
-    """
-
-    n: int
-    sums: tuple[int, ...] = ()
-
-    def __post_init__(self) -> None:
-        as_count("n", self.n)
-
-    @property
-    def ones(self) -> int:
-        """The first sum, or 0: the yes count of a yes/no question."""
-        return self.sums[0] if self.sums else 0
-
-    def merge(self, other: Tally) -> Tally:
-        """The tally of both sets of reports."""
-        return Tally(self.n + other.n, add_sums(self.sums, other.sums))
-
-    def plus(self, n: int, sums: Sequence[int]) -> Tally:
-        """This tally plus ``n`` more reports that add ``sums``."""
-        return Tally(self.n + n, add_sums(self.sums, sums))
 
 
 class ReportValueError(ValueError):

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from deniable.shared._validate import as_count, check_confidence
+from deniable.shared.mechanisms._rates import SupportRates
 from deniable.shared.stats import (
     Estimand,
     binomial_interval,
@@ -18,9 +19,6 @@ from deniable.shared.stats import (
     project_to_simplex,
 )
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
-
-if TYPE_CHECKING:
-    from deniable.shared.mechanisms._frequency_oracle import FrequencyOracle
 
 __all__ = [
     "FrequencyEstimate",
@@ -31,6 +29,8 @@ __all__ = [
     "frequency_coverage",
     "method_interval",
     "share_intervals",
+    "support_floats",
+    "support_variance",
 ]
 
 _TAIL = 1e-16  # binomial mass left out on each side when summing the pmf
@@ -156,10 +156,29 @@ class FrequencyEstimate:
         }
 
 
+def support_floats(spec: SupportRates) -> tuple[float, float]:
+    """(q*, p* − q*): the gap as the difference of the two rates rounded to floats."""
+    q = float(spec.q_star_exact)
+    return q, float(spec.p_star_exact) - q
+
+
+def support_variance(q: float, gap: float, rest: float, f: Any, n: int, estimand: Estimand) -> Any:
+    """Variance of f̂_v from n reports at a true share f (float or array), unvalidated.
+
+    ``q``, ``gap``, ``rest``: q*, p* − q* and 1 − p* − q*, each the correctly rounded exact
+    value. ``respondents``: [q*(1−q*) + f(p*−q*)(1−p*−q*)]/(n(p*−q*)²); ``population``
+    adds f(1−f)/n.
+    """
+    var = (q * (1.0 - q) + f * gap * rest) / (n * gap**2)
+    if estimand == "population":
+        var = var + f * (1.0 - f) / n
+    return var
+
+
 def share_intervals(
     counts: ArrayLike,
     n: int,
-    spec: FrequencyOracle,
+    spec: SupportRates,
     confidence: float,
     rate_interval: RateInterval,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -172,7 +191,7 @@ def share_intervals(
     at least nominal for every n and f_v).
     """
     c = np.asarray(counts, dtype=np.float64)
-    q, gap = spec.q_star, spec.p_star - spec.q_star
+    q, gap = support_floats(spec)
     lam_low, lam_high = rate_interval(c, n, confidence)
     return np.clip((lam_low - q) / gap, 0.0, 1.0), np.clip((lam_high - q) / gap, 0.0, 1.0)
 
@@ -180,7 +199,7 @@ def share_intervals(
 def frequency_arrays(
     counts: ArrayLike,
     n: int,
-    spec: FrequencyOracle,
+    spec: SupportRates,
     confidence: float,
     method: str,
     estimand: Estimand,
@@ -204,7 +223,7 @@ def frequency_arrays(
     """
     c = np.asarray(counts, dtype=np.float64)
     k = c.shape[-1]
-    q, gap = spec.q_star, spec.p_star - spec.q_star
+    q, gap = support_floats(spec)
     raw = (c / n - q) / gap
     projected = np.clip(project_to_simplex(raw), 0.0, 1.0)  # rounding can pass 1
     interval = rate_interval if rate_interval is not None else method_interval(method)
@@ -218,7 +237,9 @@ def frequency_arrays(
             np.maximum(low, 1.0 - others_high - _SLACK),
             np.minimum(high, 1.0 - others_low + _SLACK),
         )
-    variance = spec.variance_unchecked(np.clip(raw, 0.0, 1.0), n, estimand)
+    p_exact, q_exact = spec.p_star_exact, spec.q_star_exact
+    exact_gap, rest = float(p_exact - q_exact), float(1 - p_exact - q_exact)
+    variance = support_variance(q, exact_gap, rest, np.clip(raw, 0.0, 1.0), n, estimand)
     return {
         "estimate": projected,
         "estimate_raw": raw,
@@ -231,7 +252,7 @@ def frequency_arrays(
 def estimate_frequencies(
     support_counts: ArrayLike,
     n: int,
-    spec: FrequencyOracle,
+    spec: SupportRates,
     confidence: float = 0.95,
     estimand: Estimand = "population",
     method: str = "clopper-pearson",
@@ -270,9 +291,7 @@ def estimate_frequencies(
         >>> [round(f, 4) for f in est.estimate_raw]
         [0.6667, 0.1667, 0.1667]
     """
-    from deniable.shared.mechanisms._frequency_oracle import FrequencyOracle
-
-    if not isinstance(spec, FrequencyOracle):  # a caller's argument, not a dispatch
+    if not isinstance(spec, SupportRates):  # a caller's argument, not a dispatch
         raise TypeError(f"spec must be a frequency oracle, got {type(spec).__name__}")
     count = as_count("n", n, minimum=1)
     counts = _check_counts(support_counts, count, spec)
@@ -303,7 +322,7 @@ def estimate_frequencies(
     )
 
 
-def _check_counts(support_counts: ArrayLike, n: int, spec: FrequencyOracle) -> NDArray[np.int64]:
+def _check_counts(support_counts: ArrayLike, n: int, spec: SupportRates) -> NDArray[np.int64]:
     counts = np.asarray(support_counts)
     if counts.shape != (spec.k,):
         raise ValueError(f"support_counts must have length k={spec.k}, got shape {counts.shape}")
@@ -324,7 +343,7 @@ def _check_counts(support_counts: ArrayLike, n: int, spec: FrequencyOracle) -> N
 
 
 def exact_frequency_coverage(
-    n: int, share: float, spec: FrequencyOracle, confidence: float, method: str
+    n: int, share: float, spec: SupportRates, confidence: float, method: str
 ) -> float:
     """P(option v's own interval contains f), summing the pmf of C_v ~ Binomial(n, λ).
 
@@ -336,7 +355,8 @@ def exact_frequency_coverage(
     """
     from scipy import stats  # imported here: scipy.stats adds ~0.8 s to every CLI start
 
-    lam = spec.q_star + share * (spec.p_star - spec.q_star)
+    q, gap = support_floats(spec)
+    lam = q + share * gap
     low = max(int(stats.binom.ppf(_TAIL, n, lam)) - 1, 0)
     high = min(int(stats.binom.isf(_TAIL, n, lam)) + 1, n)
     y = np.arange(low, high + 1)

@@ -12,11 +12,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from deniable.shared._validate import as_count, check_unit_interval
+from deniable.shared.mechanisms._anytime import frequencies_anytime
 from deniable.shared.mechanisms._base import Estimate, Mechanism, Tally
 from deniable.shared.mechanisms._frequency_estimate import (
     FrequencyEstimate,
     estimate_frequencies,
     exact_frequency_coverage,
+    support_variance,
 )
 from deniable.shared.mechanisms._parameters import check_options
 from deniable.shared.stats import Estimand, check_estimand
@@ -102,10 +104,7 @@ class FrequencyOracle(Mechanism):
 
     def variance_unchecked(self, f: Any, n: int, estimand: Estimand) -> Any:
         """:meth:`variance` without validation; ``f`` may be a float or a numpy array."""
-        var = (self._q * (1.0 - self._q) + f * self._gap * self._rest) / (n * self._gap**2)
-        if estimand == "population":
-            var = var + f * (1.0 - f) / n
-        return var
+        return support_variance(self._q, self._gap, self._rest, f, n, estimand)
 
     def variance(self, f: float, n: int, estimand: Estimand = "population") -> float:
         """Variance of f̂_v from n reports when option v's true share is f.
@@ -181,8 +180,6 @@ class FrequencyOracle(Mechanism):
         options at once when ``simultaneous``.
         """
         if anytime:
-            from deniable.shared.mechanisms._anytime import frequencies_anytime
-
             counts = np.zeros(self.k, dtype=np.int64)
             counts[: len(tally.sums)] = tally.sums[: self.k]
             return frequencies_anytime(self, counts, tally.n, confidence, simultaneous)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from deniable.shared._validate import as_count, check_confidence
-from deniable.shared.mechanisms._base import Tally
+from deniable.shared.mechanisms._rates import ItemRates
+from deniable.shared.mechanisms._tally import Tally
 from deniable.shared.stats import (
     RATE_METHOD,
     anytime_rate_interval,
@@ -20,14 +21,12 @@ from deniable.shared.stats import (
 )
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
-if TYPE_CHECKING:
-    from deniable.shared.mechanisms.item_rr import ItemRandomizedResponse
-
 __all__ = [
     "ConditionalShare",
     "MultiSelectEstimate",
     "estimate_conditional",
     "estimate_multi_select",
+    "flip_rates",
     "pair_index",
     "split_tally",
 ]
@@ -44,6 +43,17 @@ def pair_index(k: int, i: int, j: int) -> int:
         [0, 1, 2, 3, 4, 5]
     """
     return i * (2 * k - i - 1) // 2 + (j - i - 1)
+
+
+def flip_rates(mechanism: ItemRates) -> tuple[float, float, float]:
+    """(q, 1 − 2q, V = q(1−q)/(1−2q)²): the flip rate, the gap and a debiased bit's variance.
+
+    The gap is how much a chosen item raises its bit's chance of being reported; V is the
+    variance of one debiased bit d = (y − q)/(1 − 2q), whatever the truth.
+    """
+    q = mechanism.q
+    gap = 1.0 - 2.0 * q
+    return q, gap, q * (1.0 - q) / gap**2
 
 
 def split_tally(tally: Tally, k: int) -> tuple[int, NDArray[np.int64], NDArray[np.int64]]:
@@ -223,7 +233,7 @@ def multi_select_coverage(k: int, simultaneous: bool, anytime: bool) -> str:
 
 
 def pair_arrays(
-    mechanism: ItemRandomizedResponse,
+    mechanism: ItemRates,
     n: int,
     counts: NDArray[np.int64],
     matrix: NDArray[np.int64],
@@ -235,7 +245,7 @@ def pair_arrays(
     diagonal is each item's own share (its Wald interval: the shown item intervals are
     the binomial ones of :func:`estimate_multi_select`).
     """
-    q, g, v = mechanism.q, mechanism.gap, mechanism.bit_variance
+    q, g, v = flip_rates(mechanism)
     c = counts.astype(np.float64)
     raw = (matrix - q * (c[..., :, None] + c[..., None, :]) + n * q * q) / (n * g * g)
     diagonal = (c / n - q) / g
@@ -258,7 +268,7 @@ def pair_arrays(
 
 
 def item_arrays(
-    mechanism: ItemRandomizedResponse,
+    mechanism: ItemRates,
     n: int,
     counts: NDArray[np.int64],
     confidence: float,
@@ -274,7 +284,7 @@ def item_arrays(
     through the increasing f = (λ − q)/(1 − 2q), clipped to [0, 1], then widened to contain
     the clipped estimate.
     """
-    q, g = mechanism.q, mechanism.gap
+    q, g, v = flip_rates(mechanism)
     c = counts.astype(np.float64)
     k = counts.shape[-1]
     raw = (c / n - q) / g
@@ -289,14 +299,14 @@ def item_arrays(
     return {
         "estimate": shown,
         "estimate_raw": raw,
-        "std_error": np.sqrt((mechanism.bit_variance + shown * (1.0 - shown)) / n),
+        "std_error": np.sqrt((v + shown * (1.0 - shown)) / n),
         "ci_low": np.minimum(low, shown),
         "ci_high": np.maximum(high, shown),
     }
 
 
 def estimate_multi_select(
-    mechanism: ItemRandomizedResponse,
+    mechanism: ItemRates,
     tally: Tally,
     confidence: float = 0.95,
     method: str = "clopper-pearson",
@@ -344,7 +354,7 @@ def estimate_multi_select(
 
 
 def conditional_arrays(
-    mechanism: ItemRandomizedResponse,
+    mechanism: ItemRates,
     n: int,
     c_given: Any,
     c_item: Any,
@@ -352,7 +362,7 @@ def conditional_arrays(
     z: float,
 ) -> dict[str, Any]:
     """Vectorized conditional share (unvalidated): counts broadcast against each other."""
-    q, g, v = mechanism.q, mechanism.gap, mechanism.bit_variance
+    q, g, v = flip_rates(mechanism)
     fg = (np.asarray(c_given, dtype=np.float64) / n - q) / g
     fi = (np.asarray(c_item, dtype=np.float64) / n - q) / g
     fgi = (c_both - q * (np.asarray(c_given) + c_item) + n * q * q) / (n * g * g)
@@ -377,7 +387,7 @@ def conditional_arrays(
 
 
 def estimate_conditional(
-    mechanism: ItemRandomizedResponse,
+    mechanism: ItemRates,
     tally: Tally,
     given: int,
     item: int,

@@ -5,122 +5,19 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from fractions import Fraction
-from operator import mul
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import numpy as np
 from numpy.typing import ArrayLike
 
 from deniable.shared._validate import as_count, check_open_unit
+from deniable.shared.mechanisms._mean_intervals import MeanInterval
+from deniable.shared.mechanisms._rates import MeanReports
+from deniable.shared.mechanisms._tally import MeanTally
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
-
-if TYPE_CHECKING:
-    from deniable.shared.mechanisms._mean_intervals import MeanInterval
-    from deniable.shared.mechanisms._numeric import NumericMechanism
 
 __all__ = ["MeanEstimate", "MeanTally", "estimate_mean", "estimate_mean_from_reports"]
 
 ESTIMAND = "population mean"
-
-
-@dataclass(frozen=True)
-class MeanTally:
-    """Exact running sums of numeric reports, in integer units of the report grid.
-
-    Every report y of a numeric mechanism is an integer multiple of 2^-G with
-    G = ``spec.unit_bits``, so z = y·2^G is an integer and n, Σz and Σz² are kept as exact
-    Python integers: adding batches in any order, or recomputing them from the report log,
-    gives identical tallies, and the variance is computed without cancellation. The sums
-    outgrow 64 bits (Σz² for ~10^9 Piecewise reports, Σz for a few thousand Duchi
-    reports), so store them as arbitrary-precision integers (PostgreSQL NUMERIC, SQLite
-    TEXT).
-
-    Attributes:
-        unit_bits: G, the spec's ``unit_bits``.
-        n: number of reports.
-        total: Σz.
-        total_squares: Σz².
-    """
-
-    unit_bits: int
-    n: int = 0
-    total: int = 0
-    total_squares: int = 0
-
-    def __post_init__(self) -> None:
-        for name in ("unit_bits", "n", "total", "total_squares"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an integer, got {value!r}")
-        as_count("n", self.n)
-        as_count("total_squares", self.total_squares)
-        if self.total * self.total > self.n * self.total_squares:
-            raise ValueError(
-                f"inconsistent tally: total^2 > n * total_squares "
-                f"(n={self.n}, total={self.total}, total_squares={self.total_squares})"
-            )
-
-    @classmethod
-    def empty(cls, spec: NumericMechanism) -> MeanTally:
-        """No reports yet, in ``spec``'s units."""
-        return cls(unit_bits=spec.unit_bits)
-
-    def add(self, spec: NumericMechanism, reports: ArrayLike) -> MeanTally:
-        """This tally plus a batch of reports, after checking them all against ``spec``.
-
-        Raises:
-            ValueError: a report is off the mechanism's grid, NaN or inf (naming its index),
-                or the tally was kept in other units.
-        """
-        self._check_units(spec)
-        from deniable.shared.mechanisms._numeric import as_reports
-
-        y = as_reports(reports)
-        bad = spec.validate_report(y)
-        if bad is not None:
-            raise ValueError(
-                f"report {bad} ({float(y[bad])!r}) is not a possible {spec.name} report"
-            )
-        units = [int(v) for v in np.ldexp(y, self.unit_bits).tolist()]
-        return MeanTally(
-            self.unit_bits,
-            self.n + len(units),
-            self.total + sum(units),
-            self.total_squares + sum(map(mul, units, units)),
-        )
-
-    def merge(self, other: MeanTally) -> MeanTally:
-        """The tally of both sets of reports."""
-        if other.unit_bits != self.unit_bits:
-            raise ValueError(f"unit_bits differ: {self.unit_bits} and {other.unit_bits}")
-        return MeanTally(
-            self.unit_bits,
-            self.n + other.n,
-            self.total + other.total,
-            self.total_squares + other.total_squares,
-        )
-
-    @property
-    def mean(self) -> Fraction:
-        """Mean report ȳ exactly (on the normalized [−1, 1] scale)."""
-        if self.n == 0:
-            raise ValueError("no reports: the mean is undefined")
-        return Fraction(self.total, self.n) / Fraction(2) ** self.unit_bits
-
-    @property
-    def sample_variance(self) -> Fraction:
-        """s² = (nΣy² − (Σy)²)/(n(n−1)) exactly; needs n >= 2."""
-        if self.n < 2:
-            raise ValueError(f"the sample variance needs at least 2 reports, got n={self.n}")
-        spread = self.n * self.total_squares - self.total * self.total
-        return Fraction(spread, self.n * (self.n - 1)) / Fraction(4) ** self.unit_bits
-
-    def _check_units(self, spec: NumericMechanism) -> None:
-        if spec.unit_bits != self.unit_bits:
-            raise ValueError(
-                f"tally kept in units 2^-{self.unit_bits}, but {spec.name} reports use "
-                f"2^-{spec.unit_bits}: it belongs to another mechanism"
-            )
 
 
 @dataclass(frozen=True)
@@ -191,13 +88,13 @@ def _float(value: Fraction) -> float:
         return math.inf if value > 0 else -math.inf
 
 
-def _to_x(spec: NumericMechanism, t: Fraction) -> float:
+def _to_x(spec: MeanReports, t: Fraction) -> float:
     """The x = lo + (hi − lo)(t + 1)/2 of ``t``, correctly rounded; ±inf beyond the float range."""
     lo, hi = Fraction(spec.lo), Fraction(spec.hi)
     return _float(lo + (hi - lo) * (t + 1) / 2)
 
 
-def _worst_std_error(spec: NumericMechanism, n: int) -> float:
+def _worst_std_error(spec: MeanReports, n: int) -> float:
     """sqrt(spec.variance_x(n)), inf if the worst-case variance is beyond the float range."""
     try:
         return math.sqrt(spec.variance_x(n, "population"))
@@ -205,9 +102,7 @@ def _worst_std_error(spec: NumericMechanism, n: int) -> float:
         return math.inf
 
 
-def estimate_mean(
-    spec: NumericMechanism, tally: MeanTally, confidence: float = 0.95
-) -> MeanEstimate:
+def estimate_mean(spec: MeanReports, tally: MeanTally, confidence: float = 0.95) -> MeanEstimate:
     """Estimate the population mean of x on [lo, hi] from a tally of ``spec``'s reports, O(1).
 
     Each report is unbiased for its participant's t, so ȳ is unbiased for the population
@@ -269,7 +164,7 @@ def estimate_mean(
     )
 
 
-def _shown(spec: NumericMechanism, interval: MeanInterval, estimate: float) -> tuple[float, float]:
+def _shown(spec: MeanReports, interval: MeanInterval, estimate: float) -> tuple[float, float]:
     """The interval in x units, clipped to [lo, hi] and widened to contain ``estimate``."""
     low, high = (
         _clip(_to_x_float(spec, t), spec.lo, spec.hi) for t in (interval.low, interval.high)
@@ -277,7 +172,7 @@ def _shown(spec: NumericMechanism, interval: MeanInterval, estimate: float) -> t
     return min(low, estimate), max(high, estimate)
 
 
-def _to_x_float(spec: NumericMechanism, t: float) -> float:
+def _to_x_float(spec: MeanReports, t: float) -> float:
     """``_to_x`` of a float end of an interval, which may be ±inf or NaN (then the range end)."""
     if math.isnan(t):
         return math.nan
@@ -287,7 +182,7 @@ def _to_x_float(spec: NumericMechanism, t: float) -> float:
 
 
 def estimate_mean_from_reports(
-    spec: NumericMechanism, reports: ArrayLike, confidence: float = 0.95
+    spec: MeanReports, reports: ArrayLike, confidence: float = 0.95
 ) -> MeanEstimate:
     """Tally ``reports`` (checked against ``spec``) and estimate the mean from the tally."""
     return estimate_mean(spec, MeanTally.empty(spec).add(spec, reports), confidence)

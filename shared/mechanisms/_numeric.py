@@ -14,8 +14,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from deniable.shared._exact import exp_at_least
 from deniable.shared._validate import as_count, as_real, check_finite
+from deniable.shared.mechanisms._anytime import mean_anytime
 from deniable.shared.mechanisms._base import Mechanism, ReportValueError, Tally
-from deniable.shared.mechanisms._mean import MeanEstimate, MeanTally, estimate_mean
+from deniable.shared.mechanisms._mean import MeanEstimate, estimate_mean
 from deniable.shared.mechanisms._mean_intervals import (
     T_CONFIDENCE_CHECKED,
     MeanInterval,
@@ -25,6 +26,7 @@ from deniable.shared.mechanisms._mean_intervals import (
     theorem,
 )
 from deniable.shared.mechanisms._numeric_sampling import exact_positions
+from deniable.shared.mechanisms._tally import MeanTally, as_reports
 from deniable.shared.sampling import ByteSource, source_for
 from deniable.shared.stats import Estimand, check_estimand
 from deniable.shared.stats._sequences import LogMgfBound
@@ -63,14 +65,6 @@ def check_int(name: str, value: object, low: int, high: int) -> int:
     if number > high:
         raise ValueError(f"{name} must be <= {high}, got {number}")
     return number
-
-
-def as_reports(reports: ArrayLike) -> NDArray[np.float64]:
-    """Reports as a flat float64 array (validation works on the flattened order)."""
-    array = np.asarray(reports)
-    if array.dtype.kind not in "fiu":
-        raise TypeError(f"reports must be real numbers, got dtype {array.dtype}")
-    return np.ravel(array).astype(np.float64, copy=False)
 
 
 def on_grid(y: NDArray[np.float64], bits: int) -> NDArray[np.bool_]:
@@ -268,8 +262,6 @@ class NumericMechanism(Mechanism):
         total, squares = (*tally.sums, 0, 0)[:2]
         sums = MeanTally(self.unit_bits, tally.n, total, squares)
         if anytime:
-            from deniable.shared.mechanisms._anytime import mean_anytime
-
             return mean_anytime(self, sums, confidence)
         return estimate_mean(self, sums, confidence)
 

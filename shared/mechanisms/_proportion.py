@@ -3,19 +3,30 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from fractions import Fraction
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from deniable.shared._exact import tightest_epsilon
 from deniable.shared._validate import as_count, check_confidence
+from deniable.shared.mechanisms._parameters import check_alpha, grr_ratio
+from deniable.shared.mechanisms._rates import BinaryRates
 from deniable.shared.stats import Estimand, binomial_interval, check_estimand, check_method
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
-if TYPE_CHECKING:
-    from deniable.shared.mechanisms.randomized_response import RandomizedResponse
-
-__all__ = ["PROPORTION_COVERAGE", "ProportionEstimate", "estimate_proportion", "proportion_arrays"]
+__all__ = [
+    "PROPORTION_COVERAGE",
+    "KeepRates",
+    "ProportionEstimate",
+    "debias",
+    "estimate_proportion",
+    "keep_probability",
+    "keep_rates",
+    "proportion_arrays",
+    "report_rate",
+]
 
 PROPORTION_COVERAGE = (
     "the yes-share (one interval, so simultaneous changes nothing); it contains the clipped "
@@ -71,10 +82,62 @@ class ProportionEstimate:
         return self.to_dict()
 
 
+@dataclass(frozen=True)
+class KeepRates:
+    """The yes/no channel of keep-probability α: the truth w.p. α, else a fair coin.
+
+    P(yes | yes) = (1+α)/2 and P(yes | no) = (1−α)/2, exactly (α is a dyadic rational).
+    A :class:`BinaryRates`; randomized response has the same rates.
+    """
+
+    alpha: float
+
+    @property
+    def p_star_exact(self) -> Fraction:
+        """(1+α)/2."""
+        return (1 + Fraction(self.alpha)) / 2
+
+    @property
+    def q_star_exact(self) -> Fraction:
+        """(1−α)/2."""
+        return (1 - Fraction(self.alpha)) / 2
+
+
+def keep_rates(alpha: float) -> KeepRates:
+    """:class:`KeepRates` for a checked α in (0, 1] (the error names ``alpha``)."""
+    return KeepRates(check_alpha(alpha))
+
+
+def keep_probability(rates: BinaryRates) -> tuple[float, float]:
+    """(q, α) as floats: P(yes | no) and α = p − q, each the correctly rounded exact value.
+
+    Raises:
+        ValueError: the channel is not symmetric (p + q ≠ 1) or p <= q.
+    """
+    p, q = rates.p_star_exact, rates.q_star_exact
+    if p + q != 1 or not q < p:
+        raise ValueError(
+            f"the yes/no estimator needs a symmetric channel with p > q, got p={p}, q={q}"
+        )
+    return float(q), float(p - q)
+
+
+def report_rate(rates: BinaryRates, p: Any) -> Any:
+    """λ = P(report = yes) = αp + (1−α)/2 for a true share p (float or array)."""
+    q, alpha = keep_probability(rates)
+    return alpha * p + q
+
+
+def debias(rates: BinaryRates, lam: Any) -> Any:
+    """Invert λ = αp + (1−α)/2: p = (λ − (1−α)/2)/α (unbiased when λ is Y/n)."""
+    q, alpha = keep_probability(rates)
+    return (lam - q) / alpha
+
+
 def proportion_arrays(
     ones: ArrayLike,
     n: int,
-    spec: RandomizedResponse,
+    spec: BinaryRates,
     confidence: float,
     method: str,
     estimand: Estimand,
@@ -87,14 +150,15 @@ def proportion_arrays(
     widened, if need be, to contain the clipped estimate (a superset covers as often).
     """
     y = np.asarray(ones, dtype=np.float64)
-    raw = spec.debias(y / n)
+    q, alpha = keep_probability(spec)
+    raw = (y / n - q) / alpha
     clipped = np.clip(raw, 0.0, 1.0)
     lam_low, lam_high = binomial_interval(y, n, confidence, method)
-    a2 = spec.alpha * spec.alpha
+    a2 = alpha * alpha
     if estimand == "population":
         # Plug in the clipped estimate: λ stays inside [(1−α)/2, (1+α)/2], so the standard
         # error is not reported as 0 when every report happens to agree.
-        lam = spec.report_probability(clipped)
+        lam = alpha * clipped + q
         variance = lam * (1.0 - lam) / (a2 * n)
     else:
         variance = np.full_like(y, (1.0 - a2) / (4.0 * a2 * n))
@@ -102,8 +166,8 @@ def proportion_arrays(
         "estimate": clipped,
         "estimate_raw": raw,
         "std_error": np.sqrt(variance),
-        "ci_low": np.minimum(np.clip(spec.debias(lam_low), 0.0, 1.0), clipped),
-        "ci_high": np.maximum(np.clip(spec.debias(lam_high), 0.0, 1.0), clipped),
+        "ci_low": np.minimum(np.clip((lam_low - q) / alpha, 0.0, 1.0), clipped),
+        "ci_high": np.maximum(np.clip((lam_high - q) / alpha, 0.0, 1.0), clipped),
     }
 
 
@@ -139,9 +203,7 @@ def estimate_proportion(
     yes = as_count("ones", ones)
     if yes > count:
         raise ValueError(f"ones must be <= n, got ones={yes} > n={count}")
-    from deniable.shared.mechanisms.randomized_response import RandomizedResponse
-
-    spec = RandomizedResponse(alpha)
+    spec = keep_rates(alpha)
     level = check_confidence(confidence)
     check_method(method)
     check_estimand(estimand)
@@ -158,6 +220,6 @@ def estimate_proportion(
         confidence=level,
         estimand=estimand,
         alpha=spec.alpha,
-        epsilon=spec.epsilon,
-        epsilon_approx=spec.epsilon_approx,
+        epsilon=tightest_epsilon(grr_ratio(spec.alpha, 2)),
+        epsilon_approx=2.0 * spec.alpha,
     )

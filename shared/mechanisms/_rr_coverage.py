@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from numpy.typing import NDArray
 
-if TYPE_CHECKING:
-    from deniable.shared.mechanisms.randomized_response import RandomizedResponse
-
 from deniable.shared._validate import as_count, check_confidence, check_unit_interval
-from deniable.shared.mechanisms._proportion import proportion_arrays
+from deniable.shared.mechanisms._proportion import (
+    debias,
+    keep_rates,
+    proportion_arrays,
+    report_rate,
+)
 from deniable.shared.stats import Estimand, check_estimand, check_method
 
 __all__ = ["exact_coverage", "exact_moments", "report_count_pmf"]
-
-
-def _mechanism(alpha: float) -> RandomizedResponse:
-    from deniable.shared.mechanisms.randomized_response import RandomizedResponse
-
-    return RandomizedResponse(alpha)
 
 
 def report_count_pmf(
@@ -34,17 +28,18 @@ def report_count_pmf(
     """
     count = as_count("n", n, minimum=1)
     share = check_unit_interval("p", p)
-    spec = _mechanism(alpha)
+    spec = keep_rates(alpha)
     from scipy import stats  # imported here: scipy.stats adds ~0.8 s to every CLI start
 
     y = np.arange(count + 1)
     if check_estimand(estimand) == "population":
-        return np.asarray(stats.binom.pmf(y, count, spec.report_probability(share)))
+        return np.asarray(stats.binom.pmf(y, count, report_rate(spec, share)))
     yes = round(share * count)
     if abs(yes - share * count) > 1e-9 * count:
         raise ValueError(f"p must be a multiple of 1/n for respondents, got p={share!r}")
-    from_yes = stats.binom.pmf(np.arange(yes + 1), yes, spec.p_truth)
-    from_no = stats.binom.pmf(np.arange(count - yes + 1), count - yes, 1.0 - spec.p_truth)
+    p_truth = float(spec.p_star_exact)  # (1+α)/2; a report is the truth with it
+    from_yes = stats.binom.pmf(np.arange(yes + 1), yes, p_truth)
+    from_no = stats.binom.pmf(np.arange(count - yes + 1), count - yes, 1.0 - p_truth)
     return np.asarray(np.convolve(from_yes, from_no))
 
 
@@ -58,7 +53,7 @@ def exact_coverage(
 ) -> float:
     """Probability that the interval from n reports contains the true share p, exactly."""
     pmf = report_count_pmf(n, p, alpha, estimand)
-    spec = _mechanism(alpha)
+    spec = keep_rates(alpha)
     level = check_confidence(confidence)
     arrays = proportion_arrays(np.arange(n + 1), n, spec, level, check_method(method), estimand)
     covered = (arrays["ci_low"] <= p) & (p <= arrays["ci_high"])
@@ -70,6 +65,6 @@ def exact_moments(
 ) -> tuple[float, float]:
     """Mean and variance of the unbiased estimate p̂, exactly (no Monte Carlo)."""
     pmf = report_count_pmf(n, p, alpha, estimand)
-    raw = _mechanism(alpha).debias(np.arange(n + 1) / n)
+    raw = debias(keep_rates(alpha), np.arange(n + 1) / n)
     mean = float(pmf @ raw)
     return mean, float(pmf @ (raw - mean) ** 2)

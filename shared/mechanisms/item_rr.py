@@ -18,6 +18,7 @@ from deniable.shared.mechanisms._item_estimate import (
     MultiSelectEstimate,
     estimate_conditional,
     estimate_multi_select,
+    flip_rates,
 )
 from deniable.shared.mechanisms._oue_wire import decode_oue_bits, encode_oue_bits
 from deniable.shared.mechanisms._parameters import check_epsilon, most_useful, times
@@ -288,7 +289,7 @@ class ItemRandomizedResponse(Mechanism):
     @property
     def bit_variance(self) -> float:
         """V = q(1−q)/(1−2q)²: the variance of one debiased bit, whatever the truth."""
-        return self.q * (1.0 - self.q) / self._gap**2
+        return flip_rates(self)[2]
 
     @property
     def gap(self) -> float:

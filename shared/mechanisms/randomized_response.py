@@ -12,9 +12,16 @@ from numpy.typing import ArrayLike, NDArray
 
 from deniable.shared._exact import exp_at_least
 from deniable.shared._validate import as_count, check_unit_interval
+from deniable.shared.mechanisms._anytime import proportion_anytime
 from deniable.shared.mechanisms._base import ReportValueError, Tally
 from deniable.shared.mechanisms._parameters import check_epsilon, percent
-from deniable.shared.mechanisms._proportion import ProportionEstimate, estimate_proportion
+from deniable.shared.mechanisms._proportion import (
+    ProportionEstimate,
+    debias,
+    estimate_proportion,
+    report_rate,
+)
+from deniable.shared.mechanisms._rr_coverage import exact_coverage
 from deniable.shared.mechanisms.grr import GeneralizedRandomizedResponse
 from deniable.shared.sampling import bernoulli, source_for
 from deniable.shared.stats import Estimand, check_estimand
@@ -114,11 +121,11 @@ class RandomizedResponse(GeneralizedRandomizedResponse):
 
     def report_probability(self, p: Any) -> Any:
         """λ = P(report = yes) = αp + (1−α)/2 for a true share p (float or array)."""
-        return self.alpha * p + (1.0 - self.alpha) / 2.0
+        return report_rate(self, p)
 
     def debias(self, lam: Any) -> Any:
         """Invert λ = αp + (1−α)/2: p = (λ − (1−α)/2)/α (unbiased when λ is Y/n)."""
-        return (lam - (1.0 - self.alpha) / 2.0) / self.alpha
+        return debias(self, lam)
 
     def estimator_variance(self, p: float, n: int, estimand: Estimand = "population") -> float:
         """Variance of the unbiased estimate p̂ from n reports when the true share is p.
@@ -228,13 +235,9 @@ class RandomizedResponse(GeneralizedRandomizedResponse):
         ``anytime``: a confidence sequence instead (``method`` does not apply).
         """
         if anytime:
-            from deniable.shared.mechanisms._anytime import proportion_anytime
-
             return proportion_anytime(self, tally.ones, tally.n, confidence)
         return estimate_proportion(tally.ones, tally.n, self.alpha, confidence, method)
 
     def exact_coverage(self, n: int, share: float, confidence: float, method: str) -> float:
         """P(the interval covers the yes-share), summed over the binomial pmf."""
-        from deniable.shared.mechanisms._rr_coverage import exact_coverage
-
         return exact_coverage(n, share, self.alpha, confidence, method)
