@@ -25,6 +25,7 @@ __all__ = [
     "Transport",
     "analyses",
     "analysis_for",
+    "interval_fields",
     "register_analysis",
 ]
 
@@ -175,8 +176,6 @@ class QuestionAnalysis(ABC):
         By default one, ``estimate`` (a share or a mean). A row may name its own interval
         ``method`` and ``coverage`` when they differ from the estimate's.
         """
-        from deniable.aggregator.questions._estimate_text import interval_fields
-
         yield {"quantity": "estimate", "label": None, **interval_fields(estimate)}
 
     def estimate_fields(self, estimate: pb.Estimate, data: dict[str, Any]) -> None:  # noqa: B027
@@ -188,6 +187,15 @@ class QuestionAnalysis(ABC):
 
     def note_lines(self, row: dict[str, Any], emit: Emit) -> None:  # noqa: B027
         """Notes of this type under the table (default: none)."""
+
+
+def interval_fields(value: Any) -> dict[str, Any]:
+    """An estimate's (or an option's, item's, pair's) figures as ``export`` rows name them."""
+    fields = ("estimate", "estimate_raw", "ci_low", "ci_high", "std_error")
+    row = {field: getattr(value, field) for field in fields}
+    if hasattr(value, "support"):
+        row["support"] = value.support
+    return row
 
 
 _ANALYSES: dict[str, QuestionAnalysis] = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from deniable.aggregator.questions._base import Emit
+from deniable.aggregator.questions._base import Emit, interval_fields
 from deniable.shared.text import visible
 
 __all__ = ["estimate_line", "interval_fields", "option_lines", "share_line"]
@@ -32,12 +32,3 @@ def option_lines(row: dict[str, Any], emit: Emit) -> None:
     )
     for option in row["options"]:
         emit(estimate_line(f"  {visible(option['option'])}", option, row["epsilon"], ""))
-
-
-def interval_fields(value: Any) -> dict[str, Any]:
-    """An estimate's (or an option's, item's, pair's) figures as ``export`` rows name them."""
-    fields = ("estimate", "estimate_raw", "ci_low", "ci_high", "std_error")
-    row = {field: getattr(value, field) for field in fields}
-    if hasattr(value, "support"):
-        row["support"] = value.support
-    return row
