@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +38,7 @@ from deniable.aggregator.questions._text import (
     privacy_per_answer,
     transport_line,
 )
-from deniable.shared.mechanisms import Mechanism, RandomizedResponse
+from deniable.shared.mechanisms import Mechanism
 from deniable.shared.stats import ESTIMANDS
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
@@ -106,7 +106,7 @@ class BinaryAnalysis(QuestionAnalysis):
         """Answers yes with probability ``--p``, i.i.d."""
         if request.share is None:
             raise ValueError("--type binary needs --p (the true yes-share)")
-        return _Binary(cast(RandomizedResponse, mechanism), request.share, request)
+        return _Binary(mechanism, request.share, request)
 
     def accuracy(self, result: SimulationResult) -> Accuracy:
         """The yes-share's RMSE against the truth, mean width and coverage."""
@@ -134,7 +134,7 @@ class BinaryAnalysis(QuestionAnalysis):
 
 
 class _Binary(Simulation):
-    def __init__(self, spec: RandomizedResponse, share: float, request: SimulationRequest) -> None:
+    def __init__(self, spec: Mechanism, share: float, request: SimulationRequest) -> None:
         self.spec, self.share, self.request = spec, share, request
 
     def run(self, transport: Transport) -> Outcome:

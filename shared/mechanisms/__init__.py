@@ -35,6 +35,7 @@ from deniable.shared.mechanisms._parameters import MAX_OPTIONS
 from deniable.shared.mechanisms._proportion import (
     ProportionEstimate,
     estimate_proportion,
+    keep_probability,
     proportion_arrays,
 )
 from deniable.shared.mechanisms._rates import BinaryRates, ItemRates, MeanReports, SupportRates
@@ -116,6 +117,7 @@ __all__ = [
     "estimate_proportion",
     "frequency_arrays",
     "frequency_coverage",
+    "keep_probability",
     "mechanism_class",
     "mechanism_name",
     "mechanism_of",

@@ -10,9 +10,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from deniable.shared.mechanisms import (
+    BinaryRates,
     FrequencyOracle,
     NumericMechanism,
-    RandomizedResponse,
     frequency_arrays,
     proportion_arrays,
 )
@@ -104,7 +104,7 @@ def _result(ends: NDArray[np.int64], anytime: float, fixed: float) -> RepeatedLo
 
 
 def binary_looks(
-    spec: RandomizedResponse, ones: NDArray[np.float64], ends: NDArray[np.int64],
+    spec: BinaryRates, ones: NDArray[np.float64], ends: NDArray[np.int64],
     share: float, confidence: float, method: str,
 ) -> RepeatedLooks:  # fmt: skip
     """Yes-counts ``ones`` (repeats × looks) at ``ends``: the yes-share's intervals at each."""

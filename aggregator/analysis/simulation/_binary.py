@@ -6,7 +6,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -19,9 +19,11 @@ from deniable.aggregator.analysis.simulation._anytime import (
 )
 from deniable.shared._validate import as_count, check_confidence, check_unit_interval
 from deniable.shared.mechanisms import (
+    BinaryRates,
+    Mechanism,
     ProportionEstimate,
-    RandomizedResponse,
-    estimate_proportion,
+    Tally,
+    keep_probability,
     proportion_arrays,
 )
 from deniable.shared.mechanisms._rr_coverage import exact_coverage
@@ -116,7 +118,7 @@ class SimulationResult:
 def simulate_binary(
     participants: int,
     p: float,
-    spec: RandomizedResponse,
+    spec: Mechanism,
     *,
     repeats: int = 1,
     confidence: float = 0.95,
@@ -128,8 +130,10 @@ def simulate_binary(
     """Simulate ``repeats`` surveys of ``participants`` people whose true share is ``p``.
 
     True answers are drawn i.i.d. Bernoulli(p) (so the estimand is the population share),
-    perturbed with :meth:`RandomizedResponse.perturb_many` and estimated with the
-    aggregator's estimator. Without ``seed`` the perturbation uses the OS CSPRNG, exactly as
+    perturbed with the mechanism's ``perturb_many`` and estimated with its own estimator.
+    ``spec`` is any yes/no mechanism: its rates (:class:`BinaryRates`, the contract of a
+    yes/no mechanism) give the intervals over the repeats and their exact coverage.
+    Without ``seed`` the perturbation uses the OS CSPRNG, exactly as
     a participant's device does; with ``seed`` everything is reproducible.
 
     With ``submit`` (see :mod:`._simulate_grpc`), each repeat's reports also go
@@ -141,6 +145,8 @@ def simulate_binary(
     share = check_unit_interval("p", p)
     level = check_confidence(confidence)
     check_method(method)
+    rates = cast(BinaryRates, spec)  # every yes/no mechanism has its channel's rates
+    _, alpha = keep_probability(rates)
     rng = np.random.default_rng(seed)
     perturb_rng = rng if seed is not None else None
     ones = np.empty(runs, dtype=np.int64)
@@ -157,12 +163,12 @@ def simulate_binary(
         ones[run] = np.count_nonzero(reports)
         ones_at[run] = running_sums(reports, ends)
         if submit is not None:
-            local = estimate_proportion(int(ones[run]), n, spec.alpha, level, method)
+            local = _estimate(spec, int(ones[run]), n, level, method)
             remote = agreed(submit(reports), local, n, _proportion_detail)
             first = first or remote
         if progress is not None:
             progress(1)
-    arrays = proportion_arrays(ones, n, spec, level, method, "population")
+    arrays = proportion_arrays(ones, n, rates, level, method, "population")
     elapsed = time.perf_counter() - started
     covered = (arrays["ci_low"] <= share) & (share <= arrays["ci_high"])
     coverage = float(covered.mean()) if runs > 1 else None
@@ -174,17 +180,22 @@ def simulate_binary(
         transport="inprocess" if submit is None else "grpc",
         seed=seed,
         sample_share=sample_share,
-        first=first or estimate_proportion(int(ones[0]), n, spec.alpha, level, method),
+        first=first or _estimate(spec, int(ones[0]), n, level, method),
         coverage=coverage,
         coverage_se=(math.sqrt(coverage * (1 - coverage) / runs) if coverage is not None else None),
-        coverage_exact=exact_coverage(n, share, spec.alpha, level, method),
+        coverage_exact=exact_coverage(n, share, alpha, level, method),
         mean_width=float((arrays["ci_high"] - arrays["ci_low"]).mean()),
         mean_estimate_raw=float(arrays["estimate_raw"].mean()),
         std_estimate_raw=float(arrays["estimate_raw"].std(ddof=1)) if runs > 1 else None,
-        std_theory=math.sqrt(spec.estimator_variance(share, n, "population")),
+        std_theory=math.sqrt(spec.estimate_variance(n, share)),
         reports_per_second=n * runs / elapsed if elapsed > 0 else math.inf,
-        looks=binary_looks(spec, ones_at, ends, share, level, method) if runs > 1 else None,
+        looks=binary_looks(rates, ones_at, ends, share, level, method) if runs > 1 else None,
     )
+
+
+def _estimate(spec: Mechanism, ones: int, n: int, level: float, method: str) -> ProportionEstimate:
+    """The mechanism's own estimate from ``ones`` yes-reports of ``n``."""
+    return cast(ProportionEstimate, spec.estimate(Tally(n, (ones,)), level, method))
 
 
 def _proportion_detail(estimate: ProportionEstimate) -> str:

@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 from deniable.aggregator.server._lifecycle import start_server
 from deniable.aggregator.storage import open_storage
 from deniable.client import AggregatorClient
-from deniable.shared.mechanisms import Mechanism, ProportionEstimate, RandomizedResponse
+from deniable.shared.mechanisms import Mechanism, ProportionEstimate
 from deniable.shared.questions import question_type
 from deniable.shared.transport import TlsConfig
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
@@ -177,7 +177,7 @@ def aggregator_connection(
 
 @contextmanager
 def grpc_submitter(
-    spec: RandomizedResponse,
+    spec: Mechanism,
     *,
     confidence: float,
     method: str,
