@@ -387,3 +387,46 @@ def test_the_dispatch_check_sees_a_violation() -> None:
     finally:
         del SOURCES["deniable.client._probe"]
     assert len(found) == 2
+
+
+QUESTION_PACKAGES = ("deniable.shared.questions", "deniable.aggregator.questions")
+# A frequency oracle reads its number of options from the question message: for a joint
+# question, the product of its parts' sizes, read part by part. Mechanisms sit below the
+# question types, so they cannot ask the type; the one exception, named.
+READS_JOINT_PARTS = "deniable.shared.mechanisms._frequency_oracle"
+
+
+def _question_dispatches() -> Iterator[str]:
+    """Comparisons with a question type's name outside the question packages."""
+    from deniable.shared.questions import question_types
+
+    names = set(question_types())
+    for module, tree in SOURCES.items():
+        if module == READS_JOINT_PARTS or any(_under(module, p) for p in QUESTION_PACKAGES):
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Compare):
+                continue
+            values = [node.left, *node.comparators]
+            constants = {
+                c.value for v in values for c in ast.walk(v)
+                if isinstance(c, ast.Constant) and isinstance(c.value, str)
+            }  # fmt: skip
+            if constants & names:
+                yield f"{module}:{node.lineno}: {ast.unparse(node)}"
+
+
+def test_question_types_are_dispatched_through_their_registries() -> None:
+    assert list(_question_dispatches()) == []
+
+
+def test_the_question_dispatch_check_sees_a_violation() -> None:
+    tree = ast.parse(
+        'if kind == "numeric":\n    pass\nif question_type in ("joint", "x"):\n    pass'
+    )
+    SOURCES["deniable.aggregator.cli._probe"] = tree
+    try:
+        found = [line for line in _question_dispatches() if "cli._probe:" in line]
+    finally:
+        del SOURCES["deniable.aggregator.cli._probe"]
+    assert len(found) == 2
