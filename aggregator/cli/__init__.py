@@ -41,12 +41,12 @@ COMMANDS = {
         "Central queries on data you hold: Laplace noise of scale Δ/ε, a privacy budget.",
     ),
     "estimate": (
-        "deniable.aggregator.cli._estimate",
+        "deniable.aggregator.cli.estimate",
         "estimate_command",
         "Estimate each question of SURVEY_ID with a confidence interval.",
     ),
     "export": (
-        "deniable.aggregator.cli._export",
+        "deniable.aggregator.cli.export",
         "export_command",
         "Export SURVEY_ID's estimates or stored reports as CSV, JSON or Parquet.",
     ),
@@ -56,7 +56,7 @@ COMMANDS = {
         "Upgrade a database's schema (--db), or copy one database into another (--from, --to).",
     ),
     "plan": (
-        "deniable.aggregator.cli._plan",
+        "deniable.aggregator.cli.plan",
         "plan_command",
         "Plan a survey question: how many participants a margin of error needs.",
     ),
@@ -71,7 +71,7 @@ COMMANDS = {
         "Run the aggregator daemon until SIGTERM or SIGINT.",
     ),
     "simulate": (
-        "deniable.aggregator.cli._simulate",
+        "deniable.aggregator.cli.simulate",
         "simulate_command",
         "Simulate a survey of a population whose true answers you choose.",
     ),
@@ -81,7 +81,7 @@ COMMANDS = {
         "Write a synthetic CSV table sampled from SURVEY_ID's estimates (no privacy cost).",
     ),
     "survey": (
-        "deniable.aggregator.cli._survey",
+        "deniable.aggregator.cli.survey",
         "survey_group",
         "Create, list, show and close surveys on a running aggregator.",
     ),

@@ -18,10 +18,10 @@ from deniable.aggregator.cli._common import (
     tls_options,
     token_option,
 )
-from deniable.aggregator.cli._estimate import estimate_to_dict
 from deniable.aggregator.cli._interval_options import interval_kind_options, interval_options
 from deniable.aggregator.cli._out import check_out, whole_file, written_json_option
 from deniable.aggregator.cli._question_estimates import question_estimates
+from deniable.aggregator.cli.estimate._command import estimate_to_dict
 from deniable.aggregator.questions import report_page
 from deniable.client import AggregatorClient
 from deniable.shared.text import visible

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from deniable.aggregator.cli._export_rows import ESTIMATE_COLUMNS
+from deniable.aggregator.cli.export._rows import ESTIMATE_COLUMNS
 from deniable.aggregator.server._lifecycle import RunningServer, start_server
 from deniable.aggregator.storage import open_storage
 from deniable.client import AggregatorClient, build_report, check_mechanism, parse_answer

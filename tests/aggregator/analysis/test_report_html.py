@@ -22,7 +22,7 @@ from deniable.aggregator.analysis.publishing._report_svg import (
     heat_map,
     interval_chart,
 )
-from deniable.aggregator.cli._estimate import estimate_to_dict
+from deniable.aggregator.cli.estimate._command import estimate_to_dict
 from deniable.aggregator.questions import question_chart, report_page
 from deniable.aggregator.server._service import AggregatorService
 from deniable.aggregator.storage import open_storage

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from deniable.aggregator.cli._estimate import estimate_to_dict
+from deniable.aggregator.cli.estimate._command import estimate_to_dict
 from deniable.aggregator.questions import analysis_for
 from deniable.shared.mechanisms import ItemRandomizedResponse, Tally
 from deniable.shared.wire.v1 import aggregator_pb2 as pb

@@ -10,9 +10,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from deniable.aggregator.cli import _export_formats
-from deniable.aggregator.cli._export_formats import FORMATS, write_rows
-from deniable.aggregator.cli._export_rows import Column
+from deniable.aggregator.cli.export import _formats as _export_formats
+from deniable.aggregator.cli.export._formats import FORMATS, write_rows
+from deniable.aggregator.cli.export._rows import Column
 
 COLUMNS = (
     Column("name", "str"), Column("count", "int"), Column("share", "float"),

@@ -18,10 +18,10 @@ from deniable.aggregator.analysis.simulation._sweep import (
     SweepResult,
     coverage_band,
 )
-from deniable.aggregator.cli._plan import plan_command
 from deniable.aggregator.cli._plot import parse_epsilons
-from deniable.aggregator.cli._plot_plan import PlanCurves
-from deniable.aggregator.cli._simulate import simulate_command
+from deniable.aggregator.cli.plan._command import plan_command
+from deniable.aggregator.cli.plan._plot import PlanCurves
+from deniable.aggregator.cli.simulate._command import simulate_command
 from tests.conftest import RunCli
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -48,7 +48,7 @@ def _y(artist: Any) -> list[float]:
 
 def test_simulate_sweep_json_text_and_figures_agree(run_cli: RunCli, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    from deniable.aggregator.cli._plot_simulate import figure_of
+    from deniable.aggregator.cli.simulate._sweep import figure_of
 
     svg, png = tmp_path / "sweep.svg", tmp_path / "sweep.PNG"
     out = run_cli("deniable-aggregator", *SWEEP, "--plot", str(svg), "--json")
@@ -183,7 +183,7 @@ def test_without_matplotlib_both_commands_name_the_extra_and_write_nothing(
 
 def test_plan_plot_draws_what_the_plan_prints(run_cli: RunCli, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    from deniable.aggregator.cli._plot_plan import figure_of
+    from deniable.aggregator.cli.plan._plot import figure_of
 
     svg = tmp_path / "plan.svg"
     out = run_cli("deniable-aggregator", *PLAN, "--epsilon", "1", "--epsilons", "0.5,2,4",

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from deniable.aggregator.cli import _watch
-from deniable.aggregator.cli._estimate import estimate_command
+from deniable.aggregator.cli.estimate import _watch
+from deniable.aggregator.cli.estimate._command import estimate_command
 from deniable.aggregator.server._lifecycle import RunningServer
 from deniable.client._remote import AggregatorClient
 from deniable.shared.wire.v1 import aggregator_pb2 as pb

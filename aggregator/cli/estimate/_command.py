@@ -17,7 +17,11 @@ from deniable.aggregator.cli._common import (
     token_option,
 )
 from deniable.aggregator.cli._interval_options import interval_kind_options, interval_options
-from deniable.aggregator.cli._watch import DEFAULT_INTERVAL, check_interval, watch_estimates
+from deniable.aggregator.cli.estimate._watch import (
+    DEFAULT_INTERVAL,
+    check_interval,
+    watch_estimates,
+)
 from deniable.aggregator.questions import analysis_for
 from deniable.client import AggregatorClient
 from deniable.shared.text import visible

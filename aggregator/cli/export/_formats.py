@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, Any
 
 from deniable.aggregator.cli._common import jsonable
-from deniable.aggregator.cli._export_rows import Column
+from deniable.aggregator.cli.export._rows import Column
 
 __all__ = ["FORMATS", "PARQUET_EXTRA", "ROW_GROUP", "write_rows"]
 

@@ -20,14 +20,14 @@ from deniable.aggregator.cli._common import (
     remote_errors,
     user_errors,
 )
-from deniable.aggregator.cli._plot_simulate import default_repeats, sweep_command_line
 from deniable.aggregator.cli._progress import simulation_progress
 from deniable.aggregator.cli._question_spec import (
     QuestionInputs,
     question_options,
     reject_options,
 )
-from deniable.aggregator.cli._simulate_compare import DEFAULT_REPEATS, compare_command_line
+from deniable.aggregator.cli.simulate._compare import DEFAULT_REPEATS, compare_command_line
+from deniable.aggregator.cli.simulate._sweep import default_repeats, sweep_command_line
 from deniable.aggregator.questions import SimulationRequest, Transport, analyses
 from deniable.shared._validate import as_count, check_open_unit
 from deniable.shared.stats import METHODS, check_method

@@ -20,18 +20,18 @@ from deniable.aggregator.cli._common import (
     tls_options,
     token_option,
 )
-from deniable.aggregator.cli._export_formats import FORMATS, PARQUET_EXTRA, write_rows
-from deniable.aggregator.cli._export_rows import (
+from deniable.aggregator.cli._interval_options import interval_kind_options, interval_options
+from deniable.aggregator.cli._out import check_out, whole_file, written_json_option
+from deniable.aggregator.cli._progress import progress, shows_progress
+from deniable.aggregator.cli._question_estimates import question_estimates
+from deniable.aggregator.cli.export._formats import FORMATS, PARQUET_EXTRA, write_rows
+from deniable.aggregator.cli.export._rows import (
     ESTIMATE_COLUMNS,
     REPORT_COLUMNS,
     Column,
     estimate_rows,
     report_rows,
 )
-from deniable.aggregator.cli._interval_options import interval_kind_options, interval_options
-from deniable.aggregator.cli._out import check_out, whole_file, written_json_option
-from deniable.aggregator.cli._progress import progress, shows_progress
-from deniable.aggregator.cli._question_estimates import question_estimates
 from deniable.client import AggregatorClient
 from deniable.shared.text import visible
 from deniable.shared.transport import TlsConfig

@@ -13,8 +13,8 @@ from deniable.aggregator.cli._common import (
     overflow_is_invalid_input,
     user_errors,
 )
-from deniable.aggregator.cli._plot_plan import plan_curves, plot_request
 from deniable.aggregator.cli._question_spec import QuestionInputs, question_options
+from deniable.aggregator.cli.plan._plot import plan_curves, plot_request
 from deniable.aggregator.questions import PlanRequest
 
 

@@ -20,7 +20,7 @@ from deniable.aggregator.cli._common import (
     tls_options,
     token_option,
 )
-from deniable.aggregator.cli._survey_tokens import tokens_command
+from deniable.aggregator.cli.survey._tokens import tokens_command
 from deniable.client import DEFAULT_MAX_EPSILON, AggregatorClient
 from deniable.shared.mechanisms import mechanism_of
 from deniable.shared.privacy import MAX_RELEASE_STEP

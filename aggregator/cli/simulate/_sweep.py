@@ -27,7 +27,7 @@ from deniable.aggregator.cli._plot import (
 )
 from deniable.aggregator.cli._progress import progress, shows_progress
 from deniable.aggregator.cli._question_spec import QuestionInputs
-from deniable.aggregator.cli._simulate_compare import DEFAULT_REPEATS
+from deniable.aggregator.cli.simulate._compare import DEFAULT_REPEATS
 from deniable.aggregator.questions import QuestionAnalysis, SimulationRequest, Transport, analyses
 from deniable.shared._validate import as_count, check_open_unit
 from deniable.shared.mechanisms import Mechanism
