@@ -21,7 +21,7 @@ from ingest_servers import QUESTION_ID, build_requests
 
 from deniable.aggregator.server._service import AggregatorService
 from deniable.aggregator.storage import Storage, Submission, open_storage
-from deniable.aggregator.storage._decode import decode_batch
+from deniable.aggregator.storage.codec import decode_batch
 
 # --- where the real server's time goes ---------------------------------------------------
 

@@ -77,7 +77,7 @@ def _under(name: str, package: str) -> bool:
 
 def test_the_sources_are_found() -> None:
     assert "deniable.shared.mechanisms._base" in SOURCES
-    assert "deniable.aggregator.storage._sqlite" in SOURCES
+    assert "deniable.aggregator.storage.sqlite._storage" in SOURCES
     assert len(IMPORTS) > 500
 
 

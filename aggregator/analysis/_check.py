@@ -33,9 +33,14 @@ from deniable.aggregator.analysis._check_report import (
     padded,
 )
 from deniable.aggregator.storage import Tally
-from deniable.aggregator.storage._decode import DecodedBatch, Group, decode_batch, decode_log
-from deniable.aggregator.storage._ids import ReportIds
-from deniable.aggregator.storage._log_format import expand
+from deniable.aggregator.storage.codec import (
+    DecodedBatch,
+    Group,
+    ReportIds,
+    decode_batch,
+    decode_log,
+    expand,
+)
 from deniable.shared.errors import AggregatorError
 from deniable.shared.mechanisms import Mechanism, ReportValueError, mechanism_of
 from deniable.shared.wire.v1 import aggregator_pb2 as pb

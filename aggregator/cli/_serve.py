@@ -28,8 +28,12 @@ from deniable.aggregator.server._peer_limits import PeerLimit
 from deniable.aggregator.server._report_gate import IngestLimits
 from deniable.aggregator.server._tls import TlsError, load_server_tls, warn_if_plaintext
 from deniable.aggregator.server._watermark import DEFAULT_MIN_FREE, MinFree
-from deniable.aggregator.storage import StorageError, default_database_url, open_storage
-from deniable.aggregator.storage._url import data_dir
+from deniable.aggregator.storage import (
+    StorageError,
+    data_dir,
+    default_database_url,
+    open_storage,
+)
 from deniable.shared._cli import RETIRED_WARNINGS
 from deniable.shared.errors import InvalidArgument
 

@@ -30,8 +30,8 @@ from deniable.aggregator.server._releases import (
 from deniable.aggregator.server._texts import check_texts
 from deniable.aggregator.server._views import check_listing, public_view
 from deniable.aggregator.storage import ReportGroup, Storage, Submission, SubmitOutcome, Unread
-from deniable.aggregator.storage._decode import Group, decode_batch
 from deniable.aggregator.storage._survey_cap import check_max_reports
+from deniable.aggregator.storage.codec import Group, decode_batch
 from deniable.shared.errors import (
     FailedPrecondition,
     InvalidArgument,

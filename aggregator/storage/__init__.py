@@ -12,9 +12,32 @@ from deniable.aggregator.storage._base import (
     Tally,
     Unread,
 )
-from deniable.aggregator.storage._url import default_database_url, open_storage
+from deniable.aggregator.storage._copy import (
+    CopyRefusedError,
+    CopySource,
+    CopySummary,
+    CopyTarget,
+    copy,
+    source_reports,
+    writing,
+)
+from deniable.aggregator.storage._survey_cap import MAX_REPORTS, check_max_reports
+from deniable.aggregator.storage._url import (
+    POSTGRES_EXTRA,
+    data_dir,
+    default_database_url,
+    open_reader,
+    open_storage,
+    upgrade,
+)
 
 __all__ = [
+    "MAX_REPORTS",
+    "POSTGRES_EXTRA",
+    "CopyRefusedError",
+    "CopySource",
+    "CopySummary",
+    "CopyTarget",
     "ReportGroup",
     "Selection",
     "Storage",
@@ -23,6 +46,13 @@ __all__ = [
     "SubmitOutcome",
     "Tally",
     "Unread",
+    "check_max_reports",
+    "copy",
+    "data_dir",
     "default_database_url",
+    "open_reader",
     "open_storage",
+    "source_reports",
+    "upgrade",
+    "writing",
 ]

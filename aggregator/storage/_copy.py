@@ -17,12 +17,9 @@ tokens and bindings in chunks.
 
 from __future__ import annotations
 
-import os
-import sqlite3
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol, TypeVar
 
 from deniable.aggregator.storage._base import (
@@ -33,10 +30,8 @@ from deniable.aggregator.storage._base import (
     SubmitOutcome,
     Tally,
 )
-from deniable.aggregator.storage._decode import Group, decode_batch
-from deniable.aggregator.storage._lock import exclusive_lock
-from deniable.aggregator.storage._log_format import expand
 from deniable.aggregator.storage._url import POSTGRES_EXTRA
+from deniable.aggregator.storage.codec import Group, decode_batch, expand
 from deniable.shared.errors import AggregatorError
 from deniable.shared.mechanisms import Mechanism, ReportValueError, mechanism_of
 from deniable.shared.privacy import ReleaseSteps
@@ -310,7 +305,7 @@ def writing(url: str) -> Iterator[tuple[CopyTarget, str]]:
         try:
             import psycopg
 
-            from deniable.aggregator.storage._postgres import PostgresStorage, redacted
+            from deniable.aggregator.storage.postgres import PostgresStorage, redacted
         except ImportError:
             raise StorageError(POSTGRES_EXTRA) from None
         storage = PostgresStorage(url)
@@ -324,88 +319,7 @@ def writing(url: str) -> Iterator[tuple[CopyTarget, str]]:
         finally:
             storage.close()
         return
-    from deniable.aggregator.storage._reader import sqlite_path
+    from deniable.aggregator.storage.sqlite import staged
 
-    path = sqlite_path(url)
-    try:
-        with _staged(path) as staging:
-            yield staging, path
-    except sqlite3.Error as error:
-        raise StorageError(
-            f"cannot write SQLite database {path!r}: {error}; nothing was copied"
-        ) from None
-
-
-@contextmanager
-def _staged(path: str) -> Iterator[CopyTarget]:
-    """A SQLite backend on a staging copy of ``path`` that replaces it on success."""
-    from deniable.aggregator.storage._reader import SqliteReader
-    from deniable.aggregator.storage._sqlite import SqliteStorage
-
-    folder = Path(path).parent
-    if not folder.is_dir():
-        raise StorageError(f"no folder {str(folder)!r} for the database {path!r}")
-    lock = exclusive_lock(f"{path}.lock")
-    staging = f"{path}.migrating"
-    try:
-        _remove(staging)
-        if Path(path).exists():
-            SqliteReader(path).close()  # refuses what is not a deniable database, naming it
-            _backup(path, staging)
-        storage = SqliteStorage(staging, background=False)
-        storage.unsynced()  # synced once below, before it replaces the target
-        try:
-            yield storage
-        finally:
-            storage.close()
-        _self_contained(staging)
-        with open(staging, "rb+") as handle:
-            os.fsync(handle.fileno())
-        _remove_companions(path)
-        os.replace(staging, path)
-        directory = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
-    finally:
-        _remove(staging)
-        lock.close()
-
-
-def _backup(path: str, staging: str) -> None:
-    """Copy the database at ``path`` (with its committed WAL content) to ``staging``."""
-    uri = f"file:{Path(path).absolute()}?mode=ro"
-    source = sqlite3.connect(uri, uri=True)
-    target = sqlite3.connect(staging)
-    try:
-        source.backup(target)
-    except sqlite3.Error as error:
-        raise StorageError(f"cannot read SQLite database {path!r}: {error}") from None
-    finally:
-        target.close()
-        source.close()
-
-
-def _self_contained(path: str) -> None:
-    """Fold the WAL into the database file and drop it: the file alone is the database."""
-    db = sqlite3.connect(path, isolation_level=None)
-    try:
-        db.execute("PRAGMA journal_mode=DELETE")
-    finally:
-        db.close()
-
-
-def _remove_companions(path: str) -> None:
-    """Fold ``path``'s WAL in, so that no stale WAL is applied to the file replacing it."""
-    if Path(path).exists():
-        _self_contained(path)
-    for suffix in ("-wal", "-shm"):
-        with suppress(FileNotFoundError):
-            os.remove(f"{path}{suffix}")
-
-
-def _remove(staging: str) -> None:
-    for suffix in ("", "-wal", "-shm", ".lock"):
-        with suppress(FileNotFoundError):
-            os.remove(f"{staging}{suffix}")
+    with staged(url) as (staging, path):
+        yield staging, path

@@ -20,10 +20,10 @@ import numpy as np
 from google.protobuf.message import DecodeError
 from numpy.typing import NDArray
 
-from deniable.aggregator.storage._decode_fast import decode_fast, same_size_frames
-from deniable.aggregator.storage._ids import ReportIds, UniformPayloads
-from deniable.aggregator.storage._layout import check_structure
-from deniable.aggregator.storage._log_format import COMPACT, compact_columns, varint
+from deniable.aggregator.storage.codec._decode_fast import decode_fast, same_size_frames
+from deniable.aggregator.storage.codec._ids import ReportIds, UniformPayloads
+from deniable.aggregator.storage.codec._layout import check_structure
+from deniable.aggregator.storage.codec._log_format import COMPACT, compact_columns, varint
 from deniable.shared.errors import InvalidArgument, ResourceExhausted
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 

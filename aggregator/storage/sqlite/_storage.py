@@ -18,25 +18,29 @@ from deniable.aggregator.storage._base import (
     SubmitOutcome,
     Tally,
 )
-from deniable.aggregator.storage._committer import Committer
-from deniable.aggregator.storage._filter import patterns
-from deniable.aggregator.storage._fingerprint import Hasher, use_default
-from deniable.aggregator.storage._id_index import IdIndex
-from deniable.aggregator.storage._lock import exclusive_lock
-from deniable.aggregator.storage._log_format import expand
-from deniable.aggregator.storage._maintenance import DamagedLogError, Maintenance, load_survey
-from deniable.aggregator.storage._migrate import fingerprint_key, migrate
-from deniable.aggregator.storage._segments import delete_segments
-from deniable.aggregator.storage._sqlite_commit import SqliteCommits
-from deniable.aggregator.storage._sqlite_tokens import (
+from deniable.aggregator.storage.codec import Hasher, expand, use_default
+from deniable.aggregator.storage.sqlite._commit import SqliteCommits
+from deniable.aggregator.storage.sqlite._committer import Committer
+from deniable.aggregator.storage.sqlite._lock import exclusive_lock
+from deniable.aggregator.storage.sqlite._schema import fingerprint_key, migrate
+from deniable.aggregator.storage.sqlite._tokens import (
     Binding,
     insert_tokens,
     issued,
     store_bindings,
 )
-from deniable.aggregator.storage._survey_ids import SEGMENT_IDS, SurveyIds
-from deniable.aggregator.storage._transaction import transaction
-from deniable.aggregator.storage._wal import preallocate_wal, wal_target_size
+from deniable.aggregator.storage.sqlite._transaction import transaction
+from deniable.aggregator.storage.sqlite._wal import preallocate_wal, wal_target_size
+from deniable.aggregator.storage.sqlite.index import (
+    SEGMENT_IDS,
+    DamagedLogError,
+    IdIndex,
+    Maintenance,
+    SurveyIds,
+    delete_segments,
+    load_survey,
+    patterns,
+)
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["LOG_PAGE", "SqliteStorage"]
@@ -52,26 +56,26 @@ class SqliteStorage(SqliteCommits, Storage):
 
     Layout: each committed batch appends one row per survey to ``log`` holding the new
     reports (compact for a uniform yes/no batch, else a serialized
-    ``SubmitReportsRequest``; see :mod:`._log_format`), and bumps the running ``tallies``
+    ``SubmitReportsRequest``; see :mod:`..codec._log_format`), and bumps the running ``tallies``
     in the same transaction. Rows are appended in key order, so a commit writes a few
     sequential pages however random the clients' report ids are.
 
     Idempotency is decided inside the batch's transaction, against the log: which ids an
-    open survey holds is answered by an index derived from the log (:mod:`._id_index`),
+    open survey holds is answered by an index derived from the log (:mod:`.index`),
     made of filters in memory and of sealed segments of sorted fingerprints in the
-    database, which a background thread writes (:mod:`._maintenance`). Every candidate
+    database, which a background thread writes (:mod:`.index._maintenance`). Every candidate
     match is confirmed by reading the log row and comparing the id and payload byte for
     byte. A lock file (``PATH.lock``) keeps a second aggregator from using the database.
 
     Enrollment: ``tokens`` holds the SHA-256 hash of each issued token, and
     ``token_answers`` binds each (token, question) to its one report, written in the
-    batch's transaction (see :mod:`._sqlite_tokens`).
+    batch's transaction (see :mod:`._tokens`).
 
     Durability: the WAL journal with ``synchronous=FULL`` fsyncs the log at every commit,
     so an acknowledged batch survives a process crash and a power loss. One connection
     serves all threads under a lock, as SQLite admits one writer at a time anyway; batches
     that arrive during a commit share the next one (:class:`._committer.Committer`); the
-    commit itself is :class:`._sqlite_commit.SqliteCommits`.
+    commit itself is :class:`._commit.SqliteCommits`.
     """
 
     reads_values = True  # a commit reads each question's values of all its batches at once
@@ -311,7 +315,7 @@ class SqliteStorage(SqliteCommits, Storage):
             self._db.close()
             self._release_lockfile()
 
-    # --- used by `deniable-aggregator migrate` (see ._copy); kept last for easy merges ---
+    # --- used by `deniable-aggregator migrate` (see storage._copy); kept last for easy merges ---
 
     def restore_bindings(self, bindings: Sequence[Binding]) -> None:
         """Store enrollment bindings copied from another database, in one transaction."""

@@ -12,18 +12,17 @@ import numpy as np
 from numpy.typing import NDArray
 
 from deniable.aggregator.storage._base import Selection, Submission, SubmitOutcome, Tally
-from deniable.aggregator.storage._group_read import read_groups
-from deniable.aggregator.storage._id_index import Claim, GroupClaim, IdIndex
-from deniable.aggregator.storage._maintenance import Maintenance
-from deniable.aggregator.storage._sqlite_tokens import (
+from deniable.aggregator.storage._survey_cap import CapCheck, caps_of
+from deniable.aggregator.storage.sqlite._group_read import read_groups
+from deniable.aggregator.storage.sqlite._tally_change import TallyChange
+from deniable.aggregator.storage.sqlite._tokens import (
     Binding,
     PendingBindings,
     bind,
     store_bindings,
 )
-from deniable.aggregator.storage._survey_cap import CapCheck, caps_of
-from deniable.aggregator.storage._tally_change import TallyChange
-from deniable.aggregator.storage._transaction import rollback, storage_error
+from deniable.aggregator.storage.sqlite._transaction import rollback, storage_error
+from deniable.aggregator.storage.sqlite.index import Claim, GroupClaim, IdIndex, Maintenance
 from deniable.shared.errors import FailedPrecondition
 
 __all__ = ["SqliteCommits"]
