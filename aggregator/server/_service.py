@@ -8,7 +8,6 @@ import time
 from collections.abc import Generator, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
-from typing import Any
 
 from deniable.aggregator.server._enrollment import (
     check_min_reports,
@@ -29,8 +28,15 @@ from deniable.aggregator.server._releases import (
 )
 from deniable.aggregator.server._texts import check_texts
 from deniable.aggregator.server._views import check_listing, public_view
-from deniable.aggregator.storage import ReportGroup, Storage, Submission, SubmitOutcome, Unread
-from deniable.aggregator.storage._survey_cap import check_max_reports
+from deniable.aggregator.storage import (
+    Asked,
+    ReportGroup,
+    Storage,
+    Submission,
+    SubmitOutcome,
+    check_max_reports,
+    replay_group,
+)
 from deniable.aggregator.storage.codec import Group, decode_batch
 from deniable.shared.errors import (
     FailedPrecondition,
@@ -41,9 +47,7 @@ from deniable.shared.errors import (
 )
 from deniable.shared.mechanisms import (
     Mechanism,
-    ReportValueError,
     Tally,
-    describe_mechanism,
     mechanism_of,
 )
 from deniable.shared.privacy import ReleaseSteps, default_delta
@@ -79,10 +83,6 @@ class PreparedBatch:
         )
 
 
-def _unread_tally(keep: Any) -> list[int]:
-    raise AssertionError("an unread group is tallied only once the storage has read it")
-
-
 def _find_question(survey: pb.Survey, question_id: str, where: str) -> pb.Question:
     """The survey's question with this id, or NotFound naming the field ``where``."""
     for question in survey.questions:
@@ -106,10 +106,8 @@ class AggregatorService:
         self.max_message_bytes = max_message_bytes  # the largest reply (None: no limit)
         self._specs: dict[str, pb.Survey] = {}  # open surveys' specs, read once
         self._mechanisms: dict[tuple[str, str], Mechanism] = {}
-        # (survey, question) -> what every group answering it is checked against
-        self._asked: dict[
-            tuple[str, str], tuple[pb.Survey, pb.Question, Mechanism, ReleaseSteps | None]
-        ] = {}
+        # (survey, question) -> what every group answering it is replayed against
+        self._asked: dict[tuple[str, str], tuple[pb.Survey, Asked]] = {}
         # One batch is decoded at a time: the decoder is a few dozen numpy calls that each
         # let go of the interpreter, and concurrent decoders then pass it back and forth
         # (futex wake-ups, cold caches) instead of getting on with their work.
@@ -278,16 +276,17 @@ class AggregatorService:
         only if, the survey requires enrollment.
 
         A survey's questions never change, so its spec is read once and cached; whether it
-        is still open is checked by the storage inside the batch's transaction. The values
-        are validated by the question's mechanism here, or, for a backend that reads them
-        itself (:attr:`Storage.reads_values`), left to it: it reads all the batches of a
-        commit at once.
+        is still open is checked by the storage inside the batch's transaction. The group
+        is replayed against its question (:func:`replay_group`): its values are read by
+        the question's mechanism here, or, for a backend that reads them itself
+        (:attr:`Storage.reads_values`), left to it: it reads all the batches of a commit at
+        once.
         """
         report = group.template
-        asked = self._asked.get((report.survey_id, report.question_id))
-        if asked is None:
-            asked = self._ask(group)
-        survey, question, mechanism, releases = asked
+        known = self._asked.get((report.survey_id, report.question_id))
+        if known is None:
+            known = self._ask(group)
+        survey, asked = known
         if survey.enrollment_required and not enrolled:
             raise Unauthenticated(
                 f"reports[{group.first}]: survey {survey.id!r} requires an enrollment token"
@@ -297,35 +296,10 @@ class AggregatorService:
                 f"enrollment_token: survey {survey.id!r} of reports[{group.first}] does not "
                 "use enrollment tokens; send its reports without one"
             )
-        if report.mechanism != question.mechanism:
-            raise FailedPrecondition(
-                f"reports[{group.first}].mechanism: {describe_mechanism(report.mechanism)} "
-                f"differs from the survey's {describe_mechanism(question.mechanism)}"
-            )
-        field = str(report.WhichOneof("value"))
-        if self.storage.reads_values:
-            return ReportGroup(
-                survey.id, question.id, group.rows, _unread_tally, releases, mechanism,
-                unread=Unread(field, group.values), max_reports=survey.max_reports,
-            )  # fmt: skip
-        try:
-            reports = mechanism.read(field, group.values)
-        except ReportValueError as error:
-            at = positions[int(group.rows[error.row])]
-            raise InvalidArgument(f"reports[{at}].{error.field}: {error.message}") from None
-        return ReportGroup(
-            survey_id=survey.id,
-            question_id=question.id,
-            rows=group.rows,
-            tally=lambda keep: mechanism.tally(reports[keep]),
-            releases=releases,
-            mechanism=mechanism,
-            reports=reports,
-            max_reports=survey.max_reports,
-        )
+        return replay_group(group, positions, asked, unread=self.storage.reads_values)
 
-    def _ask(self, group: Group) -> tuple[pb.Survey, pb.Question, Mechanism, ReleaseSteps | None]:
-        """A group's survey (open when first seen), question, mechanism and release steps.
+    def _ask(self, group: Group) -> tuple[pb.Survey, Asked]:
+        """A group's survey (open when first seen), and what its question's groups are checked by.
 
         Cached per (survey, question): a survey's questions never change.
         """
@@ -343,14 +317,11 @@ class AggregatorService:
                 raise FailedPrecondition(f"{where}: survey {survey.id!r} is closed")
             self._specs[survey.id] = survey
         question = _find_question(survey, report.question_id, f"{where}.question_id")
-        asked = (
-            survey,
-            question,
-            self._mechanism(survey.id, question),
-            ReleaseSteps.of(survey.min_reports, survey.release_step),
-        )
-        self._asked[survey.id, question.id] = asked
-        return asked
+        releases = ReleaseSteps.of(survey.min_reports, survey.release_step)
+        mechanism = self._mechanism(survey.id, question)
+        asked = Asked(survey.id, question, mechanism, releases, survey.max_reports)
+        self._asked[survey.id, question.id] = (survey, asked)
+        return survey, asked
 
     def _mechanism(self, survey_id: str, question: pb.Question) -> Mechanism:
         """The question's mechanism (validated when the survey was created), cached."""

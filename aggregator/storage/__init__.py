@@ -21,6 +21,7 @@ from deniable.aggregator.storage._copy import (
     source_reports,
     writing,
 )
+from deniable.aggregator.storage._replay import Asked, StoredSurvey, replay_group
 from deniable.aggregator.storage._survey_cap import MAX_REPORTS, check_max_reports
 from deniable.aggregator.storage._url import (
     POSTGRES_EXTRA,
@@ -34,6 +35,7 @@ from deniable.aggregator.storage._url import (
 __all__ = [
     "MAX_REPORTS",
     "POSTGRES_EXTRA",
+    "Asked",
     "CopyRefusedError",
     "CopySource",
     "CopySummary",
@@ -42,6 +44,7 @@ __all__ = [
     "Selection",
     "Storage",
     "StorageError",
+    "StoredSurvey",
     "Submission",
     "SubmitOutcome",
     "Tally",
@@ -52,6 +55,7 @@ __all__ = [
     "default_database_url",
     "open_reader",
     "open_storage",
+    "replay_group",
     "source_reports",
     "upgrade",
     "writing",

@@ -22,19 +22,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from deniable.aggregator.storage._base import (
-    ReportGroup,
-    Selection,
-    StorageError,
-    Submission,
-    SubmitOutcome,
-    Tally,
-)
+from deniable.aggregator.storage._base import StorageError, Submission, SubmitOutcome, Tally
+from deniable.aggregator.storage._replay import StoredSurvey
 from deniable.aggregator.storage._url import POSTGRES_EXTRA
-from deniable.aggregator.storage.codec import Group, decode_batch, expand
+from deniable.aggregator.storage.codec import decode_row
 from deniable.shared.errors import AggregatorError
-from deniable.shared.mechanisms import Mechanism, ReportValueError, mechanism_of
-from deniable.shared.privacy import ReleaseSteps
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = [
@@ -184,9 +176,7 @@ class _SurveyCopy:
         self.target = target
         self.survey = survey
         self.progress = progress
-        self.questions = {question.id: question for question in survey.questions}
-        self.mechanisms: dict[str, Mechanism] = {}
-        self.steps = ReleaseSteps.of(survey.min_reports, survey.release_step)
+        self.stored = StoredSurvey(survey)
         self.log_rows = self.reports = self.tokens = self.bound = 0
 
     def run(self, state: int) -> None:
@@ -208,9 +198,8 @@ class _SurveyCopy:
         """Submit one log row to the target as the batch it was."""
         where = f"log row {seq} of survey {self.survey.id!r}"
         try:
-            data = expand(row)
-            batch = decode_batch(data, max_batch=max(1, len(data)))
-            groups = [self._group(group, batch.positions, where) for group in batch.groups]
+            batch = decode_row(row)
+            groups = self.stored.groups(batch)
         except (ValueError, AggregatorError) as error:
             raise CopyRefusedError(f"{where} cannot be replayed: {error}") from None
         submission = Submission(
@@ -223,36 +212,11 @@ class _SurveyCopy:
         self.reports += outcome.stored
         self.progress(outcome.stored)
 
-    def _group(self, group: Group, positions: Sequence[int], where: str) -> ReportGroup:
-        """A decoded group of reports as the daemon submits it: its question's tally."""
-        report = group.template
-        where = f"{where} reports[{group.first}]"
-        question = self.questions.get(report.question_id)
-        if report.survey_id != self.survey.id:
-            raise ValueError(f"{where}.survey_id: {report.survey_id!r} in this survey's log")
-        if question is None:
-            raise ValueError(f"{where}.question_id: no question {report.question_id!r}")
-        if report.mechanism != question.mechanism:
-            raise ValueError(f"{where}.mechanism: differs from question {question.id!r}'s")
-        mechanism = self.mechanisms.get(question.id)
-        if mechanism is None:
-            mechanism = self.mechanisms[question.id] = mechanism_of(question)
-        try:
-            reports = mechanism.read(report.WhichOneof("value"), group.values)
-        except ReportValueError as error:
-            at = positions[int(group.rows[error.row])]
-            raise ValueError(f"{where}: reports[{at}].{error.field}: {error.message}") from None
-
-        def tally(keep: Selection) -> list[int]:
-            return mechanism.tally(reports[keep])
-
-        return ReportGroup(self.survey.id, question.id, group.rows, tally, self.steps)
-
     def verify(
         self, stored: dict[tuple[str, str], Tally], released: dict[tuple[str, str], Tally]
     ) -> None:
         """Refuse unless every replayed tally and release equals the source's stored one."""
-        for question_id in self.questions:
+        for question_id in self.stored.questions:
             key = (self.survey.id, question_id)
             for what, want, got in (
                 ("tally", stored.get(key), self.target.tally(*key)),

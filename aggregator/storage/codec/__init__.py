@@ -7,6 +7,7 @@ from deniable.aggregator.storage.codec._decode import (
     Group,
     decode_batch,
     decode_log,
+    decode_row,
     frame,
 )
 from deniable.aggregator.storage.codec._fingerprint import Hasher, default_hasher, use_default
@@ -28,6 +29,7 @@ __all__ = [
     "UniformPayloads",
     "decode_batch",
     "decode_log",
+    "decode_row",
     "default_hasher",
     "expand",
     "frame",
