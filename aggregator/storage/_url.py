@@ -1,4 +1,4 @@
-"""Choosing a storage backend (or a read-only view) by URL, and the default database location."""
+"""A backend, a read-only view or a schema upgrade chosen by URL; the default database location."""
 
 from __future__ import annotations
 
@@ -12,7 +12,14 @@ if TYPE_CHECKING:
     from deniable.aggregator.storage.postgres import PostgresReader
     from deniable.aggregator.storage.sqlite import SqliteReader
 
-__all__ = ["POSTGRES_EXTRA", "data_dir", "default_database_url", "open_reader", "open_storage"]
+__all__ = [
+    "POSTGRES_EXTRA",
+    "data_dir",
+    "default_database_url",
+    "open_reader",
+    "open_storage",
+    "upgrade",
+]
 
 POSTGRES_EXTRA = (
     "a postgresql:// database needs the postgres extra: pip install 'deniable[postgres]'"
