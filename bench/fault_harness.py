@@ -154,8 +154,8 @@ def stored_ids(db_path: Path, survey_id: str) -> tuple[list[bytes], int]:
 
     Read-only and in one snapshot, safe while the daemon serves.
     """
-    from deniable.aggregator.storage._decode import decode_log
-    from deniable.aggregator.storage._reader import SqliteReader
+    from deniable.aggregator.storage.codec import decode_log
+    from deniable.aggregator.storage.sqlite import SqliteReader
 
     ids: list[bytes] = []
     with SqliteReader(str(db_path)) as reader, reader.snapshot():

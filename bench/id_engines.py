@@ -455,7 +455,7 @@ class Daemon(Engine):
     refuses = "no: the daemon's index in memory, then the log row, refuses"
 
     def __init__(self, folder: Path) -> None:
-        from deniable.aggregator.storage._sqlite import SqliteStorage
+        from deniable.aggregator.storage.sqlite import SqliteStorage
         from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
         super().__init__(folder)
@@ -513,7 +513,7 @@ class Daemon(Engine):
     def submission(self, ids: np.ndarray[Any, np.dtype[np.uint8]], rng: np.random.Generator) -> Any:
         """The Submission the service would hand to storage for these ids' reports."""
         from deniable.aggregator.storage import ReportGroup, Submission
-        from deniable.aggregator.storage._decode import decode_batch
+        from deniable.aggregator.storage.codec import decode_batch
 
         frames = np.tile(self.row, (len(ids), 1))
         digits = frames[:, 4:36]

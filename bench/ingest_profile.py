@@ -21,7 +21,7 @@ from ingest_servers import QUESTION_ID, build_requests
 
 from deniable.aggregator.server._service import AggregatorService
 from deniable.aggregator.storage import Storage, Submission, open_storage
-from deniable.aggregator.storage._decode import decode_batch
+from deniable.aggregator.storage.codec import decode_batch
 
 # --- where the real server's time goes ---------------------------------------------------
 
@@ -113,7 +113,7 @@ def profile_ingest(db_path: Path, survey_id: str, batch: int, count: int, seed: 
             db.seconds.clear()
             decoded = decode_batch(data, service.max_batch)
             t2 = time.perf_counter()
-            groups = [service._check_group(group, decoded.positions) for group in decoded.groups]
+            groups = [service._groups.check(group, decoded.positions) for group in decoded.groups]
             t3 = time.perf_counter()
             checks_sql = sum(db.seconds.values())
             db.seconds.clear()

@@ -99,7 +99,7 @@ def _packed_rows(reports: Any) -> list[bytes]:
 
 
 # The column form the server's decoder gives a group of reports, by the wire's value field
-# (see ``Group.values`` in ``aggregator/storage/_decode.py``).
+# (see ``Group.values`` in ``aggregator/storage/codec/_decode.py``).
 WIRE_COLUMNS: dict[str, Callable[[Any], Any]] = {
     "bit": lambda reports: np.asarray(reports, dtype=np.uint8),
     "option": lambda reports: np.asarray(reports, dtype=np.int64),

@@ -47,7 +47,7 @@ from ingest_servers import CALL_TIMEOUT, QUESTION_ID, build_requests, survey_que
 from pg_cluster import Cluster, create_database, open_cluster, used
 from pg_limit_figures import BARE, CONFIGS, PLAIN, TWO, Run, report, summarize
 
-from deniable.aggregator.storage._postgres import migrate
+from deniable.aggregator.storage.postgres import migrate
 from deniable.client._remote import AggregatorClient
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 

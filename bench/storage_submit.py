@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from deniable.aggregator.storage import ReportGroup, Selection, Submission, open_storage
-from deniable.aggregator.storage._decode import decode_batch
+from deniable.aggregator.storage.codec import decode_batch
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 BATCH = 1000

@@ -54,15 +54,6 @@ MECHANISM_LAYERS: tuple[tuple[str, frozenset[str]], ...] = tuple(
     )
 )
 
-# The one import cycle left, and the only exception to the rule against cycles: PostgresStorage
-# imports _postgres_copy inside two methods, and _postgres_copy imports _postgres at the top.
-# Branch `storage` (issue 34) breaks it; when that branch is merged, delete this constant,
-# its use in test_no_import_cycles and test_the_known_cycle_is_the_only_one (which fails then).
-KNOWN_CYCLE_EDGE = (
-    "deniable.aggregator.storage._postgres",
-    "deniable.aggregator.storage._postgres_copy",
-)
-
 
 @dataclass(frozen=True)
 class Import:
@@ -118,7 +109,7 @@ def _under(name: str, package: str) -> bool:
 
 def test_the_sources_are_found() -> None:
     assert "deniable.shared.mechanisms._base" in SOURCES
-    assert "deniable.aggregator.storage._sqlite" in SOURCES
+    assert "deniable.aggregator.storage.sqlite._storage" in SOURCES
     assert len(IMPORTS) > 500
 
 
@@ -268,11 +259,10 @@ def test_every_private_mechanism_module_has_a_layer() -> None:
     assert listed - private - {"__init__"} == set()
 
 
-def _cycles(imports: list[Import], allowed: tuple[str, str] | None = None) -> list[list[str]]:
+def _cycles(imports: list[Import]) -> list[list[str]]:
     """Cycles among the imports that run, at module level or inside functions.
 
-    Only imports under ``if TYPE_CHECKING:`` are left out. ``allowed``: one edge
-    (importer, imported) left out too, when it is imported inside a function.
+    Only imports under ``if TYPE_CHECKING:`` are left out.
     """
     graph: dict[str, set[str]] = {module: set() for module in SOURCES}
     for item in imports:
@@ -281,8 +271,6 @@ def _cycles(imports: list[Import], allowed: tuple[str, str] | None = None) -> li
         target = item.target
         while target and target not in SOURCES:  # "pkg.module.name" -> "pkg.module"
             target = target.rpartition(".")[0]
-        if not item.top_level and (item.module, target) == allowed:
-            continue
         if target and target != item.module and not item.module.startswith(target + "."):
             graph[item.module].add(target)
     state: dict[str, int] = {}  # 1: on the current path, 2: done
@@ -304,22 +292,17 @@ def _cycles(imports: list[Import], allowed: tuple[str, str] | None = None) -> li
 
 
 def test_no_import_cycles() -> None:
-    assert _cycles(IMPORTS, allowed=KNOWN_CYCLE_EDGE) == []
-
-
-def test_the_known_cycle_is_the_only_one() -> None:
-    a, b = KNOWN_CYCLE_EDGE
-    assert _cycles(IMPORTS) == [[a, b, a]]
+    assert _cycles(IMPORTS) == []
 
 
 def test_the_cycle_check_sees_a_cycle() -> None:
     a, b = "deniable.shared._exact", "deniable.shared._validate"
     loop = [Import(a, f"{b}.as_real", 1, True), Import(b, f"{a}.exp_at_least", 1, True)]
-    assert _cycles([*IMPORTS, *loop], allowed=KNOWN_CYCLE_EDGE) == [[a, b, a]]
+    assert _cycles([*IMPORTS, *loop]) == [[a, b, a]]
     inside = Import(b, a, 5, False)  # inside a function: runs all the same
-    assert _cycles([*IMPORTS, loop[0], inside], allowed=KNOWN_CYCLE_EDGE) == [[a, b, a]]
+    assert _cycles([*IMPORTS, loop[0], inside]) == [[a, b, a]]
     typing = Import(b, a, 5, False, type_only=True)  # under if TYPE_CHECKING: never runs
-    assert _cycles([*IMPORTS, loop[0], typing], allowed=KNOWN_CYCLE_EDGE) == []
+    assert _cycles([*IMPORTS, loop[0], typing]) == []
 
 
 def test_imports_are_read_where_they_run() -> None:

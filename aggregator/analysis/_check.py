@@ -4,11 +4,9 @@ A stepped question's released tally must also be the tally after some log row: a
 is written in the transaction of the batch that reached it.
 
 The recomputation runs the ingest path's own code on each log row, so the two cannot
-drift: a row is expanded to its canonical ``SubmitReportsRequest`` (``storage._log_format.
-expand``, which also validates a compact row as ``storage._decode.decode_log`` does when the
-daemon reads its log), decoded by ``storage._decode.decode_batch`` as a received batch is, and
-each group of reports is read and tallied by its question's mechanism (``Mechanism.read`` and
-``Mechanism.tally``), as ``AggregatorService._check_group`` does.
+drift: a row is decoded as a received batch is and each group of reports replayed against
+its question, read and tallied by its mechanism, by ``storage.replay_group`` as the daemon
+does (``storage.StoredSurvey``).
 
 Memory: the tallies, plus 8 bytes per report id for the duplicate check (its keyed
 fingerprint). A survey with more than ``ids_per_pass`` reports is checked for duplicates
@@ -20,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 import numpy as np
@@ -32,12 +30,9 @@ from deniable.aggregator.analysis._check_report import (
     SurveyCheck,
     padded,
 )
-from deniable.aggregator.storage import Tally
-from deniable.aggregator.storage._decode import DecodedBatch, Group, decode_batch, decode_log
-from deniable.aggregator.storage._ids import ReportIds
-from deniable.aggregator.storage._log_format import expand
+from deniable.aggregator.storage import StoredSurvey, Tally
+from deniable.aggregator.storage.codec import DecodedBatch, ReportIds, decode_log, decode_row
 from deniable.shared.errors import AggregatorError
-from deniable.shared.mechanisms import Mechanism, ReportValueError, mechanism_of
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["CheckReport", "LogSource", "QuestionCheck", "SurveyCheck", "check"]
@@ -117,8 +112,8 @@ class _SurveyChecker:
         self.survey = pb.Survey.FromString(spec)
         self.result = SurveyCheck(survey_id, self.survey.title, state)
         self.stored = stored  # the survey's stored tallies by question id
-        self.questions = {q.id: q for q in self.survey.questions}
-        self.mechanisms: dict[str, Mechanism] = {}
+        self.replayed = StoredSurvey(self.survey)
+        self.questions = self.replayed.questions
         self.recomputed = {qid: Tally(0) for qid in self.questions}
         self.released: dict[str, Tally] = {}  # the stored releases, by question id
         self.release_seen: set[str] = set()  # questions whose release a prefix matched
@@ -163,8 +158,7 @@ class _SurveyChecker:
         """
         self.result.log_rows += 1
         try:
-            data = expand(row)
-            batch = decode_batch(data, max_batch=max(1, len(data)))
+            batch = decode_row(row)
         except (ValueError, AggregatorError) as error:  # LogFormatError is a ValueError
             self.result.problems.append(f"log row {seq} cannot be decoded: {error}")
             return None
@@ -176,54 +170,19 @@ class _SurveyChecker:
         contributions: list[tuple[str, int, list[int]]] = []
         for group in batch.groups:
             try:
-                qid, tally = self._contribution(group, batch.positions, f"log row {seq}")
+                replayed = self.replayed.replay(group, batch.positions)
             except (ValueError, AggregatorError) as error:
-                self.result.problems.append(str(error))
+                self.result.problems.append(f"log row {seq}: {error}")
                 return batch
-            contributions.append((qid, len(group.rows), tally))
+            assert replayed.mechanism is not None  # a replayed group is read
+            tally = replayed.mechanism.tally(replayed.reports)
+            contributions.append((replayed.question_id, len(group.rows), tally))
         for qid, n, tally in contributions:
             old = self.recomputed[qid]
             self.recomputed[qid] = old.plus(n, tally)
             if _same(self.recomputed[qid], self.released.get(qid)):
                 self.release_seen.add(qid)
         return batch
-
-    def _contribution(
-        self, group: Group, positions: Sequence[int], where: str
-    ) -> tuple[str, list[int]]:
-        """A group's question and what it adds to that question's sums, as at ingest.
-
-        Raises:
-            ValueError: the group does not fit the survey (naming the row and report).
-            InvalidArgument: a value outside the mechanism's output domain.
-        """
-        report = group.template
-        where = f"{where} reports[{group.first}]"
-        question = self.questions.get(report.question_id)
-        if report.survey_id != self.survey.id:
-            raise ValueError(f"{where}.survey_id: {report.survey_id!r} in this survey's log")
-        if question is None:
-            raise ValueError(f"{where}.question_id: no question {report.question_id!r}")
-        if report.mechanism != question.mechanism:
-            raise ValueError(f"{where}.mechanism: differs from question {question.id!r}'s")
-        mechanism = self._mechanism(question)
-        try:
-            tally = mechanism.tally(mechanism.read(report.WhichOneof("value"), group.values))
-        except ReportValueError as error:
-            at = positions[int(group.rows[error.row])]
-            row = where.split(" reports[")[0]
-            raise ValueError(f"{row}: reports[{at}].{error.field}: {error.message}") from None
-        return question.id, tally
-
-    def _mechanism(self, question: pb.Question) -> Mechanism:
-        """The question's mechanism (cached); ValueError naming the question if invalid."""
-        mechanism = self.mechanisms.get(question.id)
-        if mechanism is None:
-            try:
-                mechanism = self.mechanisms[question.id] = mechanism_of(question)
-            except ValueError as error:
-                raise ValueError(f"question {question.id!r}: {error}") from None
-        return mechanism
 
     def _count_duplicates(self, collisions: NDArray[np.uint64]) -> None:
         """Compare in full the ids whose fingerprints collide; count the true repeats."""

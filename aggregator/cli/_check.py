@@ -6,8 +6,7 @@ import click
 
 from deniable.aggregator.analysis._check import check
 from deniable.aggregator.cli._common import DATABASE_VARIABLE, emit_json, fail
-from deniable.aggregator.storage import StorageError, default_database_url
-from deniable.aggregator.storage._reader import open_reader
+from deniable.aggregator.storage import StorageError, default_database_url, open_reader
 
 
 @click.command("check")

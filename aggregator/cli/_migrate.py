@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 import click
@@ -10,14 +9,17 @@ from click.core import ParameterSource
 
 from deniable.aggregator.cli._common import DATABASE_VARIABLE, emit_json, fail
 from deniable.aggregator.cli._progress import progress, shows_progress
-from deniable.aggregator.storage import StorageError, default_database_url
-from deniable.aggregator.storage._copy import CopyRefusedError, copy, source_reports, writing
-from deniable.aggregator.storage._lock import exclusive_lock
-from deniable.aggregator.storage._reader import open_reader, sqlite_path
-from deniable.aggregator.storage._url import POSTGRES_EXTRA
+from deniable.aggregator.storage import (
+    CopyRefusedError,
+    StorageError,
+    copy,
+    default_database_url,
+    open_reader,
+    source_reports,
+    upgrade,
+    writing,
+)
 from deniable.shared.errors import AggregatorError
-
-_POSTGRES = ("postgresql://", "postgres://")
 
 
 @click.command("migrate")
@@ -132,10 +134,7 @@ def _copy(source: str, target: str, into_non_empty: bool, as_json: bool) -> None
 
 def _upgrade(url: str, as_json: bool) -> None:
     try:
-        if url.startswith(_POSTGRES):
-            name, before, after = _upgrade_postgres(url)
-        else:
-            name, before, after = _upgrade_sqlite(sqlite_path(url))
+        name, before, after = upgrade(url)
     except (ValueError, StorageError) as error:
         fail(str(error), 2)
     document: dict[str, Any] = {"database": name, "from_version": before, "to_version": after}
@@ -145,55 +144,3 @@ def _upgrade(url: str, as_json: bool) -> None:
         click.echo(f"{name}: schema version {after}, already current")
     else:
         click.echo(f"{name}: schema version {before} -> {after}")
-
-
-def _upgrade_sqlite(path: str) -> tuple[str, int, int]:
-    """Upgrade a SQLite database in one transaction, holding the daemon's lock file."""
-    from deniable.aggregator.storage._migrate import migrate
-
-    lock = exclusive_lock(f"{path}.lock")
-    try:
-        db = sqlite3.connect(path, isolation_level=None)
-        try:
-            (before,) = db.execute("PRAGMA user_version").fetchone()
-            migrate(db)
-            (after,) = db.execute("PRAGMA user_version").fetchone()
-        finally:
-            db.close()
-    except sqlite3.Error as error:
-        raise StorageError(f"cannot upgrade SQLite database {path!r}: {error}") from None
-    except StorageError as error:
-        raise StorageError(f"{path!r}: {error}") from None
-    finally:
-        lock.close()
-    return path, int(before), int(after)
-
-
-def _upgrade_postgres(url: str) -> tuple[str, int, int]:
-    """Upgrade a PostgreSQL database in one transaction (daemons starting meanwhile wait)."""
-    try:
-        import psycopg
-
-        from deniable.aggregator.storage._postgres import migrate, redacted
-    except ImportError:
-        raise StorageError(POSTGRES_EXTRA) from None
-
-    name = redacted(url)
-
-    def version(db: psycopg.Connection[Any]) -> int:
-        exists = db.execute("SELECT to_regclass('schema_version') IS NOT NULL").fetchone()
-        if exists is None or not exists[0]:
-            return 0
-        row = db.execute("SELECT COALESCE(max(version), 0) FROM schema_version").fetchone()
-        return 0 if row is None else int(row[0])
-
-    try:
-        with psycopg.connect(url, connect_timeout=10, autocommit=True) as db:
-            before = version(db)
-            migrate(db)
-            after = version(db)
-    except psycopg.Error as error:
-        raise StorageError(f"cannot upgrade PostgreSQL database {name!r}: {error}") from None
-    except StorageError as error:
-        raise StorageError(f"{name!r}: {error}") from None
-    return name, before, after

@@ -35,8 +35,12 @@ from deniable.aggregator.server import (
     start_server,
     warn_if_plaintext,
 )
-from deniable.aggregator.storage import StorageError, default_database_url, open_storage
-from deniable.aggregator.storage._url import data_dir
+from deniable.aggregator.storage import (
+    StorageError,
+    data_dir,
+    default_database_url,
+    open_storage,
+)
 from deniable.shared._cli import RETIRED_WARNINGS
 from deniable.shared.errors import InvalidArgument
 

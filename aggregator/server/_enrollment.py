@@ -12,7 +12,7 @@ import hashlib
 import secrets
 from collections.abc import Sequence
 
-from deniable.aggregator.storage._decode import Group
+from deniable.aggregator.storage.codec import Group
 from deniable.shared.errors import InvalidArgument, shown
 
 __all__ = [

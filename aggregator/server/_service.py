@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import secrets
 import threading
-import time
-from collections.abc import Generator, Sequence
+from collections.abc import Generator
 from concurrent.futures import Executor, Future
-from dataclasses import dataclass
-from typing import Any
 
 from deniable.aggregator.server._enrollment import (
-    check_min_reports,
     check_token_batch,
     check_token_count,
     gate_message,
@@ -19,76 +14,37 @@ from deniable.aggregator.server._enrollment import (
     token_hash,
 )
 from deniable.aggregator.server._export import ExportSlots, export_chunks
+from deniable.aggregator.server._ingest import GroupChecks, PreparedBatch, find_question
 from deniable.aggregator.server._releases import (
     central_privacy,
     central_steps,
     check_central_delta,
-    check_release_step,
     released_tally,
     survey_central,
 )
-from deniable.aggregator.server._texts import check_texts
+from deniable.aggregator.server._survey_spec import MAX_QUESTIONS, new_survey
 from deniable.aggregator.server._views import check_listing, public_view
-from deniable.aggregator.storage import ReportGroup, Storage, Submission, SubmitOutcome, Unread
-from deniable.aggregator.storage._decode import Group, decode_batch
-from deniable.aggregator.storage._survey_cap import check_max_reports
+from deniable.aggregator.storage import Storage, Submission, SubmitOutcome
+from deniable.aggregator.storage.codec import decode_batch
 from deniable.shared.errors import (
     FailedPrecondition,
     InvalidArgument,
     NotFound,
-    Unauthenticated,
     shown,
 )
 from deniable.shared.mechanisms import (
     Mechanism,
-    ReportValueError,
     Tally,
-    describe_mechanism,
     mechanism_of,
 )
 from deniable.shared.privacy import ReleaseSteps, default_delta
-from deniable.shared.questions import QUESTION_ID, SURVEY_ID, check_question, question_type
+from deniable.shared.questions import SURVEY_ID, question_type
 from deniable.shared.stats import MAX_CONFIDENCE, METHODS
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["MAX_BATCH", "MAX_QUESTIONS", "AggregatorService", "PreparedBatch"]
 
 MAX_BATCH = 10_000
-MAX_QUESTIONS = 100
-MAX_TITLE = 200
-MAX_TEXT = 2000
-
-
-@dataclass(frozen=True)
-class PreparedBatch:
-    """A validated batch, ready for the storage: its submission and its repeats.
-
-    Attributes:
-        submission: what the storage stores (each distinct report once).
-        repeats: reports of the request that repeated another exactly (counted as
-            already stored).
-    """
-
-    submission: Submission
-    repeats: int
-
-    def response(self, outcome: SubmitOutcome) -> pb.SubmitReportsResponse:
-        """The reply to the request, once the storage has stored the batch."""
-        return pb.SubmitReportsResponse(
-            stored=outcome.stored, already_stored=outcome.already_stored + self.repeats
-        )
-
-
-def _unread_tally(keep: Any) -> list[int]:
-    raise AssertionError("an unread group is tallied only once the storage has read it")
-
-
-def _find_question(survey: pb.Survey, question_id: str, where: str) -> pb.Question:
-    """The survey's question with this id, or NotFound naming the field ``where``."""
-    for question in survey.questions:
-        if question.id == question_id:
-            return question
-    raise NotFound(f"{where}: survey {survey.id!r} has no question {shown(question_id)}")
 
 
 class AggregatorService:
@@ -106,10 +62,7 @@ class AggregatorService:
         self.max_message_bytes = max_message_bytes  # the largest reply (None: no limit)
         self._specs: dict[str, pb.Survey] = {}  # open surveys' specs, read once
         self._mechanisms: dict[tuple[str, str], Mechanism] = {}
-        # (survey, question) -> what every group answering it is checked against
-        self._asked: dict[
-            tuple[str, str], tuple[pb.Survey, pb.Question, Mechanism, ReleaseSteps | None]
-        ] = {}
+        self._groups = GroupChecks(storage, self._survey, self._mechanism, self._specs)
         # One batch is decoded at a time: the decoder is a few dozen numpy calls that each
         # let go of the interpreter, and concurrent decoders then pass it back and forth
         # (futex wake-ups, cold caches) instead of getting on with their work.
@@ -118,52 +71,7 @@ class AggregatorService:
 
     def create_survey(self, request: pb.CreateSurveyRequest) -> pb.Survey:
         """Validate a survey spec, fill in each question's privacy figures, store it."""
-        check_texts(request)
-        title = request.title.strip()
-        if not title or len(title) > MAX_TITLE:
-            raise InvalidArgument(f"title: must be 1..{MAX_TITLE} characters, got {len(title)}")
-        if not 1 <= len(request.questions) <= MAX_QUESTIONS:
-            raise InvalidArgument(
-                f"questions: need 1..{MAX_QUESTIONS} questions, got {len(request.questions)}"
-            )
-        check_min_reports(request.min_reports)
-        check_release_step(request.release_step, request.enrollment_required)
-        check_max_reports(request.max_reports)
-        survey = pb.Survey(
-            id=secrets.token_hex(8),
-            title=title,
-            state=pb.SURVEY_STATE_OPEN,
-            created_unix_ms=time.time_ns() // 1_000_000,
-            min_reports=request.min_reports,
-            enrollment_required=request.enrollment_required,
-            release_step=request.release_step,
-            max_reports=request.max_reports,
-        )
-        seen: set[str] = set()
-        for index, question in enumerate(request.questions):
-            where = f"questions[{index}]"
-            if not QUESTION_ID.fullmatch(question.id):
-                raise InvalidArgument(
-                    f"{where}.id: {shown(question.id)} must match [A-Za-z0-9_.-]{{1,64}}"
-                )
-            if question.id in seen:
-                raise InvalidArgument(f"{where}.id: duplicate question id {question.id!r}")
-            seen.add(question.id)
-            if not question.text.strip() or len(question.text) > MAX_TEXT:
-                raise InvalidArgument(f"{where}.text: must be 1..{MAX_TEXT} characters")
-            try:
-                mechanism = check_question(question, where)
-            except ValueError as error:
-                raise InvalidArgument(str(error)) from None
-            stored = survey.questions.add()
-            stored.CopyFrom(question)
-            stored.privacy.CopyFrom(
-                pb.Privacy(
-                    epsilon=mechanism.epsilon,
-                    epsilon_approx=getattr(mechanism, "epsilon_approx", 0.0),
-                    explanation=mechanism.explain(),
-                )
-            )
+        survey = new_survey(request)
         self.storage.create_survey(survey)
         return self.get_survey(survey.id, admin=True)
 
@@ -245,7 +153,7 @@ class AggregatorService:
         token = batch.enrollment_token
         if token:
             check_token_batch(batch.groups, batch.positions)
-        groups = [self._check_group(group, batch.positions, bool(token)) for group in batch.groups]
+        groups = [self._groups.check(group, batch.positions, bool(token)) for group in batch.groups]
         submission = Submission(
             batch.report_ids,
             batch.payloads,
@@ -268,89 +176,6 @@ class AggregatorService:
         :meth:`Storage.submit_async`).
         """
         return self.storage.submit_async(prepared.submission, executor, alone=alone)
-
-    def _check_group(
-        self, group: Group, positions: Sequence[int], enrolled: bool = False
-    ) -> ReportGroup:
-        """Check a group of reports against its survey and question; its tally function.
-
-        ``enrolled`` tells whether the batch carries an enrollment token: it must if, and
-        only if, the survey requires enrollment.
-
-        A survey's questions never change, so its spec is read once and cached; whether it
-        is still open is checked by the storage inside the batch's transaction. The values
-        are validated by the question's mechanism here, or, for a backend that reads them
-        itself (:attr:`Storage.reads_values`), left to it: it reads all the batches of a
-        commit at once.
-        """
-        report = group.template
-        asked = self._asked.get((report.survey_id, report.question_id))
-        if asked is None:
-            asked = self._ask(group)
-        survey, question, mechanism, releases = asked
-        if survey.enrollment_required and not enrolled:
-            raise Unauthenticated(
-                f"reports[{group.first}]: survey {survey.id!r} requires an enrollment token"
-            )
-        if enrolled and not survey.enrollment_required:
-            raise InvalidArgument(
-                f"enrollment_token: survey {survey.id!r} of reports[{group.first}] does not "
-                "use enrollment tokens; send its reports without one"
-            )
-        if report.mechanism != question.mechanism:
-            raise FailedPrecondition(
-                f"reports[{group.first}].mechanism: {describe_mechanism(report.mechanism)} "
-                f"differs from the survey's {describe_mechanism(question.mechanism)}"
-            )
-        field = str(report.WhichOneof("value"))
-        if self.storage.reads_values:
-            return ReportGroup(
-                survey.id, question.id, group.rows, _unread_tally, releases, mechanism,
-                unread=Unread(field, group.values), max_reports=survey.max_reports,
-            )  # fmt: skip
-        try:
-            reports = mechanism.read(field, group.values)
-        except ReportValueError as error:
-            at = positions[int(group.rows[error.row])]
-            raise InvalidArgument(f"reports[{at}].{error.field}: {error.message}") from None
-        return ReportGroup(
-            survey_id=survey.id,
-            question_id=question.id,
-            rows=group.rows,
-            tally=lambda keep: mechanism.tally(reports[keep]),
-            releases=releases,
-            mechanism=mechanism,
-            reports=reports,
-            max_reports=survey.max_reports,
-        )
-
-    def _ask(self, group: Group) -> tuple[pb.Survey, pb.Question, Mechanism, ReleaseSteps | None]:
-        """A group's survey (open when first seen), question, mechanism and release steps.
-
-        Cached per (survey, question): a survey's questions never change.
-        """
-        report = group.template
-        where = f"reports[{group.first}]"
-        survey = self._specs.get(report.survey_id)
-        if survey is None:
-            try:
-                survey = self._survey(report.survey_id)
-            except NotFound:
-                raise NotFound(
-                    f"{where}.survey_id: unknown survey {shown(report.survey_id)}"
-                ) from None
-            if survey.state != pb.SURVEY_STATE_OPEN:
-                raise FailedPrecondition(f"{where}: survey {survey.id!r} is closed")
-            self._specs[survey.id] = survey
-        question = _find_question(survey, report.question_id, f"{where}.question_id")
-        asked = (
-            survey,
-            question,
-            self._mechanism(survey.id, question),
-            ReleaseSteps.of(survey.min_reports, survey.release_step),
-        )
-        self._asked[survey.id, question.id] = asked
-        return asked
 
     def _mechanism(self, survey_id: str, question: pb.Question) -> Mechanism:
         """The question's mechanism (validated when the survey was created), cached."""
@@ -403,7 +228,7 @@ class AggregatorService:
         refusals before the first release name no count).
         """
         survey = self._specs.get(request.survey_id) or self._spec(request.survey_id)
-        question = _find_question(survey, request.question_id, "question_id")
+        question = find_question(survey, request.question_id, "question_id")
         confidence = request.confidence or 0.95
         if not 0.0 < confidence <= MAX_CONFIDENCE:  # also refuses NaN
             raise InvalidArgument(

@@ -39,7 +39,7 @@ class Unread:
 
     Attributes:
         field: the value field the reports carry (one of the mechanism's accepted ones).
-        values: the decoder's column of those values (see ``storage._decode.Group``).
+        values: the decoder's column of those values (see ``storage.codec.Group``).
     """
 
     field: str

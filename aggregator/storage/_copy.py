@@ -17,29 +17,16 @@ tokens and bindings in chunks.
 
 from __future__ import annotations
 
-import os
-import sqlite3
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol, TypeVar
 
-from deniable.aggregator.storage._base import (
-    ReportGroup,
-    Selection,
-    StorageError,
-    Submission,
-    SubmitOutcome,
-    Tally,
-)
-from deniable.aggregator.storage._decode import Group, decode_batch
-from deniable.aggregator.storage._lock import exclusive_lock
-from deniable.aggregator.storage._log_format import expand
+from deniable.aggregator.storage._base import StorageError, Submission, SubmitOutcome, Tally
+from deniable.aggregator.storage._replay import StoredSurvey
 from deniable.aggregator.storage._url import POSTGRES_EXTRA
+from deniable.aggregator.storage.codec import decode_row
 from deniable.shared.errors import AggregatorError
-from deniable.shared.mechanisms import Mechanism, ReportValueError, mechanism_of
-from deniable.shared.privacy import ReleaseSteps
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = [
@@ -189,9 +176,7 @@ class _SurveyCopy:
         self.target = target
         self.survey = survey
         self.progress = progress
-        self.questions = {question.id: question for question in survey.questions}
-        self.mechanisms: dict[str, Mechanism] = {}
-        self.steps = ReleaseSteps.of(survey.min_reports, survey.release_step)
+        self.stored = StoredSurvey(survey)
         self.log_rows = self.reports = self.tokens = self.bound = 0
 
     def run(self, state: int) -> None:
@@ -213,9 +198,8 @@ class _SurveyCopy:
         """Submit one log row to the target as the batch it was."""
         where = f"log row {seq} of survey {self.survey.id!r}"
         try:
-            data = expand(row)
-            batch = decode_batch(data, max_batch=max(1, len(data)))
-            groups = [self._group(group, batch.positions, where) for group in batch.groups]
+            batch = decode_row(row)
+            groups = self.stored.groups(batch)
         except (ValueError, AggregatorError) as error:
             raise CopyRefusedError(f"{where} cannot be replayed: {error}") from None
         submission = Submission(
@@ -228,36 +212,11 @@ class _SurveyCopy:
         self.reports += outcome.stored
         self.progress(outcome.stored)
 
-    def _group(self, group: Group, positions: Sequence[int], where: str) -> ReportGroup:
-        """A decoded group of reports as the daemon submits it: its question's tally."""
-        report = group.template
-        where = f"{where} reports[{group.first}]"
-        question = self.questions.get(report.question_id)
-        if report.survey_id != self.survey.id:
-            raise ValueError(f"{where}.survey_id: {report.survey_id!r} in this survey's log")
-        if question is None:
-            raise ValueError(f"{where}.question_id: no question {report.question_id!r}")
-        if report.mechanism != question.mechanism:
-            raise ValueError(f"{where}.mechanism: differs from question {question.id!r}'s")
-        mechanism = self.mechanisms.get(question.id)
-        if mechanism is None:
-            mechanism = self.mechanisms[question.id] = mechanism_of(question)
-        try:
-            reports = mechanism.read(report.WhichOneof("value"), group.values)
-        except ReportValueError as error:
-            at = positions[int(group.rows[error.row])]
-            raise ValueError(f"{where}: reports[{at}].{error.field}: {error.message}") from None
-
-        def tally(keep: Selection) -> list[int]:
-            return mechanism.tally(reports[keep])
-
-        return ReportGroup(self.survey.id, question.id, group.rows, tally, self.steps)
-
     def verify(
         self, stored: dict[tuple[str, str], Tally], released: dict[tuple[str, str], Tally]
     ) -> None:
         """Refuse unless every replayed tally and release equals the source's stored one."""
-        for question_id in self.questions:
+        for question_id in self.stored.questions:
             key = (self.survey.id, question_id)
             for what, want, got in (
                 ("tally", stored.get(key), self.target.tally(*key)),
@@ -310,7 +269,7 @@ def writing(url: str) -> Iterator[tuple[CopyTarget, str]]:
         try:
             import psycopg
 
-            from deniable.aggregator.storage._postgres import PostgresStorage, redacted
+            from deniable.aggregator.storage.postgres import PostgresStorage, redacted
         except ImportError:
             raise StorageError(POSTGRES_EXTRA) from None
         storage = PostgresStorage(url)
@@ -324,88 +283,7 @@ def writing(url: str) -> Iterator[tuple[CopyTarget, str]]:
         finally:
             storage.close()
         return
-    from deniable.aggregator.storage._reader import sqlite_path
+    from deniable.aggregator.storage.sqlite import staged
 
-    path = sqlite_path(url)
-    try:
-        with _staged(path) as staging:
-            yield staging, path
-    except sqlite3.Error as error:
-        raise StorageError(
-            f"cannot write SQLite database {path!r}: {error}; nothing was copied"
-        ) from None
-
-
-@contextmanager
-def _staged(path: str) -> Iterator[CopyTarget]:
-    """A SQLite backend on a staging copy of ``path`` that replaces it on success."""
-    from deniable.aggregator.storage._reader import SqliteReader
-    from deniable.aggregator.storage._sqlite import SqliteStorage
-
-    folder = Path(path).parent
-    if not folder.is_dir():
-        raise StorageError(f"no folder {str(folder)!r} for the database {path!r}")
-    lock = exclusive_lock(f"{path}.lock")
-    staging = f"{path}.migrating"
-    try:
-        _remove(staging)
-        if Path(path).exists():
-            SqliteReader(path).close()  # refuses what is not a deniable database, naming it
-            _backup(path, staging)
-        storage = SqliteStorage(staging, background=False)
-        storage.unsynced()  # synced once below, before it replaces the target
-        try:
-            yield storage
-        finally:
-            storage.close()
-        _self_contained(staging)
-        with open(staging, "rb+") as handle:
-            os.fsync(handle.fileno())
-        _remove_companions(path)
-        os.replace(staging, path)
-        directory = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
-    finally:
-        _remove(staging)
-        lock.close()
-
-
-def _backup(path: str, staging: str) -> None:
-    """Copy the database at ``path`` (with its committed WAL content) to ``staging``."""
-    uri = f"file:{Path(path).absolute()}?mode=ro"
-    source = sqlite3.connect(uri, uri=True)
-    target = sqlite3.connect(staging)
-    try:
-        source.backup(target)
-    except sqlite3.Error as error:
-        raise StorageError(f"cannot read SQLite database {path!r}: {error}") from None
-    finally:
-        target.close()
-        source.close()
-
-
-def _self_contained(path: str) -> None:
-    """Fold the WAL into the database file and drop it: the file alone is the database."""
-    db = sqlite3.connect(path, isolation_level=None)
-    try:
-        db.execute("PRAGMA journal_mode=DELETE")
-    finally:
-        db.close()
-
-
-def _remove_companions(path: str) -> None:
-    """Fold ``path``'s WAL in, so that no stale WAL is applied to the file replacing it."""
-    if Path(path).exists():
-        _self_contained(path)
-    for suffix in ("-wal", "-shm"):
-        with suppress(FileNotFoundError):
-            os.remove(f"{path}{suffix}")
-
-
-def _remove(staging: str) -> None:
-    for suffix in ("", "-wal", "-shm", ".lock"):
-        with suppress(FileNotFoundError):
-            os.remove(f"{staging}{suffix}")
+    with staged(url) as (staging, path):
+        yield staging, path

@@ -27,7 +27,7 @@ from deniable.aggregator.analysis.simulation._categorical import simulate_catego
 from deniable.aggregator.analysis.simulation._grpc_kinds import categorical_grpc_submitter
 from deniable.aggregator.server import start_server
 from deniable.aggregator.storage import open_storage
-from deniable.aggregator.storage._reader import SqliteReader
+from deniable.aggregator.storage.sqlite import SqliteReader
 from deniable.client import AggregatorClient, RemoteError
 from deniable.shared.mechanisms import (
     FrequencyOracle,

@@ -134,7 +134,7 @@ def main() -> None:
     preload(participant_cli.cli, "deniable")
     preload(aggregator_cli.cli, "deniable-aggregator")
     with contextlib.suppress(ImportError):  # --db postgresql://: the postgres extra (0.3 s)
-        importlib.import_module("deniable.aggregator.storage._postgres_reader")
+        importlib.import_module("deniable.aggregator.storage.postgres")
     for line in sys.stdin:
         case = json.loads(line)
         if case.get("capture") in ("separate", "terminal"):

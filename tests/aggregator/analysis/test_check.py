@@ -13,8 +13,7 @@ import pytest
 from deniable.aggregator.analysis._check import check
 from deniable.aggregator.server._lifecycle import start_server
 from deniable.aggregator.storage import open_storage
-from deniable.aggregator.storage._migrate import SCHEMA_VERSION
-from deniable.aggregator.storage._reader import SqliteReader
+from deniable.aggregator.storage.sqlite import SCHEMA_VERSION, SqliteReader
 from deniable.client._remote import AggregatorClient
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.aggregator.analysis._check_data import (

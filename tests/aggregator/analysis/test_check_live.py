@@ -10,7 +10,7 @@ from pathlib import Path
 from deniable.aggregator.analysis._check import check
 from deniable.aggregator.server._lifecycle import RunningServer
 from deniable.aggregator.storage import Tally
-from deniable.aggregator.storage._reader import SqliteReader
+from deniable.aggregator.storage.sqlite import SqliteReader
 from deniable.client._remote import AggregatorClient
 from tests.aggregator.analysis._check_data import (
     SPECS,

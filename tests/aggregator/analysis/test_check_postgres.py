@@ -10,8 +10,7 @@ import pytest
 
 from deniable.aggregator.analysis._check import check
 from deniable.aggregator.storage import StorageError, Tally
-from deniable.aggregator.storage._postgres import SCHEMA_VERSION
-from deniable.aggregator.storage._postgres_reader import PostgresReader
+from deniable.aggregator.storage.postgres import SCHEMA_VERSION, PostgresReader
 from tests._postgres import Cluster
 from tests.aggregator.analysis._check_data import SPECS, expected_sums, question, reports
 from tests.aggregator.storage._filled import daemon, fill, listed

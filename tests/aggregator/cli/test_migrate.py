@@ -9,10 +9,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from deniable.aggregator.storage import open_storage
-from deniable.aggregator.storage._migrate import SCHEMA_VERSION as SQLITE_VERSION
-from deniable.aggregator.storage._postgres import SCHEMA_VERSION as POSTGRES_VERSION
-from deniable.aggregator.storage._reader import open_reader
+from deniable.aggregator.storage import open_reader, open_storage
+from deniable.aggregator.storage.postgres import SCHEMA_VERSION as POSTGRES_VERSION
+from deniable.aggregator.storage.sqlite import SCHEMA_VERSION as SQLITE_VERSION
 from deniable.client._remote import RemoteError
 from tests.aggregator.server.test_release_gate import reports as bits
 from tests.aggregator.storage._filled import Filled, daemon, estimates, fill, listed

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from deniable.aggregator.storage._url import POSTGRES_EXTRA
+from deniable.aggregator.storage import POSTGRES_EXTRA
 
 # The aggregator's entry point, run with psycopg and its pool made unimportable.
 WITHOUT_PSYCOPG = (

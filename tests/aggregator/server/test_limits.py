@@ -18,7 +18,7 @@ from deniable.aggregator.server._limits import LimitError, ServerLimits
 from deniable.aggregator.server._service import AggregatorService
 from deniable.aggregator.server._servicer import AggregatorServicer
 from deniable.aggregator.storage import Submission, SubmitOutcome
-from deniable.aggregator.storage._sqlite import SqliteStorage
+from deniable.aggregator.storage.sqlite import SqliteStorage
 from deniable.client._remote import AggregatorClient, RemoteError
 from deniable.shared.transport import CHANNEL_KEEPALIVE, MAX_MESSAGE_BYTES
 from deniable.shared.wire.v1 import aggregator_pb2 as pb

@@ -17,7 +17,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from deniable.aggregator.server._lifecycle import start_server
 from deniable.aggregator.storage import Tally
-from deniable.aggregator.storage._postgres import PostgresStorage
+from deniable.aggregator.storage.postgres import PostgresStorage
 from deniable.client._remote import AggregatorClient, RemoteError
 from deniable.shared.errors import Unavailable
 from deniable.shared.privacy import ReleaseSteps
@@ -263,7 +263,7 @@ def test_conflicts_and_lost_connections_are_retried_a_bounded_number_of_times(
     from psycopg.errors import DeadlockDetected, SerializationFailure
     from psycopg_pool import ConnectionPool
 
-    from deniable.aggregator.storage._postgres_errors import CONFLICT_ATTEMPTS, Transactions
+    from deniable.aggregator.storage.postgres._errors import CONFLICT_ATTEMPTS, Transactions
 
     calls: list[int] = []
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deniable.aggregator.storage._decode import (
+from deniable.aggregator.storage.codec._decode import (
     DecodedBatch,
     decode_batch,
     decode_exact,
@@ -19,8 +19,8 @@ from deniable.aggregator.storage._decode import (
     decode_vectorized,
     frame,
 )
-from deniable.aggregator.storage._decode_fast import MAX_TEMPLATES, _frame_starts
-from deniable.aggregator.storage._log_format import COMPACT_UNIFORM, expand
+from deniable.aggregator.storage.codec._decode_fast import MAX_TEMPLATES, _frame_starts
+from deniable.aggregator.storage.codec._log_format import COMPACT_UNIFORM, expand
 from deniable.shared.errors import InvalidArgument, ResourceExhausted
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 

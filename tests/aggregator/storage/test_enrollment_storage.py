@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 
 from deniable.aggregator.storage import Tally, open_storage
-from deniable.aggregator.storage._decode import decode_batch, frame
-from deniable.aggregator.storage._log_format import COMPACT_UNIFORM, varint
-from deniable.aggregator.storage._migrate import SCHEMA_VERSION
+from deniable.aggregator.storage.codec import decode_batch, frame
+from deniable.aggregator.storage.codec._log_format import COMPACT_UNIFORM, varint
+from deniable.aggregator.storage.sqlite import SCHEMA_VERSION
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.aggregator.storage.test_storage_contract import enrolled, report, submit, survey
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from deniable.aggregator.storage._filter import BITS, BloomFilter, patterns
-from deniable.aggregator.storage._fingerprint import Hasher
+from deniable.aggregator.storage.codec import Hasher
+from deniable.aggregator.storage.sqlite.index._filter import BITS, BloomFilter, patterns
 
 
 def ids(count: int, start: int = 0, width: int = 32) -> np.ndarray:

@@ -12,9 +12,9 @@ import pytest
 
 from deniable.aggregator.server._enrollment import token_hash
 from deniable.aggregator.storage import Submission, SubmitOutcome, Tally, open_storage
-from deniable.aggregator.storage._committer import Committer, CommitterClosedError
-from deniable.aggregator.storage._id_index import GroupClaim, IdIndex
-from deniable.aggregator.storage._sqlite import SqliteStorage
+from deniable.aggregator.storage.sqlite import SqliteStorage
+from deniable.aggregator.storage.sqlite._committer import Committer, CommitterClosedError
+from deniable.aggregator.storage.sqlite.index import GroupClaim, IdIndex
 from deniable.shared.errors import AlreadyExists
 from deniable.shared.privacy import ReleaseSteps
 from deniable.shared.wire.v1 import aggregator_pb2 as pb

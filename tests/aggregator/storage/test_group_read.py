@@ -8,8 +8,8 @@ import pytest
 
 from deniable.aggregator.server._service import AggregatorService
 from deniable.aggregator.storage import Submission, SubmitOutcome
-from deniable.aggregator.storage._group_read import read_groups
-from deniable.aggregator.storage._sqlite import SqliteStorage
+from deniable.aggregator.storage.sqlite import SqliteStorage
+from deniable.aggregator.storage.sqlite._group_read import read_groups
 from deniable.shared.errors import InvalidArgument
 from deniable.shared.questions import question_type
 from deniable.shared.wire.v1 import aggregator_pb2 as pb

@@ -12,9 +12,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from deniable.aggregator.storage import StorageError, Tally, _survey_ids
-from deniable.aggregator.storage._fingerprint import Hasher
-from deniable.aggregator.storage._sqlite import SqliteStorage
+from deniable.aggregator.storage import StorageError, Tally
+from deniable.aggregator.storage.codec import Hasher
+from deniable.aggregator.storage.sqlite import SqliteStorage
+from deniable.aggregator.storage.sqlite.index import _survey_ids
 from deniable.shared.errors import AlreadyExists
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.aggregator.storage.test_storage_contract import logged, recount, report, submit, survey
@@ -159,8 +160,8 @@ def test_closing_a_survey_deletes_its_segments(tmp_path: Path) -> None:
 _CRASH = """
 import os, sys
 sys.path.insert(0, {root!r})
-from deniable.aggregator.storage import _index_jobs
-from deniable.aggregator.storage._sqlite import SqliteStorage
+from deniable.aggregator.storage.sqlite.index import _jobs as _index_jobs
+from deniable.aggregator.storage.sqlite import SqliteStorage
 from tests.aggregator.storage.test_id_index import batch
 from tests.aggregator.storage.test_storage_contract import submit, survey
 real = _index_jobs.write_segment

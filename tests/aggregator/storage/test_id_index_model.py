@@ -33,12 +33,12 @@ from hypothesis.stateful import (
 )
 
 from deniable.aggregator.analysis._check import check
-from deniable.aggregator.storage import SubmitOutcome, _sqlite, _survey_ids
-from deniable.aggregator.storage._fingerprint import Hasher
-from deniable.aggregator.storage._index_jobs import Growth, Seal
-from deniable.aggregator.storage._maintenance import Maintenance
-from deniable.aggregator.storage._reader import open_reader
-from deniable.aggregator.storage._sqlite import SqliteStorage
+from deniable.aggregator.storage import SubmitOutcome, open_reader
+from deniable.aggregator.storage.codec import Hasher
+from deniable.aggregator.storage.sqlite import SqliteStorage
+from deniable.aggregator.storage.sqlite import _storage as _sqlite
+from deniable.aggregator.storage.sqlite.index import Maintenance, _survey_ids
+from deniable.aggregator.storage.sqlite.index._jobs import Growth, Seal
 from deniable.shared.errors import AlreadyExists
 from tests.aggregator.storage.test_id_index import FailingCommit
 from tests.aggregator.storage.test_storage_contract import report, submission, submit, survey

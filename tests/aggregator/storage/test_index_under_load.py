@@ -18,10 +18,10 @@ import pytest
 from numpy.typing import NDArray
 
 from deniable.aggregator.analysis._check import check
-from deniable.aggregator.storage import _survey_ids
-from deniable.aggregator.storage._filter import BloomFilter
-from deniable.aggregator.storage._reader import open_reader
-from deniable.aggregator.storage._sqlite import SqliteStorage
+from deniable.aggregator.storage import open_reader
+from deniable.aggregator.storage.sqlite import SqliteStorage
+from deniable.aggregator.storage.sqlite.index import _survey_ids
+from deniable.aggregator.storage.sqlite.index._filter import BloomFilter
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.aggregator.storage.test_storage_contract import report, submit, survey
 

@@ -11,15 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deniable.aggregator.storage import StorageError, Tally, open_storage
-from deniable.aggregator.storage._decode import decode_exact, decode_log, decode_vectorized
-from deniable.aggregator.storage._log_format import (
+from deniable.aggregator.storage.codec._decode import decode_exact, decode_log, decode_vectorized
+from deniable.aggregator.storage.codec._log_format import (
     COMPACT_HEX,
     COMPACT_UNIFORM,
     LogFormatError,
     compact_uniform,
     expand,
 )
-from deniable.aggregator.storage._migrate import SCHEMA_VERSION
+from deniable.aggregator.storage.sqlite import SCHEMA_VERSION
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.aggregator.storage.test_batch import listed
 from tests.aggregator.storage.test_storage_contract import logged, recount, report, submit, survey

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from deniable.aggregator.storage import StorageError, Tally, open_storage
-from deniable.aggregator.storage._migrate import SCHEMA_VERSION
-from deniable.aggregator.storage._sqlite import SqliteStorage
+from deniable.aggregator.storage.sqlite import SCHEMA_VERSION, SqliteStorage
 from deniable.shared.errors import AlreadyExists
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.aggregator.storage.test_storage_contract import logged, recount, report, submit, survey

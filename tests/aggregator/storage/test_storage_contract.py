@@ -22,7 +22,7 @@ from deniable.aggregator.storage import (
     default_database_url,
     open_storage,
 )
-from deniable.aggregator.storage._decode import decode_batch
+from deniable.aggregator.storage.codec import decode_batch
 from deniable.shared.errors import AlreadyExists, FailedPrecondition, NotFound, Unauthenticated
 from deniable.shared.privacy import ReleaseSteps
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
@@ -325,7 +325,7 @@ def test_batch_spanning_surveys_and_questions(opener: Opener) -> None:
 
 def test_a_resend_is_recognised_whatever_the_shape_of_its_batch(opener: Opener) -> None:
     """Reports stored by a uniform yes/no batch, resent in a mixed one, and the reverse."""
-    from deniable.aggregator.storage._ids import UniformPayloads
+    from deniable.aggregator.storage.codec import UniformPayloads
 
     storage = opener()
     storage.create_survey(survey())
@@ -502,7 +502,7 @@ def test_postgres_refuses_a_newer_schema_and_names_the_versions(postgres_url: st
     open_storage(postgres_url).close()
     with psycopg.connect(postgres_url) as db:
         db.execute("UPDATE schema_version SET version = 99")
-    from deniable.aggregator.storage._postgres import SCHEMA_VERSION
+    from deniable.aggregator.storage.postgres import SCHEMA_VERSION
 
     message = f"schema version 99, newer than this aggregator's {SCHEMA_VERSION}"
     with pytest.raises(StorageError, match=message):
@@ -623,7 +623,7 @@ def test_postgres_tally_rows_are_folded_without_changing_the_sum(
     """
     import threading
 
-    from deniable.aggregator.storage import _postgres
+    from deniable.aggregator.storage.postgres import _storage as _postgres
 
     monkeypatch.setattr(_postgres, "COMPACT_EVERY", 5)  # fold often: every ~5th batch
     monkeypatch.setattr(_postgres, "COMPACT_ROWS", 3)  # and on reads of more than 3 rows
@@ -672,7 +672,7 @@ def test_postgres_tally_rows_are_folded_without_changing_the_sum(
 def test_postgres_batches_fold_tally_rows_as_they_go(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from deniable.aggregator.storage import _postgres
+    from deniable.aggregator.storage.postgres import _storage as _postgres
 
     monkeypatch.setattr(_postgres, "COMPACT_EVERY", 4)
     storage = open_storage(postgres_url)
@@ -692,7 +692,7 @@ def test_postgres_pool_holds_at_most_the_connections_asked_for(postgres_url: str
 
     import psycopg
 
-    from deniable.aggregator.storage._postgres import PostgresStorage
+    from deniable.aggregator.storage.postgres import PostgresStorage
 
     storage = open_storage(postgres_url, connections=2)
     assert isinstance(storage, PostgresStorage)
@@ -741,7 +741,7 @@ def test_postgres_pool_holds_at_most_the_connections_asked_for(postgres_url: str
 
 
 def test_postgres_prepares_the_batch_statement_at_its_first_use(postgres_url: str) -> None:
-    from deniable.aggregator.storage._postgres import PostgresStorage
+    from deniable.aggregator.storage.postgres import PostgresStorage
 
     storage = open_storage(postgres_url, connections=1)
     assert isinstance(storage, PostgresStorage)

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from deniable.aggregator.storage import Storage, open_storage
-from deniable.aggregator.storage import _sqlite as sqlite_module
-from deniable.aggregator.storage._sqlite import SqliteStorage
-from deniable.aggregator.storage._wal import preallocate_wal, wal_target_size
+from deniable.aggregator.storage.sqlite import SqliteStorage
+from deniable.aggregator.storage.sqlite import _storage as sqlite_module
+from deniable.aggregator.storage.sqlite._wal import preallocate_wal, wal_target_size
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.aggregator.storage.test_storage_contract import logged, recount, report, submit, survey
 

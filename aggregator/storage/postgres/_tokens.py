@@ -1,6 +1,6 @@
 """PostgreSQL side of enrollment: each (token, question) bound to one report, across daemons.
 
-The same rules as SQLite's (:mod:`._sqlite_tokens`), decided by the database: the batch's
+The same rules as SQLite's (:mod:`..sqlite._tokens`), decided by the database: the batch's
 bindings go in with one ``INSERT ... ON CONFLICT DO NOTHING``, so of two daemons that
 bind one (token, question) at once, the second waits for the first to commit and then
 finds its binding. Only the bindings that did not go in are looked at again, each in
@@ -10,6 +10,7 @@ its own statement's snapshot, which sees every binding committed before it.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
 import psycopg
 from psycopg.rows import TupleRow
@@ -17,9 +18,11 @@ from psycopg.rows import TupleRow
 from deniable.aggregator.storage._base import Submission
 from deniable.shared.errors import AlreadyExists, InvalidArgument, Unauthenticated
 
-__all__ = ["bind"]
+__all__ = ["Binding", "bind", "insert_bindings"]
 
 Connection = psycopg.Connection[TupleRow]
+# (token hash, question id, survey id, report id, SHA-256 of the report's payload)
+Binding = tuple[bytes, str, str, str, bytes]
 
 
 def bind(db: Connection, submission: Submission) -> None:
@@ -98,3 +101,15 @@ def bind(db: Connection, submission: Submission) -> None:
             f"{where}.report_id: {report_id!r} is already stored in survey "
             f"{survey_id!r} for another enrollment token or question"
         )
+
+
+def insert_bindings(db: Connection, bindings: Sequence[Binding]) -> None:
+    """Store (token, question) -> report bindings copied from another database (``migrate``)."""
+    if bindings:
+        with db.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO token_answers "
+                "(token_hash, question_id, survey_id, report_id, payload_digest) "
+                "VALUES (%s, %s, %s, %s, %s)",
+                bindings,
+            )

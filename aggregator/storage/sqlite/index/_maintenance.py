@@ -12,7 +12,7 @@ Three kinds of work run beside the batches, in one background thread of a file d
   the lock, by this thread alone; the ids entered meanwhile are added when it replaces
   the old one, under the lock.
 
-Both are jobs of :mod:`._index_jobs`, taken, built and installed in three steps.
+Both are jobs of :mod:`._jobs`, taken, built and installed in three steps.
 - **checkpoints**: every ``CHECKPOINT_EVERY`` commits, a second connection copies the
   write-ahead log into the database (``PRAGMA wal_checkpoint(PASSIVE)``), so that the
   commit that crosses SQLite's automatic threshold rarely has to.
@@ -29,19 +29,18 @@ from collections.abc import Iterable
 import numpy as np
 from numpy.typing import NDArray
 
-from deniable.aggregator.storage import _survey_ids
-from deniable.aggregator.storage._decode import decode_log
-from deniable.aggregator.storage._id_index import IdIndex
-from deniable.aggregator.storage._ids import ReportIds, repeated_rows
-from deniable.aggregator.storage._index_jobs import Growth, Seal, fill
-from deniable.aggregator.storage._segments import (
+from deniable.aggregator.storage.codec import ReportIds, decode_log, repeated_rows
+from deniable.aggregator.storage.sqlite._transaction import StorageFull, storage_error, transaction
+from deniable.aggregator.storage.sqlite.index import _survey_ids
+from deniable.aggregator.storage.sqlite.index._id_index import IdIndex
+from deniable.aggregator.storage.sqlite.index._jobs import Growth, Seal, fill
+from deniable.aggregator.storage.sqlite.index._segments import (
     load_segments,
     prepare_segment,
     segment_prints,
     write_segment,
 )
-from deniable.aggregator.storage._survey_ids import SEGMENT_CAPACITY, SurveyIds
-from deniable.aggregator.storage._transaction import StorageFull, storage_error, transaction
+from deniable.aggregator.storage.sqlite.index._survey_ids import SEGMENT_CAPACITY, SurveyIds
 
 __all__ = ["CHECKPOINT_EVERY", "DamagedLogError", "Maintenance", "load_survey"]
 

@@ -24,10 +24,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from deniable.aggregator.storage._base import StorageError, Submission
-from deniable.aggregator.storage._fingerprint import Hasher
-from deniable.aggregator.storage._ids import IdGroup, ReportIds
-from deniable.aggregator.storage._stored_rows import StoredRows
-from deniable.aggregator.storage._survey_ids import Slots, SurveyIds
+from deniable.aggregator.storage.codec import Hasher, IdGroup, ReportIds
+from deniable.aggregator.storage.sqlite.index._stored_rows import StoredRows
+from deniable.aggregator.storage.sqlite.index._survey_ids import Slots, SurveyIds
 from deniable.shared.errors import AlreadyExists, FailedPrecondition
 
 __all__ = ["Claim", "GroupClaim", "IdIndex"]

@@ -17,122 +17,30 @@ from deniable.aggregator.storage._base import (
     SubmitOutcome,
     Tally,
 )
-from deniable.aggregator.storage._log_format import expand
-from deniable.aggregator.storage._postgres_batch import (
-    Written,
-    careful,
-    fast,
+from deniable.aggregator.storage.codec import expand
+from deniable.aggregator.storage.postgres._batch import Written, fast
+from deniable.aggregator.storage.postgres._careful import careful
+from deniable.aggregator.storage.postgres._errors import (
+    Connection,
+    Transactions,
+    one_line,
+    redacted,
+)
+from deniable.aggregator.storage.postgres._schema import migrate
+from deniable.aggregator.storage.postgres._tally import (
+    COMPACT_EVERY,
+    COMPACT_ROWS,
+    compact,
     released_row,
     sum_rows,
 )
-from deniable.aggregator.storage._postgres_errors import Transactions, one_line, redacted
-from deniable.aggregator.storage._postgres_tally import COMPACT_EVERY, COMPACT_ROWS, compact
+from deniable.aggregator.storage.postgres._tokens import Binding, insert_bindings
 from deniable.shared.errors import FailedPrecondition, NotFound
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
-__all__ = ["LOG_PAGE", "MIGRATIONS", "PostgresStorage", "redacted"]
+__all__ = ["LOG_PAGE", "PostgresStorage"]
 
-# Each migration runs once, in order, in one transaction with the schema_version bump.
-# Version 1: the tables of the SQLite schema that this backend uses, except that
-# `report_ids` holds every stored (survey, report id) with its payload's SHA-256, so that
-# the primary key makes a report id count once whichever daemon receives it, and that
-# `tallies` holds one row per (question, batch): batch 0 is written when the survey is
-# created, every commit adds its own row, and a read sums them (no hot row to update).
-MIGRATIONS: tuple[str, ...] = (
-    """
-    CREATE TABLE surveys (
-        id TEXT PRIMARY KEY,
-        seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
-        state INTEGER NOT NULL,
-        spec BYTEA NOT NULL
-    );
-    CREATE TABLE tallies (
-        survey_id TEXT NOT NULL REFERENCES surveys(id),
-        question_id TEXT NOT NULL,
-        batch BIGINT NOT NULL,
-        n BIGINT NOT NULL,
-        sums BIGINT[] NOT NULL,
-        PRIMARY KEY (survey_id, question_id, batch)
-    );
-    CREATE SEQUENCE tally_batches;
-    CREATE TABLE releases (
-        survey_id TEXT NOT NULL REFERENCES surveys(id),
-        question_id TEXT NOT NULL,
-        n BIGINT NOT NULL,
-        sums BIGINT[] NOT NULL,
-        PRIMARY KEY (survey_id, question_id)
-    );
-    CREATE TABLE log (
-        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        survey_id TEXT NOT NULL REFERENCES surveys(id),
-        reports BYTEA NOT NULL
-    );
-    CREATE INDEX log_by_survey ON log (survey_id, seq);
-    CREATE TABLE report_ids (
-        survey_id TEXT NOT NULL REFERENCES surveys(id),
-        report_id TEXT NOT NULL,
-        payload_digest BYTEA NOT NULL,
-        PRIMARY KEY (survey_id, report_id)
-    );
-    CREATE TABLE tokens (
-        hash BYTEA PRIMARY KEY,
-        survey_id TEXT NOT NULL REFERENCES surveys(id)
-    );
-    CREATE TABLE token_counts (
-        survey_id TEXT PRIMARY KEY REFERENCES surveys(id),
-        issued BIGINT NOT NULL
-    );
-    CREATE TABLE token_answers (
-        token_hash BYTEA NOT NULL REFERENCES tokens(hash),
-        question_id TEXT NOT NULL,
-        survey_id TEXT NOT NULL REFERENCES surveys(id),
-        report_id TEXT NOT NULL,
-        payload_digest BYTEA NOT NULL,
-        PRIMARY KEY (token_hash, question_id),
-        UNIQUE (survey_id, report_id)
-    );
-    """,
-    # Version 2: no foreign key from report_ids to surveys. Every batch already holds its
-    # surveys open (FOR SHARE) before inserting ids, and the key's check cost a lookup
-    # per report: about half of the time the server spent inserting a batch's ids.
-    """
-    ALTER TABLE report_ids DROP CONSTRAINT IF EXISTS report_ids_survey_id_fkey;
-    """,
-    # Version 3: tally sums of any size, as SQLite stores them. A numeric mechanism's sums
-    # are exact integers on a fine grid and outgrow 64 bits within a few reports.
-    """
-    ALTER TABLE tallies ALTER COLUMN sums TYPE NUMERIC[];
-    ALTER TABLE releases ALTER COLUMN sums TYPE NUMERIC[];
-    """,
-)
-SCHEMA_VERSION = len(MIGRATIONS)
-Connection = psycopg.Connection[TupleRow]
 LOG_PAGE = 16  # log rows (stored batches) fetched at a time by Storage.log
-_MIGRATION_LOCK = 0x64656E69  # pg_advisory_xact_lock key: one daemon migrates at a time
-
-
-def migrate(db: Connection) -> None:
-    """Bring the schema to :data:`SCHEMA_VERSION` in one transaction (daemons take turns).
-
-    Raises:
-        StorageError: the database was written by a newer version of deniable.
-    """
-    with db.transaction():
-        db.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-        db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-        row = db.execute("SELECT version FROM schema_version").fetchone()
-        version = 0 if row is None else int(row[0])
-        if version > SCHEMA_VERSION:
-            raise StorageError(
-                f"the database has schema version {version}, newer than this aggregator's "
-                f"{SCHEMA_VERSION}; upgrade deniable"
-            )
-        for statement in MIGRATIONS[version:]:
-            db.execute(statement.encode())
-        if row is None:
-            db.execute("INSERT INTO schema_version (version) VALUES (%s)", (SCHEMA_VERSION,))
-        else:
-            db.execute("UPDATE schema_version SET version = %s", (SCHEMA_VERSION,))
 
 
 class PostgresStorage(Storage):
@@ -142,14 +50,14 @@ class PostgresStorage(Storage):
     ``report_ids``, which decides which are new, so a report is counted once whichever
     daemon receives it and however often it is resent (a concurrent insert of the same
     id waits for the first to commit). A batch of new reports is one statement, one round
-    trip (:mod:`._postgres_batch`). Each batch adds one tally row per question it
+    trip (:mod:`._batch`). Each batch adds one tally row per question it
     touches; reads sum them, and old rows are folded into the question's first row now
-    and then (:mod:`._postgres_tally`). An enrollment token binds each (token, question)
-    to one report in the batch's transaction (:mod:`._postgres_tokens`).
+    and then (:mod:`._tally`). An enrollment token binds each (token, question)
+    to one report in the batch's transaction (:mod:`._tokens`).
 
     A lost database (refused or dropped connections, a server shutting down, no pooled
     connection within ``pool_timeout`` seconds) raises
-    :class:`~._postgres_errors.DatabaseUnavailable`, UNAVAILABLE: nothing of the call is
+    :class:`~._errors.DatabaseUnavailable`, UNAVAILABLE: nothing of the call is
     committed, and once the server is back the pool reconnects by itself.
 
     Args:
@@ -368,16 +276,12 @@ class PostgresStorage(Storage):
         """Close the connection pool (closing twice is allowed)."""
         self._pool.close()
 
-    # --- used by `deniable-aggregator migrate` (see ._copy); kept last for easy merges ---
+    # --- used by `deniable-aggregator migrate` (see storage._copy); kept last for easy merges ---
 
-    def restore_bindings(self, bindings: Sequence[tuple[bytes, str, str, str, bytes]]) -> None:
+    def restore_bindings(self, bindings: Sequence[Binding]) -> None:
         """Store enrollment bindings copied from another database, in one transaction."""
-        from deniable.aggregator.storage._postgres_copy import insert_bindings
-
         self._db.run(lambda db: insert_bindings(db, bindings), again=False)
 
     def single_transaction(self) -> AbstractContextManager[None]:
         """Every call made inside runs in one transaction, committed when the block ends."""
-        from deniable.aggregator.storage._postgres_copy import pinned
-
-        return pinned(self)
+        return self._db.pinned()

@@ -10,7 +10,8 @@ import psycopg
 from psycopg import IsolationLevel
 
 from deniable.aggregator.storage._base import StorageError, Tally
-from deniable.aggregator.storage._postgres import SCHEMA_VERSION, redacted
+from deniable.aggregator.storage.postgres._errors import redacted
+from deniable.aggregator.storage.postgres._schema import SCHEMA_VERSION
 
 __all__ = ["PostgresReader"]
 

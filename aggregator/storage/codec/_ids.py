@@ -9,7 +9,7 @@ from typing import overload
 import numpy as np
 from numpy.typing import NDArray
 
-from deniable.aggregator.storage._fingerprint import Hasher, default_hasher
+from deniable.aggregator.storage.codec._fingerprint import Hasher, default_hasher
 
 __all__ = [
     "IdGroup",

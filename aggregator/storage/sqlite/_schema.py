@@ -6,9 +6,10 @@ import secrets
 import sqlite3
 
 from deniable.aggregator.storage._base import StorageError
-from deniable.aggregator.storage._decode import frame
+from deniable.aggregator.storage.codec import frame
+from deniable.aggregator.storage.sqlite._lock import exclusive_lock
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "fingerprint_key", "migrate"]
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "fingerprint_key", "migrate", "upgrade"]
 
 SCHEMA_VERSION = 7
 SCHEMA = """
@@ -158,3 +159,30 @@ def _from_v1(db: sqlite3.Connection) -> None:
             )
     db.execute("DROP TABLE tallies_v1")
     db.execute("DROP TABLE reports")
+
+
+def upgrade(path: str) -> tuple[str, int, int]:
+    """Upgrade a SQLite database in one transaction, holding the daemon's lock file.
+
+    Returns:
+        The database's name (its path), and its schema versions before and after.
+
+    Raises:
+        StorageError: the database is in use, cannot be read, or is from a newer version.
+    """
+    lock = exclusive_lock(f"{path}.lock")
+    try:
+        db = sqlite3.connect(path, isolation_level=None)
+        try:
+            (before,) = db.execute("PRAGMA user_version").fetchone()
+            migrate(db)
+            (after,) = db.execute("PRAGMA user_version").fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error as error:
+        raise StorageError(f"cannot upgrade SQLite database {path!r}: {error}") from None
+    except StorageError as error:
+        raise StorageError(f"{path!r}: {error}") from None
+    finally:
+        lock.close()
+    return path, int(before), int(after)

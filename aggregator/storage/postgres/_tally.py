@@ -15,7 +15,7 @@ from psycopg.rows import TupleRow
 
 from deniable.aggregator.storage._base import Tally
 
-__all__ = ["COMPACT_EVERY", "COMPACT_ROWS", "compact"]
+__all__ = ["COMPACT_EVERY", "COMPACT_ROWS", "compact", "released_row", "sum_rows"]
 
 Connection = psycopg.Connection[TupleRow]
 
@@ -54,3 +54,22 @@ def compact(db: Connection, key: tuple[str, str]) -> int:
         (total.n, list(total.sums), *key),
     )
     return len(folded)
+
+
+def sum_rows(db: Connection, key: tuple[str, str]) -> tuple[Tally, int]:
+    """The sum of a question's tally rows, and how many rows there are."""
+    total = Tally(0)
+    rows = db.execute(
+        "SELECT n, sums FROM tallies WHERE survey_id = %s AND question_id = %s", key
+    ).fetchall()
+    for n, sums in rows:
+        total = total.plus(int(n), sums)
+    return total, len(rows)
+
+
+def released_row(db: Connection, key: tuple[str, str]) -> Tally:
+    """The question's last release (``Tally(0)`` before the first)."""
+    row = db.execute(
+        "SELECT n, sums FROM releases WHERE survey_id = %s AND question_id = %s", key
+    ).fetchone()
+    return Tally(0) if row is None else Tally(int(row[0]), tuple(int(s) for s in row[1]))

@@ -23,15 +23,15 @@ from typing import Any, cast
 import numpy as np
 from numpy.typing import NDArray
 
-from deniable.aggregator.storage._ids import (
+from deniable.aggregator.storage.codec._ids import (
     IdGroup,
     ReportIds,
     SlicedPayloads,
     UniformPayloads,
     repeated_rows,
 )
-from deniable.aggregator.storage._layout import REPORTS_TAG, Layout, layout_of, read_values
-from deniable.aggregator.storage._log_format import compact_uniform
+from deniable.aggregator.storage.codec._layout import REPORTS_TAG, Layout, layout_of, read_values
+from deniable.aggregator.storage.codec._log_format import compact_uniform
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["MAX_TEMPLATES", "FastBatch", "decode_fast", "same_size_frames"]

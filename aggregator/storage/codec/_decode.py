@@ -20,10 +20,10 @@ import numpy as np
 from google.protobuf.message import DecodeError
 from numpy.typing import NDArray
 
-from deniable.aggregator.storage._decode_fast import decode_fast, same_size_frames
-from deniable.aggregator.storage._ids import ReportIds, UniformPayloads
-from deniable.aggregator.storage._layout import check_structure
-from deniable.aggregator.storage._log_format import COMPACT, compact_columns, varint
+from deniable.aggregator.storage.codec._decode_fast import decode_fast, same_size_frames
+from deniable.aggregator.storage.codec._ids import ReportIds, UniformPayloads
+from deniable.aggregator.storage.codec._layout import check_structure
+from deniable.aggregator.storage.codec._log_format import COMPACT, compact_columns, expand, varint
 from deniable.shared.errors import InvalidArgument, ResourceExhausted
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
@@ -34,6 +34,7 @@ __all__ = [
     "decode_batch",
     "decode_exact",
     "decode_log",
+    "decode_row",
     "decode_vectorized",
     "frame",
 ]
@@ -238,3 +239,14 @@ def decode_log(data: bytes) -> tuple[ReportIds, Sequence[bytes]]:
         return ReportIds.uniform(np.ascontiguousarray(ids)), UniformPayloads(stem, bits.copy())
     batch = decode_batch(data, max_batch=len(data))
     return batch.report_ids, batch.payloads
+
+
+def decode_row(row: bytes) -> DecodedBatch:
+    """A log row (a stored batch, in either encoding) decoded as a received batch is.
+
+    Raises:
+        LogFormatError: a damaged compact row.
+        InvalidArgument: a damaged canonical row.
+    """
+    data = expand(row)
+    return decode_batch(data, max_batch=max(1, len(data)))

@@ -9,16 +9,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
 
 from deniable.aggregator.storage._base import StorageError, Tally
-from deniable.aggregator.storage._migrate import SCHEMA_VERSION
-from deniable.aggregator.storage._url import POSTGRES_EXTRA
+from deniable.aggregator.storage.sqlite._schema import SCHEMA_VERSION
 
-if TYPE_CHECKING:
-    from deniable.aggregator.storage._postgres_reader import PostgresReader
-
-__all__ = ["OLDEST_READABLE", "SqliteReader", "open_reader", "sqlite_path"]
+__all__ = ["OLDEST_READABLE", "SqliteReader", "sqlite_path"]
 
 OLDEST_READABLE = 2  # version 2 introduced the batch log; version 1 must be upgraded first
 _TABLES = ("surveys", "tallies", "log")
@@ -41,28 +36,6 @@ def sqlite_path(url: str) -> str:
     if not path or path == ":memory:":
         raise ValueError(f"database URL {url!r} names no file; use sqlite:///PATH")
     return path
-
-
-def open_reader(url: str) -> SqliteReader | PostgresReader:
-    """A read-only view of the database a URL names (``sqlite:///PATH`` or a libpq URL).
-
-    Raises:
-        ValueError: an unsupported URL, or one that names no file.
-        StorageError: the database cannot be opened, or is not a deniable database.
-    """
-    if url.startswith(("postgresql://", "postgres://")):
-        try:
-            from deniable.aggregator.storage._postgres_reader import PostgresReader
-        except ImportError:
-            raise ValueError(POSTGRES_EXTRA) from None
-        return PostgresReader(url)
-    if not url.startswith("sqlite:///"):
-        scheme = url.split(":", 1)[0] if ":" in url else url
-        raise ValueError(
-            f"unsupported database URL {url!r} (scheme {scheme!r}); "
-            "use sqlite:///PATH or postgresql://USER@HOST:PORT/DBNAME"
-        )
-    return SqliteReader(sqlite_path(url))
 
 
 class SqliteReader:

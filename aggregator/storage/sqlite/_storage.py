@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import IO
@@ -18,32 +17,34 @@ from deniable.aggregator.storage._base import (
     SubmitOutcome,
     Tally,
 )
-from deniable.aggregator.storage._committer import Committer
-from deniable.aggregator.storage._filter import patterns
-from deniable.aggregator.storage._fingerprint import Hasher, use_default
-from deniable.aggregator.storage._id_index import IdIndex
-from deniable.aggregator.storage._lock import exclusive_lock
-from deniable.aggregator.storage._log_format import expand
-from deniable.aggregator.storage._maintenance import DamagedLogError, Maintenance, load_survey
-from deniable.aggregator.storage._migrate import fingerprint_key, migrate
-from deniable.aggregator.storage._segments import delete_segments
-from deniable.aggregator.storage._sqlite_commit import SqliteCommits
-from deniable.aggregator.storage._sqlite_tokens import (
+from deniable.aggregator.storage.codec import Hasher, use_default
+from deniable.aggregator.storage.sqlite._commit import SqliteCommits
+from deniable.aggregator.storage.sqlite._committer import Committer
+from deniable.aggregator.storage.sqlite._lock import exclusive_lock
+from deniable.aggregator.storage.sqlite._schema import fingerprint_key, migrate
+from deniable.aggregator.storage.sqlite._tokens import (
     Binding,
     insert_tokens,
-    issued,
     store_bindings,
 )
-from deniable.aggregator.storage._survey_ids import SEGMENT_IDS, SurveyIds
-from deniable.aggregator.storage._transaction import transaction
-from deniable.aggregator.storage._wal import preallocate_wal, wal_target_size
+from deniable.aggregator.storage.sqlite._transaction import transaction
+from deniable.aggregator.storage.sqlite._wal import preallocate_wal, wal_target_size
+from deniable.aggregator.storage.sqlite.index import (
+    SEGMENT_IDS,
+    DamagedLogError,
+    IdIndex,
+    Maintenance,
+    SurveyIds,
+    delete_segments,
+    load_survey,
+    patterns,
+)
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
-__all__ = ["LOG_PAGE", "SqliteStorage"]
+__all__ = ["SqliteStorage"]
 
 _logger = logging.getLogger("deniable.aggregator")
 
-LOG_PAGE = 16  # log rows (stored batches) read per hold of the lock by Storage.log
 COMMIT_REPORTS = 50_000  # reports of the batches committed together, at most (one at least)
 
 
@@ -52,26 +53,26 @@ class SqliteStorage(SqliteCommits, Storage):
 
     Layout: each committed batch appends one row per survey to ``log`` holding the new
     reports (compact for a uniform yes/no batch, else a serialized
-    ``SubmitReportsRequest``; see :mod:`._log_format`), and bumps the running ``tallies``
+    ``SubmitReportsRequest``; see :mod:`..codec._log_format`), and bumps the running ``tallies``
     in the same transaction. Rows are appended in key order, so a commit writes a few
     sequential pages however random the clients' report ids are.
 
     Idempotency is decided inside the batch's transaction, against the log: which ids an
-    open survey holds is answered by an index derived from the log (:mod:`._id_index`),
+    open survey holds is answered by an index derived from the log (:mod:`.index`),
     made of filters in memory and of sealed segments of sorted fingerprints in the
-    database, which a background thread writes (:mod:`._maintenance`). Every candidate
+    database, which a background thread writes (:mod:`.index._maintenance`). Every candidate
     match is confirmed by reading the log row and comparing the id and payload byte for
     byte. A lock file (``PATH.lock``) keeps a second aggregator from using the database.
 
     Enrollment: ``tokens`` holds the SHA-256 hash of each issued token, and
     ``token_answers`` binds each (token, question) to its one report, written in the
-    batch's transaction (see :mod:`._sqlite_tokens`).
+    batch's transaction (see :mod:`._tokens`).
 
     Durability: the WAL journal with ``synchronous=FULL`` fsyncs the log at every commit,
     so an acknowledged batch survives a process crash and a power loss. One connection
     serves all threads under a lock, as SQLite admits one writer at a time anyway; batches
     that arrive during a commit share the next one (:class:`._committer.Committer`); the
-    commit itself is :class:`._sqlite_commit.SqliteCommits`.
+    commit itself is :class:`._commit.SqliteCommits`, the reads :class:`._reads.SqliteReads`.
     """
 
     reads_values = True  # a commit reads each question's values of all its batches at once
@@ -145,16 +146,6 @@ class SqliteStorage(SqliteCommits, Storage):
             self._lockfile.close()
             self._lockfile = None
 
-    def _with_count(self, spec: bytes, state: int, survey_id: str) -> pb.Survey:
-        survey = pb.Survey.FromString(spec)
-        survey.state = state  # type: ignore[assignment]
-        row = self._db.execute(
-            "SELECT COALESCE(SUM(n), 0) FROM tallies WHERE survey_id = ?", (survey_id,)
-        ).fetchone()
-        survey.reports = int(row[0])
-        survey.tokens_issued = issued(self._db, survey_id)
-        return survey
-
     def create_survey(self, survey: pb.Survey) -> None:
         """Store a new open survey and a zero tally per question."""
         with self._lock:
@@ -171,23 +162,6 @@ class SqliteStorage(SqliteCommits, Storage):
                     [(survey.id, q.id) for q in survey.questions],
                 )
             self._index.surveys[survey.id] = SurveyIds()
-
-    def get_survey(self, survey_id: str) -> pb.Survey | None:
-        """The survey with its state and report count, or None."""
-        with self._lock:
-            row = self._db.execute(
-                "SELECT spec, state FROM surveys WHERE id = ?", (survey_id,)
-            ).fetchone()
-            return None if row is None else self._with_count(row[0], row[1], survey_id)
-
-    def list_surveys(self, include_closed: bool) -> list[pb.Survey]:
-        """Surveys in creation order, open ones only unless ``include_closed``."""
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT id, spec, state FROM surveys WHERE state = ? OR ? ORDER BY seq",
-                (pb.SURVEY_STATE_OPEN, include_closed),
-            ).fetchall()
-            return [self._with_count(spec, state, sid) for sid, spec, state in rows]
 
     def close_survey(self, survey_id: str) -> pb.Survey | None:
         """Mark the survey closed (closing twice is a no-op) and drop its id index."""
@@ -242,67 +216,6 @@ class SqliteStorage(SqliteCommits, Storage):
         """Do the background work that is due now, in this thread (tests use it)."""
         self._maintenance.run_once()
 
-    def released(self, survey_id: str, question_id: str) -> Tally | None:
-        """The tally last released (``Tally(0)`` before the first).
-
-        From memory once a commit (or a read) has known it: an estimate does not wait for a
-        commit in progress. Else one indexed row.
-        """
-        key = (survey_id, question_id)
-        known = self._released.get(key)
-        if known is not None:
-            return known
-        with self._lock:
-            exists = self._db.execute(
-                "SELECT 1 FROM tallies WHERE survey_id = ? AND question_id = ?", key
-            ).fetchone()
-            if exists is None:
-                return None
-            return self._released.setdefault(key, self._read_released(key))
-
-    def tally(self, survey_id: str, question_id: str) -> Tally | None:
-        """O(1) whatever the number of reports: the tally as of the last commit.
-
-        From memory once a commit (or a read) has known it, so an estimate does not wait
-        for a commit in progress; else one indexed row.
-        """
-        key = (survey_id, question_id)
-        known = self._tallies.get(key)
-        if known is not None:
-            return known
-        with self._lock:
-            row = self._db.execute(
-                "SELECT n, sums FROM tallies WHERE survey_id = ? AND question_id = ?", key
-            ).fetchone()
-            if row is None:
-                return None
-            return self._tallies.setdefault(key, Tally(n=row[0], sums=tuple(json.loads(row[1]))))
-
-    def log(self, survey_id: str) -> Generator[bytes, None, None]:
-        """The survey's log rows in commit order, up to the last one when reading began.
-
-        Read by ``seq`` a page of :data:`LOG_PAGE` rows at a time, under the lock for
-        the page's query only: commits go on between pages, and their rows (after the
-        bound) are left for the next reader.
-        """
-        with self._lock:
-            (last,) = self._db.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM log WHERE survey_id = ?", (survey_id,)
-            ).fetchone()
-        after = 0
-        while after < last:
-            with self._lock:
-                page = self._db.execute(
-                    "SELECT seq, reports FROM log WHERE survey_id = ? AND seq > ? AND seq <= ? "
-                    "ORDER BY seq LIMIT ?",
-                    (survey_id, after, last, LOG_PAGE),
-                ).fetchall()
-            if not page:
-                return
-            after = page[-1][0]
-            for _, reports in page:
-                yield expand(reports)
-
     def close(self) -> None:
         """Commit what is queued, stop the background work, close the connection and lock."""
         self._committer.close()
@@ -311,7 +224,7 @@ class SqliteStorage(SqliteCommits, Storage):
             self._db.close()
             self._release_lockfile()
 
-    # --- used by `deniable-aggregator migrate` (see ._copy); kept last for easy merges ---
+    # --- used by `deniable-aggregator migrate` (see storage._copy); kept last for easy merges ---
 
     def restore_bindings(self, bindings: Sequence[Binding]) -> None:
         """Store enrollment bindings copied from another database, in one transaction."""

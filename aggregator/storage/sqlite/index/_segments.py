@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from deniable.aggregator.storage._filter import BloomFilter
+from deniable.aggregator.storage.sqlite.index._filter import BloomFilter
 
 __all__ = [
     "CHUNK",

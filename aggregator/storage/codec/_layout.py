@@ -23,7 +23,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 from numpy.typing import NDArray
 
-from deniable.aggregator.storage._log_format import varint
+from deniable.aggregator.storage.codec._log_format import varint
 from deniable.shared.errors import InvalidArgument
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 

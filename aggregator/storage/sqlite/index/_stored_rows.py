@@ -7,9 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from deniable.aggregator.storage._decode import decode_log
-from deniable.aggregator.storage._fingerprint import Hasher
-from deniable.aggregator.storage._ids import ReportIds
+from deniable.aggregator.storage.codec import Hasher, ReportIds, decode_log
 
 __all__ = ["StoredRows"]
 

@@ -14,8 +14,8 @@ import sqlite3
 import numpy as np
 from numpy.typing import NDArray
 
-from deniable.aggregator.storage._filter import BloomFilter
-from deniable.aggregator.storage._segments import Segment, Segments, lookup
+from deniable.aggregator.storage.sqlite.index._filter import BloomFilter
+from deniable.aggregator.storage.sqlite.index._segments import Segment, Segments, lookup
 
 __all__ = ["INITIAL_CAPACITY", "SEGMENT_IDS", "Recent", "SurveyIds"]
 

@@ -18,17 +18,17 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from deniable.aggregator.storage._filter import BloomFilter
-from deniable.aggregator.storage._id_index import IdIndex
-from deniable.aggregator.storage._segments import (
+from deniable.aggregator.storage.sqlite._transaction import transaction
+from deniable.aggregator.storage.sqlite.index._filter import BloomFilter
+from deniable.aggregator.storage.sqlite.index._id_index import IdIndex
+from deniable.aggregator.storage.sqlite.index._segments import (
     Sealed,
     Segment,
     prepare_segment,
     segment_prints,
     write_segment,
 )
-from deniable.aggregator.storage._survey_ids import SEGMENT_CAPACITY, SurveyIds
-from deniable.aggregator.storage._transaction import transaction
+from deniable.aggregator.storage.sqlite.index._survey_ids import SEGMENT_CAPACITY, SurveyIds
 
 __all__ = ["Growth", "Seal", "fill"]
 

@@ -12,18 +12,18 @@ import numpy as np
 from numpy.typing import NDArray
 
 from deniable.aggregator.storage._base import Selection, Submission, SubmitOutcome, Tally
-from deniable.aggregator.storage._group_read import read_groups
-from deniable.aggregator.storage._id_index import Claim, GroupClaim, IdIndex
-from deniable.aggregator.storage._maintenance import Maintenance
-from deniable.aggregator.storage._sqlite_tokens import (
+from deniable.aggregator.storage._survey_cap import CapCheck, caps_of
+from deniable.aggregator.storage.sqlite._group_read import read_groups
+from deniable.aggregator.storage.sqlite._reads import SqliteReads
+from deniable.aggregator.storage.sqlite._tally_change import TallyChange
+from deniable.aggregator.storage.sqlite._tokens import (
     Binding,
     PendingBindings,
     bind,
     store_bindings,
 )
-from deniable.aggregator.storage._survey_cap import CapCheck, caps_of
-from deniable.aggregator.storage._tally_change import TallyChange
-from deniable.aggregator.storage._transaction import rollback, storage_error
+from deniable.aggregator.storage.sqlite._transaction import rollback, storage_error
+from deniable.aggregator.storage.sqlite.index import Claim, GroupClaim, IdIndex, Maintenance
 from deniable.shared.errors import FailedPrecondition
 
 __all__ = ["SqliteCommits"]
@@ -33,7 +33,7 @@ _logger = logging.getLogger("deniable.aggregator")
 _ALL = np.s_[:]  # every row of a group: a view, not a copy
 
 
-class SqliteCommits:
+class SqliteCommits(SqliteReads):
     """The commit of a group of batches, under the storage's lock (a part of SqliteStorage).
 
     Holds no state of its own: the connection, the id index, the maintenance and the
@@ -239,15 +239,3 @@ class SqliteCommits:
                 "VALUES (?, ?, ?, ?)",
                 [(*key, new.n, json.dumps(new.sums)) for key, new in released.items()],
             )
-
-    def _read_tally(self, key: tuple[str, str]) -> Tally:
-        n, sums = self._db.execute(
-            "SELECT n, sums FROM tallies WHERE survey_id = ? AND question_id = ?", key
-        ).fetchone()
-        return Tally(n=n, sums=tuple(json.loads(sums)))
-
-    def _read_released(self, key: tuple[str, str]) -> Tally:
-        row = self._db.execute(
-            "SELECT n, sums FROM releases WHERE survey_id = ? AND question_id = ?", key
-        ).fetchone()
-        return Tally(0) if row is None else Tally(n=row[0], sums=tuple(json.loads(row[1])))
