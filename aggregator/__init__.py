@@ -28,7 +28,7 @@ def require_extra() -> None:
 
 
 if TYPE_CHECKING:
-    from deniable.aggregator.analysis._check import CheckReport, check
+    from deniable.aggregator.analysis.check import CheckReport, check
     from deniable.aggregator.analysis.planning import (
         KindPlan,
         Plan,
@@ -59,7 +59,7 @@ _ANALYSIS = "deniable.aggregator.analysis"
 _EXPORTS = {
     "AggregatorService": "deniable.aggregator.server",
     "CategoricalSimulation": f"{_ANALYSIS}.simulation",
-    "CheckReport": f"{_ANALYSIS}._check",
+    "CheckReport": f"{_ANALYSIS}.check",
     "KindPlan": f"{_ANALYSIS}.planning",
     "METHODS": "deniable.shared.stats",
     "NumericSimulation": f"{_ANALYSIS}.simulation",
@@ -68,7 +68,7 @@ _EXPORTS = {
     "RunningServer": "deniable.aggregator.server",
     "SimulationResult": f"{_ANALYSIS}.simulation",
     "Storage": "deniable.aggregator.storage",
-    "check": f"{_ANALYSIS}._check",
+    "check": f"{_ANALYSIS}.check",
     "estimate_proportion": "deniable.shared.mechanisms",
     "exact_coverage": "deniable.shared.mechanisms._rr_coverage",
     "exact_moments": "deniable.shared.mechanisms._rr_coverage",

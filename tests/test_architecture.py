@@ -413,3 +413,35 @@ def test_the_question_dispatch_check_sees_a_violation() -> None:
     finally:
         del SOURCES["deniable.aggregator.cli._probe"]
     assert len(found) == 2
+
+
+FACE_USERS = ("deniable.aggregator.cli", "deniable.aggregator.questions")
+
+
+def _private_reaches(imports: list[Import]) -> Iterator[str]:
+    """Imports from the commands or the question types of another package's private module."""
+    for item in imports:
+        user = next((u for u in FACE_USERS if _under(item.module, u)), None)
+        if user is None or not _under(item.target, "deniable.aggregator"):
+            continue
+        if _under(item.target, user):
+            continue
+        package = item.target.split(".")[2:-1]  # the name imported is last
+        if any(part.startswith("_") for part in package):
+            yield f"{item.module}:{item.line}: {item.target}"
+
+
+def test_commands_and_question_types_use_only_public_faces() -> None:
+    assert list(_private_reaches(IMPORTS)) == []
+
+
+def test_the_face_check_sees_a_private_reach() -> None:
+    probe = [
+        Import("deniable.aggregator.cli._probe", "deniable.aggregator.storage._copy.copy", 1, True),
+        Import(
+            "deniable.aggregator.questions.x", "deniable.aggregator.analysis.simulation.x", 2, True
+        ),
+        Import("deniable.aggregator.cli._probe", "deniable.aggregator.cli._common.fail", 3, True),
+    ]
+    found = list(_private_reaches(probe))
+    assert found == ["deniable.aggregator.cli._probe:1: deniable.aggregator.storage._copy.copy"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from deniable.aggregator.analysis._check import check
+from deniable.aggregator.analysis.check import check
 from deniable.aggregator.cli._common import DATABASE_VARIABLE, emit_json, fail
 from deniable.aggregator.storage import StorageError, default_database_url, open_reader
 

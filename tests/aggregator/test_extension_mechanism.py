@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from numpy.typing import ArrayLike, NDArray
 
-from deniable.aggregator.analysis._check import check
+from deniable.aggregator.analysis.check._tallies import check
 from deniable.aggregator.analysis.planning._compared import plan_question
 from deniable.aggregator.analysis.simulation._categorical import simulate_categorical
 from deniable.aggregator.analysis.simulation._grpc_kinds import categorical_grpc_submitter

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from deniable.aggregator.analysis._check import check
+from deniable.aggregator.analysis.check._tallies import check
 from deniable.aggregator.server._lifecycle import start_server
 from deniable.aggregator.storage import open_storage
 from deniable.aggregator.storage.sqlite import SCHEMA_VERSION, SqliteReader

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from deniable.aggregator.analysis._check import check
+from deniable.aggregator.analysis.check._tallies import check
 from deniable.aggregator.server._lifecycle import RunningServer
 from deniable.aggregator.storage import Tally
 from deniable.aggregator.storage.sqlite import SqliteReader

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 import psycopg
 import pytest
 
-from deniable.aggregator.analysis._check import check
+from deniable.aggregator.analysis.check._tallies import check
 from deniable.aggregator.storage import StorageError, Tally
 from deniable.aggregator.storage.postgres import SCHEMA_VERSION, PostgresReader
 from tests._postgres import Cluster

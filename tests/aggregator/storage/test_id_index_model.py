@@ -32,7 +32,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from deniable.aggregator.analysis._check import check
+from deniable.aggregator.analysis.check._tallies import check
 from deniable.aggregator.storage import SubmitOutcome, open_reader
 from deniable.aggregator.storage.codec import Hasher
 from deniable.aggregator.storage.sqlite import SqliteStorage

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from deniable.aggregator.analysis._check import check
+from deniable.aggregator.analysis.check._tallies import check
 from deniable.aggregator.storage import open_reader
 from deniable.aggregator.storage.sqlite import SqliteStorage
 from deniable.aggregator.storage.sqlite.index import _survey_ids

@@ -24,7 +24,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from deniable.aggregator.analysis._check_report import (
+from deniable.aggregator.analysis.check._report import (
     CheckReport,
     QuestionCheck,
     SurveyCheck,
