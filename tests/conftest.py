@@ -255,6 +255,38 @@ def daemon(tmp_path: Path) -> Iterator[Daemon]:
     running.stop()
 
 
+@pytest.fixture
+def own_daemon(tmp_path: Path) -> Iterator[Daemon]:
+    """:func:`daemon` under a name a module's ``daemon`` (:func:`shared_daemon`) leaves free."""
+    running = start_daemon(tmp_path)
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="session")
+def worker_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """One real daemon subprocess per test worker, for :func:`shared_daemon`."""
+    running = start_daemon(tmp_path_factory.mktemp("worker-daemon"))
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def shared_daemon(worker_daemon: Daemon) -> Daemon:
+    """The worker's daemon, for a test that only creates surveys of its own and talks to it.
+
+    Starting a daemon costs an interpreter and its imports (about a second); a test that
+    neither stops it, nor reads its database or log, nor counts every survey it holds
+    shares this one instead (the daemon assigns every survey a fresh id, and each test has
+    its own participant home). A module whose daemon tests all qualify overrides its
+    ``daemon`` fixture with this one.
+    """
+    assert worker_daemon.process.poll() is None, (
+        f"the worker's shared daemon has exited: {worker_daemon.stderr_path.read_text()[-2000:]}"
+    )
+    return worker_daemon
+
+
 def has_ipv6_loopback() -> bool:
     """Whether this machine can bind ``::1`` (tests of IPv6 listening skip without it)."""
     try:
