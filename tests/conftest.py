@@ -34,6 +34,34 @@ settings.register_profile("deniable", deadline=None, suppress_health_check=[Heal
 settings.load_profile("deniable")
 
 
+# The longest single tests (each a few times a typical file's total), by name. They run
+# first: pytest-xdist's worksteal hands each worker a contiguous half of the collection and
+# an idle worker steals from the end of the other's queue, so a long test left at the end
+# of a queue keeps one core busy while the other waits. First, they overlap everything else.
+LONG_TESTS_FIRST = frozenset(
+    {
+        "test_every_readme_command_runs_with_the_exit_code_and_output_shown",
+        "test_each_configuration_is_measured_and_its_counts_checked",
+        "test_threads_of_mixed_calls_against_a_daemon_of_its_own_lose_nothing",
+        "TestIdIndexModel",
+        "test_simulate_sweep_json_text_and_figures_agree",
+        "test_acknowledged_reports_survive_kill_9_exactly_once",
+        "test_fast_path_agrees_with_exact_path_on_mixed_batches",
+    }
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Move the tests of :data:`LONG_TESTS_FIRST` to the front, the rest in their order."""
+
+    def long(item: pytest.Item) -> bool:
+        return bool({item.name, getattr(item, "originalname", None)} & LONG_TESTS_FIRST) or (
+            item.parent is not None and item.parent.name in LONG_TESTS_FIRST
+        )
+
+    items[:] = [item for item in items if long(item)] + [item for item in items if not long(item)]
+
+
 @pytest.fixture(autouse=True)
 def participant_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
