@@ -34,6 +34,34 @@ settings.register_profile("deniable", deadline=None, suppress_health_check=[Heal
 settings.load_profile("deniable")
 
 
+# The longest single tests (each a few times a typical file's total), by name. They run
+# first: pytest-xdist's worksteal hands each worker a contiguous half of the collection and
+# an idle worker steals from the end of the other's queue, so a long test left at the end
+# of a queue keeps one core busy while the other waits. First, they overlap everything else.
+LONG_TESTS_FIRST = frozenset(
+    {
+        "test_every_readme_command_runs_with_the_exit_code_and_output_shown",
+        "test_each_configuration_is_measured_and_its_counts_checked",
+        "test_threads_of_mixed_calls_against_a_daemon_of_its_own_lose_nothing",
+        "TestIdIndexModel",
+        "test_simulate_sweep_json_text_and_figures_agree",
+        "test_acknowledged_reports_survive_kill_9_exactly_once",
+        "test_fast_path_agrees_with_exact_path_on_mixed_batches",
+    }
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Move the tests of :data:`LONG_TESTS_FIRST` to the front, the rest in their order."""
+
+    def long(item: pytest.Item) -> bool:
+        return bool({item.name, getattr(item, "originalname", None)} & LONG_TESTS_FIRST) or (
+            item.parent is not None and item.parent.name in LONG_TESTS_FIRST
+        )
+
+    items[:] = [item for item in items if long(item)] + [item for item in items if not long(item)]
+
+
 @pytest.fixture(autouse=True)
 def participant_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
@@ -60,7 +88,23 @@ def postgres_cluster() -> Iterator[Cluster]:
         cluster.start()
         yield cluster
     finally:
-        cluster.stop()
+        _stop_and_delete_later(cluster)
+
+
+def _stop_and_delete_later(cluster: Cluster) -> None:
+    """Stop the server now; delete its directory in a process of its own, not waited for.
+
+    By the end of a worker's run the cluster holds a database per test that asked for one
+    (a few hundred MB in thousands of files): deleting them took the worker 2-10 s at its
+    very end, while the other worker may already be idle. ``rm`` finishes on its own.
+    """
+    try:
+        if cluster._started:
+            cluster.stop_server("immediate")
+    finally:
+        # sh puts rm in the background and exits: rm is nobody's child to wait for.
+        background = 'rm -rf -- "$1" </dev/null >/dev/null 2>&1 &'
+        subprocess.run(["sh", "-c", background, "sh", str(cluster.root)], check=False)
 
 
 @pytest.fixture
@@ -253,6 +297,38 @@ def daemon(tmp_path: Path) -> Iterator[Daemon]:
     running = start_daemon(tmp_path)
     yield running
     running.stop()
+
+
+@pytest.fixture
+def own_daemon(tmp_path: Path) -> Iterator[Daemon]:
+    """:func:`daemon` under a name a module's ``daemon`` (:func:`shared_daemon`) leaves free."""
+    running = start_daemon(tmp_path)
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="session")
+def worker_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """One real daemon subprocess per test worker, for :func:`shared_daemon`."""
+    running = start_daemon(tmp_path_factory.mktemp("worker-daemon"))
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def shared_daemon(worker_daemon: Daemon) -> Daemon:
+    """The worker's daemon, for a test that only creates surveys of its own and talks to it.
+
+    Starting a daemon costs an interpreter and its imports (about a second); a test that
+    neither stops it, nor reads its database or log, nor counts every survey it holds
+    shares this one instead (the daemon assigns every survey a fresh id, and each test has
+    its own participant home). A module whose daemon tests all qualify overrides its
+    ``daemon`` fixture with this one.
+    """
+    assert worker_daemon.process.poll() is None, (
+        f"the worker's shared daemon has exited: {worker_daemon.stderr_path.read_text()[-2000:]}"
+    )
+    return worker_daemon
 
 
 def has_ipv6_loopback() -> bool:

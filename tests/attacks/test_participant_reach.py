@@ -13,11 +13,20 @@ import json
 import math
 from typing import Any
 
+import pytest
+
 from deniable.client._remote import AggregatorClient
 from deniable.shared.questions import numeric_mechanism
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.client._recording import open_survey, recording_aggregator
 from tests.conftest import ADMIN_TOKEN, Daemon, RunCli, binary_question
+
+
+@pytest.fixture
+def daemon(shared_daemon: Daemon) -> Daemon:
+    """The worker's daemon: the test creates its own survey (tests/conftest.py)."""
+    return shared_daemon
+
 
 EPS_HALF = math.log(3)  # randomized response at alpha = 0.5
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from deniable.client._remote import AggregatorClient
 from deniable.shared.mechanisms import mechanism_of
@@ -13,6 +14,13 @@ from deniable.shared.mechanisms._base import Tally
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.conftest import Daemon, RunCli
 from tests.e2e.test_end_to_end import create, write_spec
+
+
+@pytest.fixture
+def daemon(shared_daemon: Daemon) -> Daemon:
+    """The worker's daemon: the test creates its own survey (tests/conftest.py)."""
+    return shared_daemon
+
 
 SPEC = {
     "title": "Live survey",

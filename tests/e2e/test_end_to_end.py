@@ -45,6 +45,12 @@ def reports_stored(daemon: Daemon) -> int:
         return sum(s.reports for s in client.list_surveys(include_closed=True))
 
 
+@pytest.fixture
+def daemon(shared_daemon: Daemon) -> Daemon:
+    """The worker's daemon (tests/conftest.py): a test makes its surveys, counts its reports."""
+    return shared_daemon
+
+
 def test_serve_create_answer_estimate(run_script: RunCli, daemon: Daemon, tmp_path: Path) -> None:
     """The installed executables themselves, each its own process (the others fork)."""
     run_cli = run_script
@@ -85,7 +91,10 @@ def test_serve_create_answer_estimate(run_script: RunCli, daemon: Daemon, tmp_pa
     assert "clopper-pearson" in text.stdout
 
 
-def test_survey_commands_and_their_errors(run_cli: RunCli, daemon: Daemon, tmp_path: Path) -> None:
+def test_survey_commands_and_their_errors(
+    run_cli: RunCli, own_daemon: Daemon, tmp_path: Path
+) -> None:
+    daemon = own_daemon  # a daemon of its own: the survey list is exactly its surveys
     spec = write_spec(tmp_path)
     survey_id = create(run_cli, daemon, spec)
     server = ("--server", daemon.address)
@@ -228,6 +237,7 @@ def test_simulate_transports_json(run_cli: RunCli, transport: str) -> None:
 
 
 def test_simulate_against_a_running_daemon(run_cli: RunCli, daemon: Daemon) -> None:
+    stored_before = reports_stored(daemon)  # the shared daemon's other surveys
     done = run_cli(
         "deniable-aggregator", "simulate", "--participants", "2000", "--p", "0.2",
         "--epsilon", "1", "--server", daemon.address, "--batch-size", "500", "--json",
@@ -236,7 +246,7 @@ def test_simulate_against_a_running_daemon(run_cli: RunCli, daemon: Daemon) -> N
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["grpc"]["embedded"] is False
-    assert reports_stored(daemon) == 2000
+    assert reports_stored(daemon) - stored_before == 2000
     no_token = run_cli(
         "deniable-aggregator", "simulate", "--participants", "10", "--p", "0.2",
         "--alpha", "0.5", "--server", daemon.address,

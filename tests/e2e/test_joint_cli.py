@@ -5,10 +5,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from scipy import stats
 
 from tests.conftest import Daemon, RunCli
 from tests.e2e.test_end_to_end import create, reports_stored, write_spec
+
+
+@pytest.fixture
+def daemon(shared_daemon: Daemon) -> Daemon:
+    """The worker's daemon (tests/conftest.py): a test counts the reports and surveys it adds."""
+    return shared_daemon
+
 
 SPEC = {
     "title": "Honesty",
@@ -32,6 +40,7 @@ SPEC = {
 def test_joint_survey_answered_and_estimated(
     run_cli: RunCli, daemon: Daemon, tmp_path: Path
 ) -> None:
+    stored_before = reports_stored(daemon)  # the shared daemon's other surveys
     survey_id = create(run_cli, daemon, write_spec(tmp_path, SPEC))
     shown = run_cli("deniable-aggregator", "survey", "show", "--server", daemon.address, survey_id)
     assert "joint of cheated (2) x copied (2): 4 cells in one report, grr" in shown.stdout
@@ -66,7 +75,7 @@ def test_joint_survey_answered_and_estimated(
     assert "2 parts, answered together in ONE randomized report:" in done.stdout
     assert "  Part cheated: Did you cheat on an exam?" in done.stdout
     assert "Privacy cost now: epsilon <= 3" in done.stdout  # two questions: 2 + 1
-    assert reports_stored(daemon) == 8
+    assert reports_stored(daemon) - stored_before == 8
     done = run_cli(
         "deniable-aggregator", "estimate", "--server", daemon.address, survey_id, "--json"
     )
@@ -105,6 +114,7 @@ def test_joint_survey_answered_and_estimated(
 
 
 def test_bad_joint_answers_send_nothing(run_cli: RunCli, daemon: Daemon, tmp_path: Path) -> None:
+    stored_before = reports_stored(daemon)  # the shared daemon's other surveys
     survey_id = create(run_cli, daemon, write_spec(tmp_path, SPEC))
     base = ["deniable", "answer", "--server", daemon.address, survey_id, "--yes",
             "--answer", "work=IT,3"]  # fmt: skip
@@ -120,7 +130,7 @@ def test_bad_joint_answers_send_nothing(run_cli: RunCli, daemon: Daemon, tmp_pat
     done = run_cli(*base[:-2], "--answer", "habits=yes,no", "--answer", "work=IT,61")
     assert done.returncode == 2, done.stderr
     assert "part 'hours': answer must be a number from 0.0 to 60.0, got '61'" in done.stderr
-    assert reports_stored(daemon) == 0
+    assert reports_stored(daemon) - stored_before == 0
 
 
 def test_bad_joint_specs_are_usage_errors(run_cli: RunCli, daemon: Daemon, tmp_path: Path) -> None:
@@ -145,6 +155,8 @@ def test_bad_joint_specs_are_usage_errors(run_cli: RunCli, daemon: Daemon, tmp_p
         (joint({"id": "a"}, {"id": "b"}, alpha=0.5),
          "unknown keys for a joint question ['alpha']"),
     ]  # fmt: skip
+    listing = ("deniable-aggregator", "survey", "list", "--server", daemon.address, "--json")
+    before = json.loads(run_cli(*listing).stdout)
     for question, message in bad:
         spec = write_spec(tmp_path, {"title": "T", "questions": [question]})
         done = run_cli(
@@ -153,8 +165,8 @@ def test_bad_joint_specs_are_usage_errors(run_cli: RunCli, daemon: Daemon, tmp_p
         )  # fmt: skip
         assert done.returncode == 2, (question, done.stderr)
         assert message in done.stderr, done.stderr
-    listed = run_cli("deniable-aggregator", "survey", "list", "--server", daemon.address, "--json")
-    assert json.loads(listed.stdout) in ([], {"surveys": []}), listed.stdout
+    listed = run_cli(*listing)
+    assert json.loads(listed.stdout) == before, listed.stdout  # no refused spec created one
 
 
 JOINT_SIM = [

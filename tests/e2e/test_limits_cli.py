@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from deniable.client._remote import AggregatorClient
 from tests.aggregator.server.test_release_gate import reports
 from tests.conftest import ADMIN_TOKEN, Daemon, RunCli
@@ -15,6 +17,12 @@ def _spec(tmp_path: Path, **extra: object) -> Path:
     path = tmp_path / f"spec-{len(list(tmp_path.glob('spec-*')))}.json"
     path.write_text(json.dumps({**spec, **extra}))
     return path
+
+
+@pytest.fixture
+def daemon(shared_daemon: Daemon) -> Daemon:
+    """The worker's daemon (tests/conftest.py) for the test that makes its own surveys."""
+    return shared_daemon
 
 
 def test_max_reports_from_the_option_or_the_spec(
@@ -57,8 +65,9 @@ def test_max_reports_from_the_option_or_the_spec(
 
 
 def test_list_all_needs_the_token_and_stepped_counts_are_as_released(
-    daemon: Daemon, run_cli: RunCli, tmp_path: Path
+    own_daemon: Daemon, run_cli: RunCli, tmp_path: Path
 ) -> None:
+    daemon = own_daemon  # a daemon of its own: the survey list is exactly its survey
     server = ("--server", daemon.address)
     token = ("--admin-token-file", str(daemon.token_file))
     made = run_cli(

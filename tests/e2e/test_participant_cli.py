@@ -22,6 +22,12 @@ from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.conftest import ADMIN_TOKEN, BIN, Daemon, RunCli, binary_question
 
 
+@pytest.fixture
+def daemon(shared_daemon: Daemon) -> Daemon:
+    """The worker's daemon (tests/conftest.py): each test but the listing one makes its surveys."""
+    return shared_daemon
+
+
 def _create(address: str, title: str = "Exam honesty") -> pb.Survey:
     with AggregatorClient(address, admin_token=ADMIN_TOKEN) as admin:
         return admin.create_survey(title, [binary_question("q1"), binary_question("q2", 0.25)])
@@ -48,7 +54,8 @@ def _assert_one_line_error(done: subprocess.CompletedProcess[str], code: ExitCod
     assert "Traceback" not in done.stderr
 
 
-def test_surveys_lists_open_surveys_as_text_and_json(daemon: Daemon, run_cli: RunCli) -> None:
+def test_surveys_lists_open_surveys_as_text_and_json(own_daemon: Daemon, run_cli: RunCli) -> None:
+    daemon = own_daemon  # a daemon of its own: the list is exactly its surveys
     survey = _create(daemon.address, "Exam honesty")
     closed = _create(daemon.address, "Already closed")
     with AggregatorClient(daemon.address, admin_token=ADMIN_TOKEN) as admin:

@@ -23,6 +23,13 @@ from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.client._recording import open_survey, recording_aggregator
 from tests.conftest import ADMIN_TOKEN, BIN, Daemon, RunCli, binary_question
 
+
+@pytest.fixture
+def daemon(shared_daemon: Daemon) -> Daemon:
+    """The worker's daemon: each test creates its own surveys (tests/conftest.py)."""
+    return shared_daemon
+
+
 EPS_HALF = math.log(3)  # α = 0.5
 EPS_QUARTER = math.log(1.25 / 0.75)  # α = 0.25
 UNKNOWN_FIELD = b"\x9a\x06\x00"  # field 99: a kind this version does not know

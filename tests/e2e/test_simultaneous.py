@@ -14,6 +14,13 @@ from deniable.shared.questions import categorical_mechanism
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.conftest import ADMIN_TOKEN, Daemon, RunCli, binary_question
 
+
+@pytest.fixture
+def daemon(shared_daemon: Daemon) -> Daemon:
+    """The worker's daemon: the test creates its own survey (tests/conftest.py)."""
+    return shared_daemon
+
+
 OPTIONS = ["iOS", "Android", "MacOS", "Windows", "Linux"]
 
 

@@ -12,6 +12,12 @@ from deniable.client import AggregatorClient
 from tests.conftest import ADMIN_TOKEN, Daemon, RunCli
 
 
+@pytest.fixture
+def daemon(shared_daemon: Daemon) -> Daemon:
+    """The worker's daemon (tests/conftest.py): a test compares the survey list before and after."""
+    return shared_daemon
+
+
 def write_spec(tmp_path: Path, *epsilons: float) -> Path:
     questions = [
         {"id": f"q{i}", "text": "t", "type": "binary", "epsilon": e} for i, e in enumerate(epsilons)
@@ -43,6 +49,8 @@ def create(
 def test_epsilon_that_cannot_be_stored_as_asked_is_refused_and_nothing_created(
     daemon: Daemon, run_cli: RunCli, tmp_path: Path, epsilon: float, message: str
 ) -> None:
+    with AggregatorClient(daemon.address, admin_token=ADMIN_TOKEN) as client:
+        before = client.list_surveys(include_closed=True)
     done = create(daemon, run_cli, write_spec(tmp_path, 1.0, epsilon, 1.0), "--json")
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""
@@ -50,7 +58,7 @@ def test_epsilon_that_cannot_be_stored_as_asked_is_refused_and_nothing_created(
     assert len(errors) == 1, done.stderr
     assert errors[0].startswith(f"Error: {message.replace('[0]', '[1]')}")
     with AggregatorClient(daemon.address, admin_token=ADMIN_TOKEN) as client:
-        assert client.list_surveys(include_closed=True) == []
+        assert client.list_surveys(include_closed=True) == before
 
 
 def test_above_the_participants_default_limit_is_created_with_a_warning(

@@ -8,8 +8,17 @@ import math
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import Daemon, RunCli
 from tests.e2e.test_end_to_end import create, write_spec
+
+
+@pytest.fixture
+def daemon(shared_daemon: Daemon) -> Daemon:
+    """The worker's daemon (tests/conftest.py): each test makes its own survey."""
+    return shared_daemon
+
 
 SPEC = {
     "title": "Habits",

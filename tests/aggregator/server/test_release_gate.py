@@ -13,6 +13,12 @@ from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.conftest import ADMIN_TOKEN, Daemon, RunCli, binary_question
 
 
+@pytest.fixture
+def daemon(shared_daemon: Daemon) -> Daemon:
+    """The worker's daemon (tests/conftest.py): a test compares the survey list before and after."""
+    return shared_daemon
+
+
 def reports(survey: pb.Survey, qid: str, count: int, prefix: str) -> list[pb.Report]:
     question = next(q for q in survey.questions if q.id == qid)
     return [
@@ -139,6 +145,8 @@ BAD_KEYS: list[tuple[dict[str, object], str]] = [
 def test_survey_create_refuses_bad_survey_keys(
     daemon: Daemon, run_cli: RunCli, tmp_path: Path
 ) -> None:
+    with AggregatorClient(daemon.address, admin_token=ADMIN_TOKEN) as client:
+        before = client.list_surveys(include_closed=True)
     for extra, error in BAD_KEYS:
         done = run_cli(
             "deniable-aggregator", "survey", "create", "--server", daemon.address,
@@ -149,4 +157,4 @@ def test_survey_create_refuses_bad_survey_keys(
         assert error in done.stderr, (extra, done.stderr)
         assert done.stdout == ""
     with AggregatorClient(daemon.address, admin_token=ADMIN_TOKEN) as client:
-        assert client.list_surveys(include_closed=True) == []
+        assert client.list_surveys(include_closed=True) == before
