@@ -23,9 +23,12 @@ demo: $(VENV)/.installed-aggregator
 
 # Every test runs, on every core (pytest-xdist; an idle worker steals queued tests, so one
 # slow file does not leave the other core idle at the end); JOBS=0 runs them in this process.
+# Bytecode is cached even where the environment turns it off (PYTHONDONTWRITEBYTECODE): the
+# workers and the daemons and commands the tests start then compile each module, and
+# rewrite each test's asserts, once per run instead of once per process.
 JOBS ?= auto
 test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal --durations=15
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(JOBS) --dist worksteal --durations=15
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
