@@ -6,14 +6,17 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from deniable.aggregator.analysis.publishing import QuestionSampler
-from deniable.aggregator.analysis.simulation import Accuracy
+from deniable.aggregator.analysis.simulation import Accuracy, aggregator_connection
 from deniable.shared.mechanisms import Mechanism
 from deniable.shared.questions import QuestionType, question_type, question_types
 from deniable.shared.transport import TlsConfig
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
+
+if TYPE_CHECKING:
+    from deniable.client import AggregatorClient
 
 __all__ = [
     "Emit",
@@ -90,6 +93,22 @@ class Transport:
     tls: TlsConfig | None = None
     sent: Callable[[int], None] = field(default=lambda _count: None)
     repeated: Callable[[int], None] = field(default=lambda _count: None)
+
+    def submitting(self, confidence: float) -> dict[str, Any]:
+        """The keyword arguments of a submitter over this transport (at ``confidence``)."""
+        return {
+            "confidence": confidence, "server": self.server, "admin_token": self.admin_token,
+            "batch_size": self.batch_size, "tls": self.tls, "progress": self.sent,
+        }  # fmt: skip
+
+    def connect(self) -> tuple[AggregatorClient, str]:
+        """A connection to the daemon (an embedded one without ``server``), closed with the stack.
+
+        Returns the client and the daemon's address.
+        """
+        return self.stack.enter_context(
+            aggregator_connection(self.server, self.admin_token, self.batch_size, self.tls)
+        )
 
 
 class Simulation(ABC):

@@ -14,6 +14,7 @@ __all__ = [
     "kind_plan_lines",
     "mechanism_summary",
     "privacy_per_answer",
+    "ratio_text",
     "transport_line",
 ]
 
@@ -34,6 +35,11 @@ def mechanism_summary(description: dict[str, Any]) -> str:
         if key in SHOWN_PARAMETERS
     )
     return f"{kind} ({name}): {parameters}"
+
+
+def ratio_text(empirical: float, theory: float) -> str:
+    """An empirical figure over its theory to three places (``-`` when theory is 0)."""
+    return f"{empirical / theory:.3f}" if theory > 0 else "-"
 
 
 def privacy_per_answer(epsilon: float) -> str:

@@ -143,11 +143,9 @@ class _Binary(Simulation):
         if transport.grpc:
             submit = transport.stack.enter_context(
                 grpc_submitter(
-                    self.spec, confidence=request.confidence, method=request.method,
-                    server=transport.server, admin_token=transport.admin_token,
-                    batch_size=transport.batch_size, tls=transport.tls, progress=transport.sent,
+                    self.spec, method=request.method, **transport.submitting(request.confidence)
                 )
-            )  # fmt: skip
+            )
         result = simulate_binary(
             request.participants, self.share, self.spec, repeats=request.repeats,
             confidence=request.confidence, method=request.method, seed=request.seed,

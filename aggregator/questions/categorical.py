@@ -42,6 +42,7 @@ from deniable.aggregator.questions._text import (
     assumed,
     mechanism_summary,
     privacy_per_answer,
+    ratio_text,
     transport_line,
 )
 from deniable.shared.mechanisms import FrequencyOracle, Mechanism
@@ -127,12 +128,12 @@ class _Categorical(Simulation):
         if transport.grpc:
             submit = transport.stack.enter_context(
                 categorical_grpc_submitter(
-                    self.oracle, options=self.names, method=request.method,
-                    confidence=request.confidence, server=transport.server,
-                    admin_token=transport.admin_token, batch_size=transport.batch_size,
-                    tls=transport.tls, progress=transport.sent,
+                    self.oracle,
+                    options=self.names,
+                    method=request.method,
+                    **transport.submitting(request.confidence),
                 )
-            )  # fmt: skip
+            )
         result = simulate_categorical(
             request.participants, self.shares, self.oracle, options=self.names,
             repeats=request.repeats, confidence=request.confidence, method=request.method,
@@ -141,10 +142,6 @@ class _Categorical(Simulation):
         grpc_info = submit.summary() if submit is not None else None
         document = {"type": "categorical", **result.to_dict(), "grpc": grpc_info}
         return Outcome(document, lambda emit: _show(result, grpc_info, emit), result)
-
-
-def _ratio(empirical: float, theory: float) -> str:
-    return f"{empirical / theory:.3f}" if theory > 0 else "-"
 
 
 def _show(result: CategoricalSimulation, grpc_info: dict[str, Any] | None, emit: Emit) -> None:
@@ -189,7 +186,7 @@ def _repeats(result: CategoricalSimulation, width: int, in_process: bool, emit: 
         assert row.coverage_se is not None
         assert row.variance_empirical is not None
         assert row.std_estimate_raw is not None
-        ratio = _ratio(row.variance_empirical, row.variance_theory)
+        ratio = ratio_text(row.variance_empirical, row.variance_theory)
         emit(
             f"  {row.option:<{width}} {row.coverage:>8.4f} ± {row.coverage_se:.4f} "
             f"{row.coverage_exact:>7.4f} {row.mean_estimate_raw:>9.4f} "

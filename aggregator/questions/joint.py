@@ -15,7 +15,6 @@ from deniable.aggregator.analysis.simulation import (
     QUESTION_ID,
     GrpcTransport,
     JointSimulation,
-    aggregator_connection,
     parse_shares,
     simulate_joint,
 )
@@ -158,11 +157,7 @@ class _Joint(Simulation):
         request = self.request
         grpc: GrpcTransport | None = None
         if transport.grpc:
-            client, address = transport.stack.enter_context(
-                aggregator_connection(
-                    transport.server, transport.admin_token, transport.batch_size, transport.tls
-                )
-            )
+            client, address = transport.connect()
             grpc = GrpcTransport(
                 client, self.oracle, address, request.confidence, request.method,
                 transport.batch_size, embedded=transport.server is None,

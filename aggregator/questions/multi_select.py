@@ -19,7 +19,6 @@ from deniable.aggregator.analysis.simulation import (
     MultiSelectGrpcSubmitter,
     MultiSelectSimulation,
     SetDistribution,
-    aggregator_connection,
     simulate_multi_select,
 )
 from deniable.aggregator.questions._base import (
@@ -129,11 +128,7 @@ class _MultiSelect(Simulation):
         request = self.request
         submit: MultiSelectGrpcSubmitter | None = None
         if transport.grpc:
-            client, address = transport.stack.enter_context(
-                aggregator_connection(
-                    transport.server, transport.admin_token, transport.batch_size, transport.tls
-                )
-            )
+            client, address = transport.connect()
             submit = MultiSelectGrpcSubmitter(
                 client, self.spec, address, request.confidence, request.method,
                 transport.batch_size, embedded=transport.server is None, options=self.names,

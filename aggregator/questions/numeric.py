@@ -40,6 +40,7 @@ from deniable.aggregator.questions._planning import compared_plan, plan_outcome
 from deniable.aggregator.questions._text import (
     mechanism_summary,
     privacy_per_answer,
+    ratio_text,
     transport_line,
 )
 from deniable.shared.mechanisms import Mechanism, NumericMechanism
@@ -116,12 +117,8 @@ class _Numeric(Simulation):
         submit = None
         if transport.grpc:
             submit = transport.stack.enter_context(
-                numeric_grpc_submitter(
-                    self.numeric, confidence=request.confidence, server=transport.server,
-                    admin_token=transport.admin_token, batch_size=transport.batch_size,
-                    tls=transport.tls, progress=transport.sent,
-                )
-            )  # fmt: skip
+                numeric_grpc_submitter(self.numeric, **transport.submitting(request.confidence))
+            )
         result = simulate_numeric(
             request.participants, self.values, self.numeric, repeats=request.repeats,
             confidence=request.confidence, seed=request.seed, progress=transport.repeated,
@@ -130,10 +127,6 @@ class _Numeric(Simulation):
         grpc_info = submit.summary() if submit is not None else None
         document = {"type": "numeric", **result.to_dict(), "grpc": grpc_info}
         return Outcome(document, lambda emit: _show(result, grpc_info, emit), result)
-
-
-def _ratio(empirical: float, theory: float) -> str:
-    return f"{empirical / theory:.3f}" if theory > 0 else "-"
 
 
 def _show(result: NumericSimulation, grpc_info: dict[str, Any] | None, emit: Emit) -> None:
@@ -166,7 +159,7 @@ def _repeats(result: NumericSimulation, in_process: bool, emit: Emit) -> None:
     assert result.coverage_se is not None
     assert result.variance_empirical is not None
     assert result.std_estimate_raw is not None
-    ratio = _ratio(result.variance_empirical, result.variance_theory)
+    ratio = ratio_text(result.variance_empirical, result.variance_theory)
     methods = ", ".join(f"{name} {count:,}" for name, count in result.methods.items())
     rows = [
         ("CI coverage", f"{result.coverage:.4f} ± {result.coverage_se:.4f} (MC SE)",
