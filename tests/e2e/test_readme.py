@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from deniable.aggregator.cli.survey._command import questions_from_spec
+from deniable.aggregator.cli.survey._spec import questions_from_spec
 from deniable.aggregator.server._lifecycle import start_server
 from deniable.aggregator.storage import open_storage
 from deniable.client import parse_answer

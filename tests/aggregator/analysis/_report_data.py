@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from deniable.aggregator.cli.survey._command import questions_from_spec
+from deniable.aggregator.cli.survey._spec import questions_from_spec
 from deniable.client import build_report, check_mechanism, parse_answer
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
