@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import math
 from typing import Any
 
@@ -436,7 +437,9 @@ def test_simulate_categorical_text_is_a_table(run_cli: RunCli) -> None:
     assert "option    true  sample  estimate" in out
     assert "Over 30 repeats" in out
     assert "coverage ± MC SE" in out
-    assert "All 3 options covered at once: per-option intervals 0." in out
+    # The OS CSPRNG: in 30 repeats every option may be covered every time (1.0000), so the
+    # line's shape is checked, not its value.
+    assert re.search(r"All 3 options covered at once: per-option intervals [01]\.\d{4} ± ", out)
     assert "; simultaneous intervals (--simultaneous) " in out
     for name in ("a", "b", "c"):
         assert f"\n  {name} " in out
