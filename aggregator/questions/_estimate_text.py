@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from deniable.aggregator.questions._base import Emit, interval_fields
+from deniable.aggregator.questions._base import Emit
 from deniable.shared.text import visible
 
-__all__ = ["estimate_line", "interval_fields", "option_lines", "share_line"]
+__all__ = ["estimate_line", "option_lines", "share_line"]
 
 
 def estimate_line(label: str, row: dict[str, Any], epsilon: float, n: str) -> str:

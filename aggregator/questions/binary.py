@@ -46,10 +46,10 @@ __all__ = ["BINARY_ANALYSIS", "BinaryAnalysis", "mechanism_line", "privacy_line"
 
 
 def mechanism_line(mechanism: Mechanism) -> str:
-    """``Mechanism: …``: randomized response by its α, any other by its parameters."""
+    """``Mechanism: …``: by title and α where the mechanism has an α, else its parameters."""
     described = mechanism.describe()
-    if "alpha" in described and mechanism.title == "randomized response":
-        return f"Mechanism: randomized response, alpha = {described['alpha']:.6g}"
+    if "alpha" in described:
+        return f"Mechanism: {mechanism.title}, alpha = {described['alpha']:.6g}"
     return f"Mechanism: {mechanism_summary(described)}"
 
 

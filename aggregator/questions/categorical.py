@@ -34,9 +34,10 @@ from deniable.aggregator.questions._base import (
     Simulation,
     SimulationRequest,
     Transport,
+    interval_fields,
     register_analysis,
 )
-from deniable.aggregator.questions._estimate_text import interval_fields, option_lines
+from deniable.aggregator.questions._estimate_text import option_lines
 from deniable.aggregator.questions._planning import compared_plan, plan_outcome
 from deniable.aggregator.questions._text import (
     assumed,

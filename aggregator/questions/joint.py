@@ -26,9 +26,10 @@ from deniable.aggregator.questions._base import (
     Simulation,
     SimulationRequest,
     Transport,
+    interval_fields,
     register_analysis,
 )
-from deniable.aggregator.questions._estimate_text import interval_fields, option_lines
+from deniable.aggregator.questions._estimate_text import option_lines
 from deniable.aggregator.questions._joint_text import (
     joint_chart,
     joint_fields,

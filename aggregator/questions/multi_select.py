@@ -29,9 +29,10 @@ from deniable.aggregator.questions._base import (
     Simulation,
     SimulationRequest,
     Transport,
+    interval_fields,
     register_analysis,
 )
-from deniable.aggregator.questions._estimate_text import estimate_line, interval_fields
+from deniable.aggregator.questions._estimate_text import estimate_line
 from deniable.aggregator.questions._multi_select_estimate import (
     multi_select_chart,
     multi_select_fields,

@@ -63,12 +63,11 @@ def _reject_foreign() -> None:
 
 
 def sweep_question(values: dict[str, object], epsilon: float) -> tuple[QuestionInputs, list[str]]:
-    """The swept question (at ``epsilon``) and the mechanisms asked for.
+    """The swept question (at ``epsilon``) and the mechanisms asked for (the type is swept).
 
     ``--mechanism`` may name several, comma-separated; by default every mechanism of the
     type that plans at a given ε.
     """
-    _check_swept(str(values["question_type"]))
     asked = values.get("mechanism")
     inputs = QuestionInputs({**values, "mechanism": None, "epsilon": epsilon})
     qtype = inputs.analysis.question_type
