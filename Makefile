@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint bench proto clean
+.PHONY: demo test lint bench proto web clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,17 @@ proto: $(VENV)/.installed-dev
 		--grpc_python_out=build/proto --mypy_out=build/proto --mypy_grpc_out=build/proto \
 		proto/deniable/v1/*.proto
 	cp build/proto/deniable/shared/wire/v1/*_pb2* shared/wire/v1/
+
+# Rebuild the browser participant's committed page (client/web/dist) and its message code
+# from proto/: needs Node.js and npm; `make demo` and `make test` do not (the bundle is
+# committed, and a test without Node checks it against the sources' hashes).
+WEB := client/web
+$(WEB)/node_modules/.installed: $(WEB)/package.json $(WEB)/package-lock.json
+	cd $(WEB) && npm ci --no-audit --no-fund
+	touch $@
+
+web: $(VENV)/.installed-dev $(WEB)/node_modules/.installed
+	cd $(WEB) && PYTHON=$(abspath $(BIN)/python) node scripts/gen.mjs && node scripts/build.mjs
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -52,6 +52,10 @@ if TYPE_CHECKING:
     from deniable.client._remote import (
         AggregatorClient,
     )
+    from deniable.client._web import (
+        WEB_FILES,
+        web_bundle,
+    )
     from deniable.shared.errors import (
         DeniableError,
         RemoteError,
@@ -82,6 +86,8 @@ if TYPE_CHECKING:
 # Each public name and its module, imported on first use (PEP 562): importing the package
 # costs almost nothing, perturbing loads numpy, and talking to an aggregator loads gRPC.
 _EXPORTS = {
+    "WEB_FILES": "deniable.client._web",
+    "web_bundle": "deniable.client._web",
     "Answer": "deniable.client._answer",
     "PreparedReport": "deniable.client._answer",
     "answer_hint": "deniable.client._answer",
@@ -124,6 +130,7 @@ _EXPORTS = {
 __all__ = [
     "DEFAULT_BUDGET",
     "DEFAULT_MAX_EPSILON",
+    "WEB_FILES",
     "AggregatorClient",
     "Answer",
     "AuthError",
@@ -160,6 +167,7 @@ __all__ = [
     "numeric_mechanism",
     "parse_answer",
     "parse_answers",
+    "web_bundle",
 ]
 
 

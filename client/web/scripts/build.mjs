@@ -1,0 +1,51 @@
+// Build the committed bundle: dist/deniable.js, dist/deniable.css, dist/index.html, and
+// dist/SOURCES.json (the SHA-256 of every file the bundle is built from, so that a test
+// without Node can tell a stale bundle). The build is deterministic: the same sources give
+// the same bytes. `make web` runs it; `--out DIR` builds elsewhere (the staleness test).
+import { createHash } from "node:crypto";
+import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync, copyFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+
+const web = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const at = process.argv.indexOf("--out");
+const out = at > 0 ? resolve(process.argv[at + 1]) : join(web, "dist");
+mkdirSync(out, { recursive: true });
+
+await build({
+  entryPoints: [join(web, "src/main.ts")],
+  bundle: true,
+  minify: true,
+  format: "esm",
+  target: ["es2022"],
+  platform: "browser",
+  legalComments: "none",
+  charset: "utf8",
+  outfile: join(out, "deniable.js"),
+  logLevel: "warning",
+});
+for (const file of ["index.html", "deniable.css"]) copyFileSync(join(web, "static", file), join(out, file));
+
+function walk(folder) {
+  return readdirSync(folder)
+    .sort()
+    .flatMap((name) => {
+      const path = join(folder, name);
+      return statSync(path).isDirectory() ? walk(path) : [path];
+    });
+}
+const inputs = [
+  ...walk(join(web, "src")),
+  ...walk(join(web, "static")),
+  join(web, "scripts/build.mjs"),
+  join(web, "package.json"),
+  join(web, "package-lock.json"),
+];
+const sources = Object.fromEntries(
+  inputs.map((path) => [
+    relative(web, path).split("\\").join("/"),
+    createHash("sha256").update(readFileSync(path)).digest("hex"),
+  ]),
+);
+writeFileSync(join(out, "SOURCES.json"), JSON.stringify({ sources }, null, 2) + "\n");

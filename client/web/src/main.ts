@@ -1,0 +1,2 @@
+/** The participant page's entry point: the test hook, then the app. */
+export {};
