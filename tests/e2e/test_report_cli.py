@@ -17,17 +17,10 @@ from deniable.aggregator.server._lifecycle import RunningServer, start_server
 from deniable.aggregator.storage import open_storage
 from deniable.client import AggregatorClient
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
+from tests._browser import chromium, require_browser
 from tests.aggregator.analysis._report_data import OPTION, SPEC, TITLE, fill
 from tests.conftest import ADMIN_TOKEN
 from tests.e2e._forks import Runner
-
-CHROMEDRIVER, CHROMIUM = Path("/usr/bin/chromedriver"), Path("/usr/bin/chromium")
-REQUIRE_ENV = "CI_REQUIRE_BROWSER"
-"""Set by ``.ci/run``: a missing Chromium or ChromeDriver then fails the test, never skips."""
-FLAGS = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -72,39 +65,12 @@ def reports(tmp_path_factory: pytest.TempPathFactory, runner: Runner) -> Iterato
         server.stop(grace=1.0)
 
 
-def _missing_browser() -> str | None:
-    for path in (CHROMIUM, CHROMEDRIVER):
-        if not path.exists():
-            return f"{path} is missing (apt-get install chromium chromium-driver)"
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        return "selenium is not installed (pip install -e .[dev])"
-    return None
-
-
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One headless Chromium for the module, with its console log kept."""
-    missing = _missing_browser()
-    if missing is not None:
-        if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail(f"{REQUIRE_ENV}=1 but {missing}", pytrace=False)
-        pytest.skip(f"no browser check of the HTML report: {missing}")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium')}")
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-    try:
+    require_browser("browser check of the HTML report")
+    with chromium(tmp_path_factory.mktemp("chromium")) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 # Each chart's rows: is the point inside the interval drawn; each heat map's cell count.

@@ -1,2 +1,6 @@
-/** The participant page's entry point: the test hook, then the app. */
-export {};
+/** The participant page's entry point: registrations, the test hook, then the app. */
+import "./mechanisms/all";
+import "./questions/all";
+import { installHook } from "./hook";
+
+installHook();

@@ -1,0 +1,1 @@
+/** Every mechanism module, imported for its registration. */

@@ -1,0 +1,1 @@
+/** Every question-type module, imported for its registration. */

@@ -1,0 +1,25 @@
+/** The question-type registry: one entry per wire oneof case, added by each type's module. */
+
+import { RefusedError } from "../core/errors";
+import type { Question } from "../gen/deniable/v1/aggregator_pb";
+import type { QuestionType } from "./types";
+
+const types = new Map<string, QuestionType>();
+
+/** Add a question type (each question module calls this once). */
+export function registerQuestionType(type: QuestionType): QuestionType {
+  if (types.has(type.wireCase)) throw new Error(`question type ${type.wireCase} registered twice`);
+  types.set(type.wireCase, type);
+  return type;
+}
+
+/** The question's type; throws ``RefusedError`` for a kind this page does not know. */
+export function questionTypeOf(question: Question): QuestionType {
+  const type = question.kind.case === undefined ? undefined : types.get(question.kind.case);
+  if (type === undefined) {
+    throw new RefusedError(
+      `question ${JSON.stringify(question.id)}: it is of a kind this page does not know`,
+    );
+  }
+  return type;
+}

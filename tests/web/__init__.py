@@ -1,0 +1,1 @@
+"""Tests of the browser participant: its library in Chromium, its page end to end."""
