@@ -1,0 +1,138 @@
+/** Numbers written as the Python client writes them (repr, .2f, .0%, g), rounded exactly. */
+
+import { Fraction } from "../core/fraction";
+
+/** 10^n as a BigInt. */
+function pow10(n: number): bigint {
+  return 10n ** BigInt(n);
+}
+
+/** n/d rounded to an integer, ties to even (Python's ``round`` and string formatting). */
+export function roundHalfEven(value: Fraction): bigint {
+  const { n, d } = value;
+  let q = n / d;
+  let r = n % d;
+  if (r < 0n) {
+    q -= 1n; // floor for negative values
+    r += d;
+  }
+  const twice = 2n * r;
+  if (twice > d || (twice === d && q % 2n !== 0n)) q += 1n;
+  return q;
+}
+
+function special(x: number): string | null {
+  if (Number.isNaN(x)) return "nan";
+  if (x === Infinity) return "inf";
+  if (x === -Infinity) return "-inf";
+  return null;
+}
+
+function negative(x: number): boolean {
+  return x < 0 || Object.is(x, -0);
+}
+
+/** Python's ``format(x, ".Nf")``: the double's exact value to N decimals, ties to even. */
+export function fixed(x: number, digits: number): string {
+  const odd = special(x);
+  if (odd !== null) return odd;
+  const scaled = roundHalfEven(Fraction.fromDouble(Math.abs(x)).mul(new Fraction(pow10(digits))));
+  let text = scaled.toString().padStart(digits + 1, "0");
+  if (digits > 0) text = `${text.slice(0, -digits)}.${text.slice(-digits)}`;
+  return negative(x) ? `-${text}` : text;
+}
+
+/** Python's ``format(x, ".N%")``: x times 100 (in double arithmetic), fixed, then "%". */
+export function percentOf(x: number, digits = 0): string {
+  return `${fixed(x * 100, digits)}%`;
+}
+
+/** The position of a positive rational's leading decimal digit: v in [10^e, 10^(e+1)). */
+function decimalExponent(v: Fraction): number {
+  let e = v.n.toString().length - v.d.toString().length;
+  const at = (k: number): Fraction => (k >= 0 ? new Fraction(pow10(k)) : new Fraction(1n, pow10(-k)));
+  while (v.lt(at(e))) e--;
+  while (!v.lt(at(e + 1))) e++;
+  return e;
+}
+
+/** The digits of a positive rational rounded (ties to even) to ``precision`` significant digits. */
+function significant(v: Fraction, precision: number): { digits: string; exponent: number } {
+  let e = decimalExponent(v);
+  const shift = precision - 1 - e;
+  const scale = shift >= 0 ? new Fraction(pow10(shift)) : new Fraction(1n, pow10(-shift));
+  let m = roundHalfEven(v.mul(scale));
+  if (m === pow10(precision)) {
+    m /= 10n;
+    e += 1;
+  }
+  return { digits: m.toString(), exponent: e };
+}
+
+function exponentText(e: number): string {
+  const sign = e < 0 ? "-" : "+";
+  return `e${sign}${String(Math.abs(e)).padStart(2, "0")}`;
+}
+
+/** Python's ``format(x, ".Ng")`` (``":g"`` is precision 6): trailing zeros removed. */
+export function general(x: number, precision = 6): string {
+  const odd = special(x);
+  if (odd !== null) return odd;
+  const sign = negative(x) ? "-" : "";
+  if (x === 0) return `${sign}0`;
+  const p = Math.max(precision, 1);
+  const { digits, exponent } = significant(Fraction.fromDouble(Math.abs(x)), p);
+  if (exponent >= -4 && exponent < p) {
+    let text: string;
+    if (exponent >= 0) {
+      const whole = digits.slice(0, exponent + 1);
+      text = `${whole}.${digits.slice(exponent + 1)}`;
+    } else {
+      text = `0.${"0".repeat(-exponent - 1)}${digits}`;
+    }
+    text = text.replace(/0+$/, "").replace(/\.$/, "");
+    return sign + text;
+  }
+  let mantissa = `${digits[0]}.${digits.slice(1)}`.replace(/0+$/, "").replace(/\.$/, "");
+  if (mantissa === "") mantissa = "0";
+  return `${sign}${mantissa}${exponentText(exponent)}`;
+}
+
+/** Python's ``repr(float)``: the shortest digits that round-trip, in Python's notation. */
+export function pyRepr(x: number): string {
+  const odd = special(x);
+  if (odd !== null) return odd;
+  if (x === 0) return negative(x) ? "-0.0" : "0.0";
+  const sign = x < 0 ? "-" : "";
+  const [mantissa, exp] = Math.abs(x).toExponential().split("e") as [string, string];
+  const digits = mantissa.replace(".", "");
+  const point = Number(exp) + 1; // x = 0.DIGITS × 10^point
+  if (point > -4 && point <= 16) {
+    if (point <= 0) return `${sign}0.${"0".repeat(-point)}${digits}`;
+    if (point >= digits.length) return `${sign}${digits}${"0".repeat(point - digits.length)}.0`;
+    return `${sign}${digits.slice(0, point)}.${digits.slice(point)}`;
+  }
+  const head = digits.length > 1 ? `${digits[0]}.${digits.slice(1)}` : digits;
+  return `${sign}${head}${exponentText(point - 1)}`;
+}
+
+/** ε for display with 4 decimals, rounded up: a cost is never understated (``round_up``). */
+export function roundUp(epsilon: number): string {
+  return fixed((Math.ceil(epsilon * 10_000) + 0) / 10_000, 4); // + 0: Python's int has no -0
+}
+
+/** ε for display with 4 decimals, rounded down: what is left is never overstated. */
+export function roundDown(epsilon: number): string {
+  return fixed(Math.max(Math.floor(epsilon * 10_000) / 10_000, 0.0), 4);
+}
+
+/** A likelihood ratio for a sentence: two decimals, or 3 significant digits from 1000 on. */
+export function times(ratio: number): string {
+  return ratio < 1000 ? fixed(ratio, 2) : general(ratio, 3);
+}
+
+/** A probability as a whole percentage, rounded exactly; never "100%" below 1 (``percent``). */
+export function percent(share: Fraction): string {
+  const whole = roundHalfEven(share.mul(Fraction.of(100)));
+  return whole === 100n && share.lt(Fraction.of(1)) ? "over 99.5%" : `${whole}%`;
+}
