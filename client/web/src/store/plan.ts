@@ -3,7 +3,7 @@
 import { create, equals } from "@bufbuild/protobuf";
 import { buildReport } from "../answer";
 import { InvalidAnswerError, RefusedError } from "../core/errors";
-import { MechanismSchema, type Report, type Survey } from "../gen/deniable/v1/aggregator_pb";
+import { MechanismSchema, type Report, ReportSchema, type Survey } from "../gen/deniable/v1/aggregator_pb";
 import type { Truth } from "../mechanisms/types";
 import { type Charge, type Costed, oncePerDraw, planCost, spentAfter } from "../policy/budget";
 import type { Prepared } from "../policy/policy";
@@ -143,6 +143,8 @@ export interface PlanInput {
   readonly charges: readonly Charge[];
   readonly now: string;
   readonly source?: ByteSource;
+  /** Plan without drawing (for the cost shown before submitting): fresh reports are placeholders. */
+  readonly preview?: boolean;
 }
 
 /** Where a repeated question's value comes from: an earlier question, or a twin kept elsewhere. */
@@ -207,8 +209,10 @@ export function planAnswer(input: PlanInput): Plan {
       });
     } else {
       const truth = truths.get(question.id);
-      if (truth === undefined) throw new InvalidAnswerError(`no answer for question ${quoted(question.id)}`);
-      const report = buildReport(survey.id, question, spec.mechanism, truth, input.source ?? osSource);
+      let report: Report;
+      if (input.preview) report = create(ReportSchema, { reportId: `new-${question.id}`, surveyId: survey.id, questionId: question.id });
+      else if (truth === undefined) throw new InvalidAnswerError(`no answer for question ${quoted(question.id)}`);
+      else report = buildReport(survey.id, question, spec.mechanism, truth, input.source ?? osSource);
       next = item(report, spec, {
         reused: false,
         charged: false,
