@@ -20,7 +20,9 @@ def test_the_wheel_installs_the_three_folders_under_deniable(tmp_path: Path) -> 
         shutil.copy(ROOT / name, source / name)
     for folder in FOLDERS:
         shutil.copytree(
-            ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__")
+            ROOT / folder,
+            source / folder,
+            ignore=shutil.ignore_patterns("__pycache__", "node_modules", "build"),
         )
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
@@ -41,6 +43,13 @@ def test_the_wheel_installs_the_three_folders_under_deniable(tmp_path: Path) -> 
         if "__pycache__" not in path.parts
     }
     assert packaged == expected
+    # The browser participant's built page ships inside the wheel (serve --web needs no
+    # Node.js), its TypeScript sources do not.
+    web = {name for name in names if name.startswith("deniable/client/web/")}
+    assert web == {
+        f"deniable/client/web/dist/{name}"
+        for name in ("index.html", "deniable.js", "deniable.css", "SOURCES.json")
+    }
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     scripts = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "deniable = deniable.client.cli:main" in scripts
