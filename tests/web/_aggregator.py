@@ -9,6 +9,7 @@ records every report it receives, and can fail calls on demand.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Iterator
@@ -55,7 +56,9 @@ class Recorder:
         with self.lock:
             return list(self.received)
 
-    def answer(self, method: str, body: bytes, binary: bool) -> tuple[int, Message | dict[str, str]]:
+    def answer(
+        self, method: str, body: bytes, binary: bool
+    ) -> tuple[int, Message | dict[str, str]]:
         """The status and the message (or Connect error) of one call."""
         with self.lock:
             self.calls.append(method)
@@ -120,7 +123,7 @@ def _handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
             binary = self.headers.get("Content-Type", "") == "application/proto"
             status, answer = recorder.answer(method, body, binary)
             if isinstance(answer, dict):
-                self._send(status, "application/json", json_format.json.dumps(answer).encode())
+                self._send(status, "application/json", json.dumps(answer).encode())
             elif binary:
                 self._send(status, "application/proto", answer.SerializeToString())
             else:
