@@ -24,6 +24,7 @@ from deniable.shared.mechanisms import (
     mechanism_of,
 )
 from deniable.shared.mechanisms._parameters import percent
+from deniable.shared.text import describe_character, first_unsafe, visible
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 FIXTURES = Path(__file__).resolve().parents[2] / "client/web/test/python-fixtures.json"
@@ -180,6 +181,24 @@ _TEXTS = [
 ]
 
 
+_UNSAFE = [
+    "plain ünïcödé 😀",
+    "Exam\x1b[2J\x1b[H\rPrivacy cost now: none\x08\x08",
+    "\u202etxet\u2066x\x9b",
+    "line\u2028break\u2029\x7f\x00\t",
+    "😀\u200f",
+]
+
+
+def _unsafe(text: str) -> dict[str, Any]:
+    found = first_unsafe(text)
+    return {
+        "text": text,
+        "visible": visible(text),
+        "first": None if found is None else [found[0], describe_character(found[1])],
+    }
+
+
 def _float(value: Fraction) -> str:
     try:
         return repr(float(value))
@@ -201,6 +220,7 @@ def fixtures() -> dict[str, Any]:
             for n, d in [(1, 2), (199, 200), (1991, 2000), (999, 1000), (1, 200), (3, 200), (5, 1)]
         ],
         "texts": [{"text": text, "normalized": normalized_text(text)} for text in _TEXTS],
+        "unsafe": [_unsafe(text) for text in _UNSAFE],
     }
 
 

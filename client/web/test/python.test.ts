@@ -11,6 +11,7 @@ import { explain } from "../src/app/explain";
 import { fsum, toDouble } from "../src/policy/exact";
 import { contentOf, definitionOf, normalizedText } from "../src/store/content";
 import { fixed, general, percent, percentOf, pyRepr, roundDown, roundUp } from "../src/text/numbers";
+import { describeCharacter, firstUnsafe, visible } from "../src/text/unsafe";
 
 interface Fixtures {
   questions: {
@@ -28,6 +29,7 @@ interface Fixtures {
   sums: { values: number[]; sum: string }[];
   percents: { n: number; d: number; text: string }[];
   texts: { text: string; normalized: string }[];
+  unsafe: { text: string; visible: string; first: [number, string] | null }[];
 }
 
 // Written by tests/web/_fixtures.py; the bundle runs from build/test/.
@@ -93,5 +95,13 @@ test("the plain-language sentence of every mechanism is Python's explain", () =>
       },
     };
     assert.equal(explain(question(row.binary), mechanism), row.explain, row.id);
+  }
+});
+
+test("unsafe characters are found and escaped as visible() and first_unsafe()", () => {
+  for (const row of fixtures.unsafe) {
+    assert.equal(visible(row.text), row.visible);
+    const found = firstUnsafe(row.text);
+    assert.deepEqual(found && [found.position, describeCharacter(found.character)], row.first);
   }
 });

@@ -115,7 +115,7 @@ export async function openSettings(): Promise<void> {
     dialog,
     h("h2", { id: "settings-heading" }, "Privacy settings"),
     h("p", {}, `Kept in this browser's storage for ${aggregatorName()}: they do not count what you answered elsewhere, with the command-line client or in another browser.`),
-    h("form", { onsubmit: (event) => void save(event) }, maxRow, budgetRow,
+    h("form", { novalidate: true, onsubmit: (event) => void save(event) }, maxRow, budgetRow,
       h("div", { className: "actions" },
         h("button", { type: "submit" }, "Save"),
         h("button", { type: "button", onclick: () => void reset() }, "Use the defaults"),
