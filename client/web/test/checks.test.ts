@@ -8,7 +8,10 @@ import { SurveyState } from "../src/gen/deniable/v1/aggregator_pb";
 import { survey, yesNo } from "./fake";
 
 function refused(of: ReturnType<typeof survey>, pattern: RegExp, asked = of.id): void {
-  assert.throws(() => checkSurvey(of, asked), (error: unknown) => error instanceof RefusedError && pattern.test(error.message));
+  assert.throws(
+    () => checkSurvey(of, asked),
+    (error: unknown) => error instanceof RefusedError && pattern.test(error.message),
+  );
 }
 
 test("a sound open survey passes", () => {
@@ -16,10 +19,23 @@ test("a sound open survey passes", () => {
 });
 
 test("another survey than the one asked for, or ids no aggregator assigns, are refused", () => {
-  refused(survey("s2", yesNo("a")), /^asked for survey s1, the aggregator sent survey 's2'; refusing to answer, nothing was sent$/, "s1");
-  refused(survey("S!", yesNo("a")), /^the aggregator sent an invalid survey id 'S!'; refusing to answer, nothing was sent$/);
-  refused(survey("s1", yesNo("a b")), /^survey s1: the aggregator sent an invalid question id 'a b' \(question 1\)/);
-  refused(survey("s1", yesNo("a"), yesNo("a")), /^survey s1: the aggregator sent a repeated question id 'a' \(question 2\)/);
+  refused(
+    survey("s2", yesNo("a")),
+    /^asked for survey s1, the aggregator sent survey 's2'; refusing to answer, nothing was sent$/,
+    "s1",
+  );
+  refused(
+    survey("S!", yesNo("a")),
+    /^the aggregator sent an invalid survey id 'S!'; refusing to answer, nothing was sent$/,
+  );
+  refused(
+    survey("s1", yesNo("a b")),
+    /^survey s1: the aggregator sent an invalid question id 'a b' \(question 1\)/,
+  );
+  refused(
+    survey("s1", yesNo("a"), yesNo("a")),
+    /^survey s1: the aggregator sent a repeated question id 'a' \(question 2\)/,
+  );
   refused(survey("s1", yesNo("a\u001b[2J")), /invalid question id 'a\\x1b\[2J'/);
 });
 
@@ -35,7 +51,10 @@ test("a closed survey, one without questions, and one that needs a token are ref
 
 test("a control character, line break or bidi override in any text refuses the survey", () => {
   const hostile = survey("s1", yesNo("a", 0.5, "Did you cheat?\r\u202e"));
-  refused(hostile, /^survey s1: questions\[0\]\.text contains U\+000D \(CR\) at position 14; .*refusing to answer, nothing was sent$/);
+  refused(
+    hostile,
+    /^survey s1: questions\[0\]\.text contains U\+000D \(CR\) at position 14; .*refusing to answer, nothing was sent$/,
+  );
   const title = survey("s1", yesNo("a"));
   title.title = "😀\u2028";
   refused(title, /^survey s1: title contains U\+2028 \(LINE SEPARATOR\) at position 1;/);

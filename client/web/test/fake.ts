@@ -2,7 +2,13 @@
 
 import { create } from "@bufbuild/protobuf";
 import { Fraction } from "../src/core/fraction";
-import { type Question, QuestionSchema, type Survey, SurveySchema, SurveyState } from "../src/gen/deniable/v1/aggregator_pb";
+import {
+  type Question,
+  QuestionSchema,
+  type Survey,
+  SurveySchema,
+  SurveyState,
+} from "../src/gen/deniable/v1/aggregator_pb";
 import type { Mechanism, Truth } from "../src/mechanisms/types";
 import type { Prepared } from "../src/policy/policy";
 import type { QuestionType } from "../src/questions/types";
@@ -41,7 +47,9 @@ export function mechanism(epsilon: number, ratio: Fraction | null = Fraction.of(
 
 /** Each question of the survey prepared with a mechanism of ``epsilon``. */
 export function prepared(of: Survey, epsilon = 1.0986122886681098): Map<string, Prepared> {
-  return new Map(of.questions.map((question) => [question.id, { question, mechanism: mechanism(epsilon), type }]));
+  return new Map(
+    of.questions.map((question) => [question.id, { question, mechanism: mechanism(epsilon), type }]),
+  );
 }
 
 /** A yes answer to every question. */

@@ -9,7 +9,12 @@ import { prepared, survey, yesNo, yesToAll } from "./fake";
 
 const HERE = "http://127.0.0.1:8080";
 
-function plan(of: ReturnType<typeof survey>, entries: Kept[] = [], charges: Charge[] = [], epsilon?: number): Plan {
+function plan(
+  of: ReturnType<typeof survey>,
+  entries: Kept[] = [],
+  charges: Charge[] = [],
+  epsilon?: number,
+): Plan {
   return planAnswer({
     aggregator: HERE,
     survey: of,
@@ -41,9 +46,18 @@ test("answering again sends the kept reports, whatever the answer, at no cost", 
   const asked = survey("s1", yesNo("a"), yesNo("b"));
   const [entries, charges] = settle(plan(asked));
   const again = planAnswer({
-    aggregator: HERE, survey: asked, prepared: prepared(asked), truths: new Map(), entries, charges, now: "later",
+    aggregator: HERE,
+    survey: asked,
+    prepared: prepared(asked),
+    truths: new Map(),
+    entries,
+    charges,
+    now: "later",
   });
-  assert.deepEqual(again.items.map((i) => i.report.reportId), entries.map((k) => k.report.reportId));
+  assert.deepEqual(
+    again.items.map((i) => i.report.reportId),
+    entries.map((k) => k.report.reportId),
+  );
   assert.equal(again.cost, 0);
   assert.equal(again.keep.length, 0);
   assert.equal(again.sent, true);
@@ -66,7 +80,9 @@ test("a question changed since its report was kept is refused; a changed text is
     () => plan(survey("s1", yesNo("a", 0.75)), entries, charges),
     (error: unknown) =>
       error instanceof RefusedError &&
-      /question 'a' of survey s1 at http:\/\/127\.0\.0\.1:8080 is not the question your report for it was drawn for on 2026-01-01T00:00:00Z \(its options or mechanism changed\)/.test(error.message) &&
+      /question 'a' of survey s1 at http:\/\/127\.0\.0\.1:8080 is not the question your report for it was drawn for on 2026-01-01T00:00:00Z \(its options or mechanism changed\)/.test(
+        error.message,
+      ) &&
       /refusing to answer, nothing was sent/.test(error.message),
   );
   const retexted = plan(survey("s1", yesNo("a", 0.5, "Reworded?")), entries, charges);
@@ -80,7 +96,10 @@ test("a question asked twice in one survey sends one draw under two ids, charged
   assert.deepEqual(a!.report.value, b!.report.value);
   assert.equal(b!.draw, a!.report.reportId);
   assert.equal(twice.cost, 1.0986122886681098);
-  assert.deepEqual(chargesOf(twice, "t").map((c) => c.draw), [a!.report.reportId, a!.report.reportId]);
+  assert.deepEqual(
+    chargesOf(twice, "t").map((c) => c.draw),
+    [a!.report.reportId, a!.report.reportId],
+  );
 });
 
 test("the same question in another survey gets the kept value under a fresh id, free", () => {
@@ -103,6 +122,9 @@ test("the same question in another survey gets the kept value under a fresh id, 
 
 test("every kept report and charge names this aggregator (the page's origin)", () => {
   const first = plan(survey("s1", yesNo("a")));
-  assert.deepEqual(first.keep.map((k) => [k.aggregator, k.surveyId, k.questionId]), [[HERE, "s1", "a"]]);
+  assert.deepEqual(
+    first.keep.map((k) => [k.aggregator, k.surveyId, k.questionId]),
+    [[HERE, "s1", "a"]],
+  );
   assert.ok(chargesOf(first, "t").every((c) => c.aggregator === HERE && c.surveyId === "s1"));
 });

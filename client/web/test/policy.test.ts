@@ -51,7 +51,11 @@ test("the limit compares the tightest ε: the same as e^limit ≥ the exact rati
     const epsilon = tightestEpsilon(ratio);
     for (const limit of [epsilon, nextUp(epsilon), nextDown(epsilon), 2.0, 1.0, epsilon * 2]) {
       const policy = { ...DEFAULT_POLICY, maxEpsilon: limit };
-      assert.equal(withinLimit(policy, mechanism(epsilon, ratio)), expAtLeast(limit, ratio), `${alpha} at ${limit}`);
+      assert.equal(
+        withinLimit(policy, mechanism(epsilon, ratio)),
+        expAtLeast(limit, ratio),
+        `${alpha} at ${limit}`,
+      );
     }
   }
 });
@@ -63,7 +67,14 @@ test("ε adds up once per draw, exactly rounded", () => {
   assert.equal(spent(charges, "b"), 0.1);
   assert.equal(spent(charges, "a", "nope"), 0);
   assert.equal(oncePerDraw([charge("d", 1), charge("d", 2)]), 2); // a draw's largest charge
-  assert.equal(planCost([{ drawn: "x", cost: 1 }, { drawn: "x", cost: 1 }, { drawn: "y", cost: 0 }]), 1);
+  assert.equal(
+    planCost([
+      { drawn: "x", cost: 1 },
+      { drawn: "x", cost: 1 },
+      { drawn: "y", cost: 0 },
+    ]),
+    1,
+  );
 });
 
 test("the budget refuses an answer that would pass it, by an exact sum, and never a free one", () => {

@@ -8,9 +8,18 @@ import { Fraction } from "../src/core/fraction";
 import { QuestionSchema } from "../src/gen/deniable/v1/aggregator_pb";
 import type { Mechanism } from "../src/mechanisms/types";
 import { explain } from "../src/app/explain";
-import { fsum, toDouble } from "../src/policy/exact";
 import { contentOf, definitionOf, normalizedText } from "../src/store/content";
-import { fixed, general, percent, percentOf, pyRepr, roundDown, roundUp } from "../src/text/numbers";
+import {
+  fixed,
+  fsum,
+  general,
+  percent,
+  percentOf,
+  pyRepr,
+  roundDown,
+  roundUp,
+  toDouble,
+} from "../src/text/numbers";
 import { describeCharacter, firstUnsafe, visible } from "../src/text/unsafe";
 
 interface Fixtures {
@@ -24,7 +33,17 @@ interface Fixtures {
     ratio?: [string, string] | null;
     explain?: string;
   }[];
-  numbers: { x: number; repr: string; f2: string; f4: string; pct: string; g: string; g3: string; up: string | null; down: string | null }[];
+  numbers: {
+    x: number;
+    repr: string;
+    f2: string;
+    f4: string;
+    pct: string;
+    g: string;
+    g3: string;
+    up: string | null;
+    down: string | null;
+  }[];
   fractions: { n: string; d: string; float: string }[];
   sums: { values: number[]; sum: string }[];
   percents: { n: number; d: number; text: string }[];
@@ -38,7 +57,10 @@ const fixtures = JSON.parse(
 ) as Fixtures;
 
 function question(binary: string) {
-  return fromBinary(QuestionSchema, Uint8Array.from(atob(binary), (c) => c.charCodeAt(0)));
+  return fromBinary(
+    QuestionSchema,
+    Uint8Array.from(atob(binary), (c) => c.charCodeAt(0)),
+  );
 }
 
 test("numbers are written as Python writes them", () => {
@@ -63,7 +85,8 @@ test("rationals round to the nearest double as float(Fraction)", () => {
 });
 
 test("sums of ε are exactly rounded as math.fsum", () => {
-  for (const row of fixtures.sums) assert.equal(pyRepr(fsum(row.values)), row.sum, JSON.stringify(row.values));
+  for (const row of fixtures.sums)
+    assert.equal(pyRepr(fsum(row.values)), row.sum, JSON.stringify(row.values));
 });
 
 test("percentages of exact shares as percent()", () => {
@@ -71,7 +94,8 @@ test("percentages of exact shares as percent()", () => {
 });
 
 test("texts are normalized as normalized_text", () => {
-  for (const row of fixtures.texts) assert.equal(normalizedText(row.text), row.normalized, JSON.stringify(row.text));
+  for (const row of fixtures.texts)
+    assert.equal(normalizedText(row.text), row.normalized, JSON.stringify(row.text));
 });
 
 test("content and definition of every kind of question equal content_of and definition_of", () => {

@@ -4,8 +4,7 @@ import { Fraction, ONE } from "../core/fraction";
 import type { JointPart, Question } from "../gen/deniable/v1/aggregator_pb";
 import type { Mechanism } from "../mechanisms/types";
 import { tightestEpsilon } from "../privacy/epsilon";
-import { toDouble } from "../policy/exact";
-import { fixed, general, percent, percentOf, pyRepr, times } from "../text/numbers";
+import { fixed, general, percent, percentOf, pyRepr, times, toDouble } from "../text/numbers";
 
 const f = Fraction.fromDouble;
 
@@ -25,7 +24,8 @@ function partSize(part: JointPart): number {
 
 /** k of a frequency oracle: the options, or a joint question's cells (Python's ``options_of``). */
 export function optionsOf(question: Question): number {
-  if (question.kind.case === "joint") return question.kind.value.parts.reduce((k, part) => k * partSize(part), 1);
+  if (question.kind.case === "joint")
+    return question.kind.value.parts.reduce((k, part) => k * partSize(part), 1);
   if (question.kind.case === "categorical") return question.kind.value.options.length;
   return 0;
 }
@@ -130,7 +130,10 @@ function duchi(bound: number, lo: number, hi: number, mechanism: Mechanism): str
 
 function piecewise(center: bigint, outer: bigint, bits: number, mechanism: Mechanism): string {
   const h = bits >= 0 ? new Fraction(1n, 1n << BigInt(bits)) : new Fraction(1n << BigInt(-bits));
-  const centerShare = h.mul(new Fraction(center)).add(ONE).div(h.mul(new Fraction(center + outer)));
+  const centerShare = h
+    .mul(new Fraction(center))
+    .add(ONE)
+    .div(h.mul(new Fraction(center + outer)));
   return (
     `A random number is sent instead of your answer: with probability ${percentOf(toDouble(centerShare))} ` +
     "it is drawn near your answer, otherwise anywhere else in a wider range, so any report is at " +
@@ -161,7 +164,11 @@ export function explain(question: Question, mechanism: Mechanism): string {
     case "olh":
       return olh(kind.value.alpha, kind.value.g, optionsOf(question), mechanism);
     case "itemRr":
-      return itemRr(kind.value.q, question.kind.case === "multiSelect" ? question.kind.value.items.length : 0, mechanism);
+      return itemRr(
+        kind.value.q,
+        question.kind.case === "multiSelect" ? question.kind.value.items.length : 0,
+        mechanism,
+      );
     case "laplace":
       return laplace(lo, hi, mechanism);
     case "duchi":
@@ -181,7 +188,8 @@ export function explain(question: Question, mechanism: Mechanism): string {
 /** The α a mechanism carries, if any (randomized response, GRR, OLH). */
 export function alphaOf(question: Question): number | null {
   const kind = question.mechanism?.kind;
-  if (kind?.case === "randomizedResponse" || kind?.case === "grr" || kind?.case === "olh") return kind.value.alpha;
+  if (kind?.case === "randomizedResponse" || kind?.case === "grr" || kind?.case === "olh")
+    return kind.value.alpha;
   return null;
 }
 

@@ -17,9 +17,20 @@ export interface Inputs {
   readonly read: () => Read;
 }
 
-function radios(name: string, labels: readonly string[], values: readonly string[], describedBy: string): [HTMLElement[], () => string | null] {
+function radios(
+  name: string,
+  labels: readonly string[],
+  values: readonly string[],
+  describedBy: string,
+): [HTMLElement[], () => string | null] {
   const inputs = labels.map((_, index) =>
-    h("input", { type: "radio", name, value: values[index]!, id: idFor(name, String(index)), "aria-describedby": describedBy }),
+    h("input", {
+      type: "radio",
+      name,
+      value: values[index]!,
+      id: idFor(name, String(index)),
+      "aria-describedby": describedBy,
+    }),
   );
   const nodes = labels.map((label, index) =>
     h("div", { className: "choice" }, inputs[index]!, h("label", { for: inputs[index]!.id }, label)),
@@ -28,10 +39,23 @@ function radios(name: string, labels: readonly string[], values: readonly string
   return [nodes, read];
 }
 
-function number(id: string, lo: number, hi: number, label: string, describedBy: string): [HTMLElement[], () => Read] {
+function number(
+  id: string,
+  lo: number,
+  hi: number,
+  label: string,
+  describedBy: string,
+): [HTMLElement[], () => Read] {
   const input = h("input", {
-    type: "number", id, name: id, step: "any", min: pyRepr(lo), max: pyRepr(hi), inputmode: "decimal",
-    autocomplete: "off", "aria-describedby": describedBy,
+    type: "number",
+    id,
+    name: id,
+    step: "any",
+    min: pyRepr(lo),
+    max: pyRepr(hi),
+    inputmode: "decimal",
+    autocomplete: "off",
+    "aria-describedby": describedBy,
   });
   const read = (): Read => {
     const range = `a number from ${pyRepr(lo)} to ${pyRepr(hi)}`;
@@ -46,8 +70,17 @@ function yesNo(name: string, describedBy: string): [HTMLElement[], () => string 
   return radios(name, ["Yes", "No"], ["yes", "no"], describedBy);
 }
 
-function options(name: string, labels: readonly string[], describedBy: string): [HTMLElement[], () => string | null] {
-  return radios(name, labels, labels.map((_, index) => String(index + 1)), describedBy);
+function options(
+  name: string,
+  labels: readonly string[],
+  describedBy: string,
+): [HTMLElement[], () => string | null] {
+  return radios(
+    name,
+    labels,
+    labels.map((_, index) => String(index + 1)),
+    describedBy,
+  );
 }
 
 /** A joint question's part: its own fieldset, answered like a question of its kind. */
@@ -55,10 +88,12 @@ function part(question: Question, item: JointPart, describedBy: string): [HTMLEl
   const name = idFor("answer", question.id, item.id);
   let nodes: HTMLElement[];
   let read: () => Read;
-  const choose = (pick: () => string | null, what: string): (() => Read) => () => {
-    const value = pick();
-    return value === null ? { missing: `${item.id}: ${what}` } : { text: value };
-  };
+  const choose =
+    (pick: () => string | null, what: string): (() => Read) =>
+    () => {
+      const value = pick();
+      return value === null ? { missing: `${item.id}: ${what}` } : { text: value };
+    };
   switch (item.kind.case) {
     case "binary": {
       const [inputs, pick] = yesNo(name, describedBy);
@@ -73,9 +108,21 @@ function part(question: Question, item: JointPart, describedBy: string): [HTMLEl
     default: {
       const edges = item.kind.case === "numeric" ? item.kind.value.edges : [0, 0];
       const [lo, hi] = [edges[0]!, edges[edges.length - 1]!];
-      const bins = edges.slice(1).map((top, i) => `[${general(edges[i]!)}, ${general(top)}${i === edges.length - 2 ? "]" : ")"}`);
-      const hint = h("p", { className: "hint", id: idFor("bins", question.id, item.id) }, `Sent as the bin it falls in: ${bins.join(", ")}.`);
-      const [inputs, numberRead] = number(name, lo, hi, `A number from ${pyRepr(lo)} to ${pyRepr(hi)}`, `${describedBy} ${hint.id}`);
+      const bins = edges
+        .slice(1)
+        .map((top, i) => `[${general(edges[i]!)}, ${general(top)}${i === edges.length - 2 ? "]" : ")"}`);
+      const hint = h(
+        "p",
+        { className: "hint", id: idFor("bins", question.id, item.id) },
+        `Sent as the bin it falls in: ${bins.join(", ")}.`,
+      );
+      const [inputs, numberRead] = number(
+        name,
+        lo,
+        hi,
+        `A number from ${pyRepr(lo)} to ${pyRepr(hi)}`,
+        `${describedBy} ${hint.id}`,
+      );
       nodes = [...inputs, hint];
       read = () => {
         const value = numberRead();
@@ -114,11 +161,19 @@ export function inputsFor(question: Question, describedBy: string): Inputs {
     }
     case "multiSelect": {
       const boxes = kind.value.items.map((_, index) =>
-        h("input", { type: "checkbox", name, value: String(index + 1), id: idFor(name, String(index)), "aria-describedby": describedBy }),
+        h("input", {
+          type: "checkbox",
+          name,
+          value: String(index + 1),
+          id: idFor(name, String(index)),
+          "aria-describedby": describedBy,
+        }),
       );
       nodes = [
         h("p", { className: "hint" }, "Choose any, or none."),
-        ...kind.value.items.map((item, index) => h("div", { className: "choice" }, boxes[index]!, h("label", { for: boxes[index]!.id }, item))),
+        ...kind.value.items.map((item, index) =>
+          h("div", { className: "choice" }, boxes[index]!, h("label", { for: boxes[index]!.id }, item)),
+        ),
       ];
       read = () => {
         const chosen = boxes.filter((box) => box.checked).map((box) => box.value);
@@ -128,7 +183,13 @@ export function inputsFor(question: Question, describedBy: string): Inputs {
     }
     case "numeric": {
       const { min, max } = kind.value;
-      [nodes, read] = number(name, min, max, `Your answer, a number from ${pyRepr(min)} to ${pyRepr(max)}`, describedBy);
+      [nodes, read] = number(
+        name,
+        min,
+        max,
+        `Your answer, a number from ${pyRepr(min)} to ${pyRepr(max)}`,
+        describedBy,
+      );
       break;
     }
     case "joint": {
@@ -140,7 +201,8 @@ export function inputsFor(question: Question, describedBy: string): Inputs {
       read = () => {
         const pieces = parts.map(([, readPart]) => readPart());
         const missing = pieces.filter((piece): piece is { missing: string } => "missing" in piece);
-        if (missing.length > 0) return { missing: `answer every part (${missing.map((m) => m.missing).join("; ")})` };
+        if (missing.length > 0)
+          return { missing: `answer every part (${missing.map((m) => m.missing).join("; ")})` };
         return { text: pieces.map((piece) => (piece as { text: string }).text).join(",") };
       };
       break;
@@ -152,7 +214,10 @@ export function inputsFor(question: Question, describedBy: string): Inputs {
   const holder = nodes;
   return {
     nodes: holder,
-    first: () => holder.map((node) => (node instanceof HTMLInputElement ? node : node.querySelector("input"))).find((x) => x !== null) ?? null,
+    first: () =>
+      holder
+        .map((node) => (node instanceof HTMLInputElement ? node : node.querySelector("input")))
+        .find((x) => x !== null) ?? null,
     read,
   };
 }

@@ -2,7 +2,12 @@
 
 import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
-import { Aggregator, type Report, type SubmitReportsResponse, type Survey } from "../gen/deniable/v1/aggregator_pb";
+import {
+  Aggregator,
+  type Report,
+  type SubmitReportsResponse,
+  type Survey,
+} from "../gen/deniable/v1/aggregator_pb";
 import { visible } from "../text/unsafe";
 
 /** Attempts of a call the aggregator could not take (UNAVAILABLE, DEADLINE_EXCEEDED, network), as the CLI. */
@@ -89,10 +94,13 @@ export function submitReports(reports: Report[]): Promise<SubmitReportsResponse>
 export function remoteMessage(error: RemoteError): string {
   const details = visible(error.details);
   if (error.retryable) {
-    return `cannot reach the aggregator at ${aggregatorName()} after ${error.attempts} attempt(s) (${error.code}: ${details})`;
+    const after = `after ${error.attempts} attempt(s) (${error.code}: ${details})`;
+    return `cannot reach the aggregator at ${aggregatorName()} ${after}`;
   }
   if (error.code === "NOT_FOUND") return details;
-  if (["FAILED_PRECONDITION", "ALREADY_EXISTS", "UNAUTHENTICATED", "PERMISSION_DENIED"].includes(error.code)) {
+  if (
+    ["FAILED_PRECONDITION", "ALREADY_EXISTS", "UNAUTHENTICATED", "PERMISSION_DENIED"].includes(error.code)
+  ) {
     return `refused by the aggregator: ${details}`;
   }
   return `aggregator error ${error.code}: ${details}`;

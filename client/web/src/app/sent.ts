@@ -37,7 +37,13 @@ export function shownValue(report: Report): string {
  * column says what sending costs now ("0 (charged before)" for a draw paid before).
  */
 export function reportTable(plan: Plan, caption: string, now = true): HTMLTableElement {
-  const header = ["Question", "Reported (randomized)", "Mechanism", now ? "Epsilon charged now" : "Epsilon", "Report id"];
+  const header = [
+    "Question",
+    "Reported (randomized)",
+    "Mechanism",
+    now ? "Epsilon charged now" : "Epsilon",
+    "Report id",
+  ];
   return h(
     "table",
     { className: "reports" },
@@ -53,7 +59,11 @@ export function reportTable(plan: Plan, caption: string, now = true): HTMLTableE
           h("th", { scope: "row" }, item.report.questionId),
           h("td", {}, shownValue(item.report)),
           h("td", {}, item.prepared.mechanism.name),
-          h("td", {}, now && item.cost === 0 ? "0 (charged before)" : roundUp(item.prepared.mechanism.epsilon)),
+          h(
+            "td",
+            {},
+            now && item.cost === 0 ? "0 (charged before)" : roundUp(item.prepared.mechanism.epsilon),
+          ),
           h("td", { className: "report-id" }, item.report.reportId),
         ),
       ),
@@ -69,7 +79,12 @@ export function costLines(plan: Plan, policy: Policy, charged: boolean): HTMLEle
     const were = reused.length === 1 ? "report was" : "reports were";
     const first = reused.map((item) => item.drawnAt).sort()[0];
     lines.push(
-      h("p", {}, `${reused.length} ${were} drawn before (from ${first}) and kept: a question's report is drawn once and sent as it is, whatever the answer, so it cannot be re-rolled.`),
+      h(
+        "p",
+        {},
+        `${reused.length} ${were} drawn before (from ${first}) and kept: a question's report is drawn ` +
+          "once and sent as it is, whatever the answer, so it cannot be re-rolled.",
+      ),
     );
   }
   if (plan.cost === 0) {
@@ -85,8 +100,10 @@ export function costLines(plan: Plan, policy: Policy, charged: boolean): HTMLEle
       "p",
       {},
       charged
-        ? `Your budget in this browser: ${roundUp(plan.before)} spent before, ${roundDown(policy.budget - plan.after)} left after this, of ${pyRepr(policy.budget)}.`
-        : `Your budget in this browser: ${roundUp(spentNow)} spent, ${roundDown(policy.budget - spentNow)} left, of ${pyRepr(policy.budget)}.`,
+        ? `Your budget in this browser: ${roundUp(plan.before)} spent before, ` +
+            `${roundDown(policy.budget - plan.after)} left after this, of ${pyRepr(policy.budget)}.`
+        : `Your budget in this browser: ${roundUp(spentNow)} spent, ` +
+            `${roundDown(policy.budget - spentNow)} left, of ${pyRepr(policy.budget)}.`,
     ),
   );
   return lines;
@@ -100,10 +117,14 @@ export function storedLine(plan: Plan, response: SubmitReportsResponse): string 
 
 /** "You already answered survey S at A: its reports were stored on T", as the CLI refuses it. */
 export function answeredLine(plan: Plan): string {
-  const last = plan.items.map((item) => item.sentAt ?? "").sort().at(-1);
+  const last = plan.items
+    .map((item) => item.sentAt ?? "")
+    .sort()
+    .at(-1);
   const reports = plan.items.length === 1 ? "its report was" : `its ${plan.items.length} reports were`;
   return (
     `You already answered survey ${plan.surveyId} at ${plan.aggregator}: ${reports} stored on ${last}. ` +
-    "Each question gets one report, drawn once, so that reports cannot be averaged to reveal your answers; nothing new was sent."
+    "Each question gets one report, drawn once, so that reports cannot be averaged to reveal your " +
+    "answers; nothing new was sent."
   );
 }

@@ -5,8 +5,7 @@ import { type Charge, oncePerDraw, remaining, spent } from "../policy/budget";
 import { type Policy, DEFAULT_BUDGET, DEFAULT_MAX_EPSILON, parseSetting } from "../policy/policy";
 import { readState, resetPolicy, savePolicy } from "../store/session";
 import { pyRepr, roundDown, roundUp } from "../text/numbers";
-import { focus, h, replace } from "./dom";
-import { describe } from "./notice";
+import { describe, focus, h, replace } from "./dom";
 import { aggregatorName } from "./remote";
 
 let changed: (policy: Policy) => void = () => undefined;
@@ -16,13 +15,31 @@ export function onPolicyChange(handler: (policy: Policy) => void): void {
   changed = handler;
 }
 
-function field(id: string, label: string, hint: string, value: number): [HTMLElement, HTMLInputElement, HTMLElement] {
+function field(
+  id: string,
+  label: string,
+  hint: string,
+  value: number,
+): [HTMLElement, HTMLInputElement, HTMLElement] {
   const error = h("p", { className: "field-error", id: `${id}-error`, hidden: true });
   const input = h("input", {
-    type: "number", id, name: id, step: "any", min: "0", inputmode: "decimal", value: pyRepr(value),
+    type: "number",
+    id,
+    name: id,
+    step: "any",
+    min: "0",
+    inputmode: "decimal",
+    value: pyRepr(value),
     "aria-describedby": `${id}-hint ${id}-error`,
   });
-  const row = h("div", { className: "setting" }, h("label", { for: id }, label), h("p", { className: "hint", id: `${id}-hint` }, hint), input, error);
+  const row = h(
+    "div",
+    { className: "setting" },
+    h("label", { for: id }, label),
+    h("p", { className: "hint", id: `${id}-hint` }, hint),
+    input,
+    error,
+  );
   return [row, input, error];
 }
 
@@ -33,14 +50,29 @@ function ledgerSummary(policy: Policy, list: readonly Charge[]): HTMLElement {
     "section",
     { "aria-labelledby": "ledger-heading" },
     h("h3", { id: "ledger-heading" }, "Spent in this browser"),
-    h("p", {}, `This browser: ${roundUp(total)} spent, ${roundDown(remaining(policy, total))} left, of ${pyRepr(policy.budget)}.`),
+    h(
+      "p",
+      {},
+      `This browser: ${roundUp(total)} spent, ${roundDown(remaining(policy, total))} left, ` +
+        `of ${pyRepr(policy.budget)}.`,
+    ),
     surveys.length === 0
       ? h("p", {}, "No privacy spent yet.")
       : h(
           "table",
           { className: "ledger" },
           h("caption", {}, `Charges at ${aggregatorName()}, by survey`),
-          h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Survey"), h("th", { scope: "col" }, "Answers"), h("th", { scope: "col" }, "Epsilon spent"))),
+          h(
+            "thead",
+            {},
+            h(
+              "tr",
+              {},
+              h("th", { scope: "col" }, "Survey"),
+              h("th", { scope: "col" }, "Answers"),
+              h("th", { scope: "col" }, "Epsilon spent"),
+            ),
+          ),
           h(
             "tbody",
             {},
@@ -61,22 +93,38 @@ function ledgerSummary(policy: Policy, list: readonly Charge[]): HTMLElement {
 /** Open the settings dialog (modal: focus stays inside; Escape closes it and focus returns). */
 export async function openSettings(): Promise<void> {
   const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
-  const dialog = document.getElementById("settings") as HTMLDialogElement | null ?? document.body.appendChild(h("dialog", { id: "settings", "aria-labelledby": "settings-heading" }));
+  const dialog =
+    (document.getElementById("settings") as HTMLDialogElement | null) ??
+    document.body.appendChild(h("dialog", { id: "settings", "aria-labelledby": "settings-heading" }));
   const message = h("p", { role: "status", className: "saved" });
   let state;
   try {
     state = await readState();
   } catch (error) {
-    replace(dialog, h("h2", { id: "settings-heading" }, "Privacy settings"), h("p", { role: "alert" }, describe(error).message),
-      h("button", { type: "button", onclick: () => dialog.close() }, "Close"));
+    replace(
+      dialog,
+      h("h2", { id: "settings-heading" }, "Privacy settings"),
+      h("p", { role: "alert" }, describe(error).message),
+      h("button", { type: "button", onclick: () => dialog.close() }, "Close"),
+    );
     dialog.showModal();
     return;
   }
   const { policy } = state;
-  const [maxRow, maxInput, maxError] = field("max-epsilon", "Maximum epsilon per answer",
-    `A question whose privacy loss is above this is refused (default ${pyRepr(DEFAULT_MAX_EPSILON)}; now ${policy.sources.maxEpsilon}).`, policy.maxEpsilon);
-  const [budgetRow, budgetInput, budgetError] = field("budget", "Privacy budget",
-    `The most epsilon this browser spends at this site over every answer (default ${pyRepr(DEFAULT_BUDGET)}; now ${policy.sources.budget}).`, policy.budget);
+  const [maxRow, maxInput, maxError] = field(
+    "max-epsilon",
+    "Maximum epsilon per answer",
+    "A question whose privacy loss is above this is refused " +
+      `(default ${pyRepr(DEFAULT_MAX_EPSILON)}; now ${policy.sources.maxEpsilon}).`,
+    policy.maxEpsilon,
+  );
+  const [budgetRow, budgetInput, budgetError] = field(
+    "budget",
+    "Privacy budget",
+    "The most epsilon this browser spends at this site over every answer " +
+      `(default ${pyRepr(DEFAULT_BUDGET)}; now ${policy.sources.budget}).`,
+    policy.budget,
+  );
   let summary = ledgerSummary(policy, state.charges);
   const show = (next: Policy, text: string): void => {
     message.textContent = text;
@@ -88,7 +136,10 @@ export async function openSettings(): Promise<void> {
   const save = async (event: Event): Promise<void> => {
     event.preventDefault();
     const values: number[] = [];
-    for (const [input, error, name] of [[maxInput, maxError, "maxEpsilon"], [budgetInput, budgetError, "budget"]] as const) {
+    for (const [input, error, name] of [
+      [maxInput, maxError, "maxEpsilon"],
+      [budgetInput, budgetError, "budget"],
+    ] as const) {
       error.hidden = true;
       input.removeAttribute("aria-invalid");
       try {
@@ -114,12 +165,25 @@ export async function openSettings(): Promise<void> {
   replace(
     dialog,
     h("h2", { id: "settings-heading" }, "Privacy settings"),
-    h("p", {}, `Kept in this browser's storage for ${aggregatorName()}: they do not count what you answered elsewhere, with the command-line client or in another browser.`),
-    h("form", { novalidate: true, onsubmit: (event) => void save(event) }, maxRow, budgetRow,
-      h("div", { className: "actions" },
+    h(
+      "p",
+      {},
+      `Kept in this browser's storage for ${aggregatorName()}: they do not count what you answered ` +
+        "elsewhere, with the command-line client or in another browser.",
+    ),
+    h(
+      "form",
+      { novalidate: true, onsubmit: (event) => void save(event) },
+      maxRow,
+      budgetRow,
+      h(
+        "div",
+        { className: "actions" },
         h("button", { type: "submit" }, "Save"),
         h("button", { type: "button", onclick: () => void reset() }, "Use the defaults"),
-        h("button", { type: "button", onclick: () => dialog.close() }, "Close"))),
+        h("button", { type: "button", onclick: () => dialog.close() }, "Close"),
+      ),
+    ),
     message,
     summary,
   );

@@ -1,26 +1,37 @@
 /** The page of one survey (/s/ID): check it, ask, keep and charge the reports, send them, show them. */
 
 import type { Survey } from "../gen/deniable/v1/aggregator_pb";
-import { checkBudget } from "../policy/budget";
 import { type Policy, type Prepared, check, withinLimit } from "../policy/policy";
 import type { Truth } from "../mechanisms/types";
-import { repeats } from "../store/content";
-import { type Kept, type Plan, keptFor, nowUtc, planAnswer, twinsFor } from "../store/plan";
+import { type Kept, type Plan, keptFor, nowUtc, planAnswer } from "../store/plan";
 import { type LocalState, keepAndCharge, readState, recordSent } from "../store/session";
-import { pyRepr, roundDown, roundUp } from "../text/numbers";
 import { checkSurvey } from "./checks";
-import { type Child, focus, h, replace, setTitle } from "./dom";
-import { type Covered, type QuestionView, clearProblems, questionView, readAnswers, showProblems } from "./form";
-import { type Action, errorBox, focusAlert, status } from "./notice";
+import {
+  costText,
+  coveredBy,
+  type QuestionView,
+  clearProblems,
+  questionView,
+  readAnswers,
+  showProblems,
+} from "./form";
+import { type Action, type Child, errorBox, focus, focusAlert, h, replace, setTitle, status } from "./dom";
 import { aggregatorName, getSurvey, submitReports } from "./remote";
 import { answeredLine, costLines, reportTable, storedLine } from "./sent";
 import { onPolicyChange, openSettings } from "./settings";
 
 const SETTINGS: Action = { label: "Privacy settings", run: () => void openSettings() };
-const NOT_SENT = "Your reports are kept and charged in this browser: sending again, now or by reloading this page, resends the same reports at no extra privacy cost.";
+const NOT_SENT =
+  "Your reports are kept and charged in this browser: sending again, now or by reloading this page, " +
+  "resends the same reports at no extra privacy cost.";
 
 /** Render /s/ID into ``main``; ``takeFocus`` moves focus to its heading (after navigation). */
-export async function surveyPage(main: HTMLElement, surveyId: string, takeFocus: boolean, navigate: (path: string) => void): Promise<void> {
+export async function surveyPage(
+  main: HTMLElement,
+  surveyId: string,
+  takeFocus: boolean,
+  navigate: (path: string) => void,
+): Promise<void> {
   const heading = h("h1", { tabindex: "-1" }, `Survey ${surveyId}`);
   const meta = h("p", { className: "meta" }, `Survey ${surveyId} at ${aggregatorName()}`);
   const live = h("p", { className: "status", role: "status" });
@@ -71,57 +82,54 @@ export async function surveyPage(main: HTMLElement, surveyId: string, takeFocus:
       return;
     }
     if (!alive()) return;
-    const plan = planAnswer({ aggregator, survey, prepared, truths: new Map(), entries: state.entries, charges: state.charges, now: nowUtc(), preview: true });
+    const plan = planAnswer({
+      aggregator,
+      survey,
+      prepared,
+      truths: new Map(),
+      entries: state.entries,
+      charges: state.charges,
+      now: nowUtc(),
+      preview: true,
+    });
     if (kept.size === survey.questions.length && plan.sent) {
       answered(plan, state.policy);
-    } else if (kept.size === survey.questions.length && plan.items.every((item) => item.charged) && banner === undefined) {
-      status(live, "Your reports were kept and charged but not acknowledged: sending the same reports again…");
+    } else if (
+      kept.size === survey.questions.length &&
+      plan.items.every((item) => item.charged) &&
+      banner === undefined
+    ) {
+      status(
+        live,
+        "Your reports were kept and charged but not acknowledged: sending the same reports again…",
+      );
       await submit(survey, prepared, new Map(), null);
     } else {
       form(survey, prepared, kept, state, plan, banner);
     }
   }
 
-  function covering(survey: Survey, kept: Map<string, Kept>, state: LocalState): Map<string, Covered> {
-    const covered = new Map<string, Covered>();
-    const twins = twinsFor(aggregator, survey, state.entries, kept);
-    const first = repeats(survey.questions);
-    for (const question of survey.questions) {
-      const mine = kept.get(question.id);
-      const twin = twins.get(question.id);
-      const earlier = first.get(question.id);
-      if (mine) covered.set(question.id, { by: "kept", kept: mine });
-      else if (earlier !== undefined) covered.set(question.id, { by: "repeat", first: earlier });
-      else if (twin) covered.set(question.id, { by: "twin", kept: twin });
-    }
-    return covered;
-  }
-
-  function costText(plan: Plan, policy: Policy): string {
-    const fresh = plan.items.filter((item) => !item.reused && item.draw === null).length;
-    const draws = fresh === 1 ? "1 new report" : `${fresh} new reports`;
-    const cost = plan.cost === 0 ? "no new privacy cost (every report was charged before)" : `a privacy cost of epsilon <= ${roundUp(plan.cost)} (epsilons add up)`;
-    let over = "";
-    try {
-      checkBudget(policy, plan.before, plan.cost);
-    } catch {
-      over = " That is more than your budget allows: sending will be refused unless you raise it.";
-    }
-    return (
-      `Sending draws ${draws} on this device, at ${cost}. Your budget in this browser: ` +
-      `${roundUp(plan.before)} spent, ${roundDown(policy.budget - plan.after)} left after this, of ${pyRepr(policy.budget)}.${over}`
-    );
-  }
-
-  function form(survey: Survey, prepared: Map<string, Prepared>, kept: Map<string, Kept>, state: LocalState, plan: Plan, banner?: unknown): void {
-    const covered = covering(survey, kept, state);
+  function form(
+    survey: Survey,
+    prepared: Map<string, Prepared>,
+    kept: Map<string, Kept>,
+    state: LocalState,
+    plan: Plan,
+    banner?: unknown,
+  ): void {
+    const covered = coveredBy(aggregator, survey, kept, state.entries);
     const total = survey.questions.length;
     const views: QuestionView[] = survey.questions.map((question, index) =>
-      questionView(prepared.get(question.id)!, index + 1, total, covered.get(question.id)));
+      questionView(prepared.get(question.id)!, index + 1, total, covered.get(question.id)),
+    );
     const summary = h("div", { className: "alert problems", role: "alert", hidden: true });
     const cost = h("p", { id: "cost" }, costText(plan, state.policy));
     const allKept = views.every((view) => view.inputs === null);
-    const button = h("button", { type: "submit", className: "primary", "aria-describedby": "cost" }, allKept ? "Send my kept reports" : "Randomize and send my answers");
+    const button = h(
+      "button",
+      { type: "submit", className: "primary", "aria-describedby": "cost" },
+      allKept ? "Send my kept reports" : "Randomize and send my answers",
+    );
     let busy = false;
     const onSubmit = async (event: Event): Promise<void> => {
       event.preventDefault();
@@ -139,27 +147,54 @@ export async function surveyPage(main: HTMLElement, surveyId: string, takeFocus:
         button.removeAttribute("aria-disabled");
       });
     };
-    const intro = h("p", { className: "intro" },
-      "Your answers are randomized on this device and only the randomized reports are sent: the server never sees a true answer. " +
-      "Each question's report is drawn once and kept in this browser, so it cannot be re-rolled.");
+    const intro = h(
+      "p",
+      { className: "intro" },
+      "Your answers are randomized on this device and only the randomized reports are sent: " +
+        "the server never sees a true answer. " +
+        "Each question's report is drawn once and kept in this browser, so it cannot be re-rolled.",
+    );
     const bannerBox = banner === undefined ? null : errorBox(banner, [SETTINGS]);
-    replace(body, ...(bannerBox ? [bannerBox] : []), intro, summary,
-      h("form", { className: "survey", novalidate: true, onsubmit: (event) => void onSubmit(event) },
+    replace(
+      body,
+      ...(bannerBox ? [bannerBox] : []),
+      intro,
+      summary,
+      h(
+        "form",
+        { className: "survey", novalidate: true, onsubmit: (event) => void onSubmit(event) },
         ...views.map((view) => view.element),
-        h("section", { className: "send", "aria-labelledby": "send-heading" },
-          h("h2", { id: "send-heading" }, "Send"), cost,
-          h("div", { className: "actions" }, button, h("button", { type: "button", onclick: () => void openSettings() }, "Privacy settings")))));
+        h(
+          "section",
+          { className: "send", "aria-labelledby": "send-heading" },
+          h("h2", { id: "send-heading" }, "Send"),
+          cost,
+          h(
+            "div",
+            { className: "actions" },
+            button,
+            h("button", { type: "button", onclick: () => void openSettings() }, "Privacy settings"),
+          ),
+        ),
+      ),
+    );
     status(live, "");
     showing = "form";
     recheck = (policy) => {
-      if (showing !== "form" || [...prepared.values()].some((spec) => !withinLimit(policy, spec.mechanism))) void load();
+      if (showing !== "form" || [...prepared.values()].some((spec) => !withinLimit(policy, spec.mechanism)))
+        void load();
       else cost.textContent = costText(plan, policy);
     };
     if (bannerBox) focusAlert(bannerBox);
   }
 
   /** Keep, check and charge in one transaction; then send, or say why not. */
-  async function submit(survey: Survey, prepared: Map<string, Prepared>, truths: Map<string, Truth>, done: (() => void) | null): Promise<void> {
+  async function submit(
+    survey: Survey,
+    prepared: Map<string, Prepared>,
+    truths: Map<string, Truth>,
+    done: (() => void) | null,
+  ): Promise<void> {
     status(live, "Randomizing your answers and keeping the reports in this browser…");
     let result;
     try {
@@ -180,13 +215,24 @@ export async function surveyPage(main: HTMLElement, surveyId: string, takeFocus:
     recheck = () => undefined;
     const count = plan.items.length === 1 ? "1 randomized answer" : `${plan.items.length} randomized answers`;
     status(live, `Sending ${count} to ${aggregator}…`);
-    replace(body, reportTable(plan, `Being sent to ${aggregator} (your true answers never leave this device)`), ...costLines(plan, policy, true));
+    replace(
+      body,
+      reportTable(plan, `Being sent to ${aggregator} (your true answers never leave this device)`),
+      ...costLines(plan, policy, true),
+    );
     let response;
     try {
       response = await submitReports(plan.items.map((item) => item.report));
     } catch (error) {
-      fail(error, [{ label: "Send again", run: () => void send(plan, policy) }, back], [h("p", {}, NOT_SENT)]);
-      body.append(reportTable(plan, `Kept and charged, not acknowledged yet by ${aggregator}`), ...costLines(plan, policy, true));
+      fail(
+        error,
+        [{ label: "Send again", run: () => void send(plan, policy) }, back],
+        [h("p", {}, NOT_SENT)],
+      );
+      body.append(
+        reportTable(plan, `Kept and charged, not acknowledged yet by ${aggregator}`),
+        ...costLines(plan, policy, true),
+      );
       return;
     }
     try {
@@ -195,10 +241,18 @@ export async function surveyPage(main: HTMLElement, surveyId: string, takeFocus:
       // Not recorded as acknowledged: the next visit resends the same reports, free and idempotent.
     }
     const title = h("h2", { tabindex: "-1" }, "Sent");
-    replace(body, h("section", { className: "sent", "aria-labelledby": "sent-heading" },
-      Object.assign(title, { id: "sent-heading" }), h("p", {}, storedLine(plan, response)),
-      reportTable(plan, `What was sent to ${aggregator} (your true answers never left this device)`),
-      ...costLines(plan, policy, true), h("p", {}, h("a", { href: "/" }, "Back to the open surveys"))));
+    replace(
+      body,
+      h(
+        "section",
+        { className: "sent", "aria-labelledby": "sent-heading" },
+        Object.assign(title, { id: "sent-heading" }),
+        h("p", {}, storedLine(plan, response)),
+        reportTable(plan, `What was sent to ${aggregator} (your true answers never left this device)`),
+        ...costLines(plan, policy, true),
+        h("p", {}, h("a", { href: "/" }, "Back to the open surveys")),
+      ),
+    );
     status(live, "Sent.");
     focus(title);
   }
@@ -208,9 +262,22 @@ export async function surveyPage(main: HTMLElement, surveyId: string, takeFocus:
     recheck = () => void load();
     status(live, "");
     const title = h("h2", { tabindex: "-1", id: "sent-heading" }, "Already answered");
-    replace(body, h("section", { className: "sent", "aria-labelledby": "sent-heading" }, title, h("p", {}, answeredLine(plan)),
-      reportTable(plan, `What was sent to ${aggregator} and stored (your true answers never left this device)`, false),
-      ...costLines(plan, policy, false).slice(-1), h("p", {}, h("a", { href: "/" }, "Back to the open surveys"))));
+    replace(
+      body,
+      h(
+        "section",
+        { className: "sent", "aria-labelledby": "sent-heading" },
+        title,
+        h("p", {}, answeredLine(plan)),
+        reportTable(
+          plan,
+          `What was sent to ${aggregator} and stored (your true answers never left this device)`,
+          false,
+        ),
+        ...costLines(plan, policy, false).slice(-1),
+        h("p", {}, h("a", { href: "/" }, "Back to the open surveys")),
+      ),
+    );
     if (takeFocus) focus(title);
   }
 

@@ -1,8 +1,7 @@
 /** The privacy ledger's sums and the budget check, as the Python client's ``Ledger`` and ``Plan``. */
 
 import { RefusedError } from "../core/errors";
-import { pyRepr, roundDown, roundUp } from "../text/numbers";
-import { fsum } from "./exact";
+import { fsum, pyRepr, roundDown, roundUp } from "../text/numbers";
 import { type Policy, howToChange } from "./policy";
 
 /**
@@ -24,7 +23,8 @@ export interface Charge {
 /** ε of the charges' distinct draws (each draw's largest charge), summed exactly. */
 export function oncePerDraw(charges: Iterable<Charge>): number {
   const byDraw = new Map<string, number>();
-  for (const charge of charges) byDraw.set(charge.draw, Math.max(byDraw.get(charge.draw) ?? 0, charge.epsilon));
+  for (const charge of charges)
+    byDraw.set(charge.draw, Math.max(byDraw.get(charge.draw) ?? 0, charge.epsilon));
   return fsum(byDraw.values());
 }
 

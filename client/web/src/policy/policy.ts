@@ -48,12 +48,15 @@ export function parseSetting(name: keyof typeof SETTING_NAMES, text: string): nu
 export function policyOf(stored: { maxEpsilon?: unknown; budget?: unknown } | undefined): Policy {
   const valid = (value: unknown): value is number =>
     typeof value === "number" && Number.isFinite(value) && value > 0;
-  const max = valid(stored?.maxEpsilon) ? stored!.maxEpsilon as number : null;
-  const budget = valid(stored?.budget) ? stored!.budget as number : null;
+  const max = valid(stored?.maxEpsilon) ? (stored!.maxEpsilon as number) : null;
+  const budget = valid(stored?.budget) ? (stored!.budget as number) : null;
   return {
     maxEpsilon: max ?? DEFAULT_MAX_EPSILON,
     budget: budget ?? DEFAULT_BUDGET,
-    sources: { maxEpsilon: max === null ? "default" : "set in this browser", budget: budget === null ? "default" : "set in this browser" },
+    sources: {
+      maxEpsilon: max === null ? "default" : "set in this browser",
+      budget: budget === null ? "default" : "set in this browser",
+    },
   };
 }
 

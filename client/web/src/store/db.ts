@@ -39,7 +39,10 @@ export function storedOf(kept: Kept): StoredKept {
 /** A stored kept report, decoded; throws LocalStateError for one that is not. */
 export function keptOf(stored: StoredKept): Kept {
   try {
-    const report = fromBinary(ReportSchema, Uint8Array.from(atob(stored.report), (c) => c.charCodeAt(0)));
+    const report = fromBinary(
+      ReportSchema,
+      Uint8Array.from(atob(stored.report), (c) => c.charCodeAt(0)),
+    );
     return { ...stored, report };
   } catch (error) {
     throw new LocalStateError(`a kept report is unreadable (${String(error)}); nothing was reset`);
@@ -78,8 +81,10 @@ export function openDb(): Promise<IDBDatabase> {
       };
       resolve(db);
     };
-    req.onerror = () => reject(new LocalStateError(`cannot open this browser's storage (${String(req.error)})`));
-    req.onblocked = () => reject(new LocalStateError("this browser's storage is held by an older tab of this page"));
+    req.onerror = () =>
+      reject(new LocalStateError(`cannot open this browser's storage (${String(req.error)})`));
+    req.onblocked = () =>
+      reject(new LocalStateError("this browser's storage is held by an older tab of this page"));
   }).catch((error: unknown) => {
     opened = null;
     throw error instanceof LocalStateError ? error : new LocalStateError(String(error));
@@ -143,7 +148,11 @@ export async function addCharges(tx: IDBTransaction, charges: readonly Charge[])
 }
 
 /** Mark kept reports as acknowledged at ``at`` (those not marked before). */
-export async function markSent(tx: IDBTransaction, keys: readonly [string, string, string][], at: string): Promise<void> {
+export async function markSent(
+  tx: IDBTransaction,
+  keys: readonly [string, string, string][],
+  at: string,
+): Promise<void> {
   const store = tx.objectStore(REPORTS);
   for (const key of keys) {
     const stored = await request(store.get(key) as IDBRequest<StoredKept | undefined>);

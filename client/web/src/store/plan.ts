@@ -1,4 +1,4 @@
-/** What one answer sends: kept reports as drawn, copies for repeated questions, fresh draws (``Session.plan``). */
+/** What one answer sends: kept reports as drawn, copies for repeated questions, fresh draws. */
 
 import { create, equals } from "@bufbuild/protobuf";
 import { buildReport } from "../answer";
@@ -105,7 +105,8 @@ export function keptFor(
 /** The earliest report kept for a question with this content, anywhere (Python's ``Memo.twin``). */
 export function twinOf(entries: readonly Kept[], content: string): Kept | undefined {
   let first: Kept | undefined;
-  const key = (k: Kept): string => `${k.drawnAt}\u0000${k.aggregator}\u0000${k.surveyId}\u0000${k.questionId}`;
+  const key = (k: Kept): string =>
+    `${k.drawnAt}\u0000${k.aggregator}\u0000${k.surveyId}\u0000${k.questionId}`;
   for (const kept of entries) {
     if (kept.content === content && (first === undefined || key(kept) < key(first))) first = kept;
   }
@@ -156,7 +157,11 @@ interface Source {
   readonly paid: boolean;
 }
 
-function item(report: Report, prepared: Prepared, from: Omit<PlanItem, "report" | "prepared" | "cost">): PlanItem {
+function item(
+  report: Report,
+  prepared: Prepared,
+  from: Omit<PlanItem, "report" | "prepared" | "cost">,
+): PlanItem {
   const cost = from.paid || from.charged ? 0 : prepared.mechanism.epsilon;
   return { report, prepared, ...from, cost };
 }
@@ -195,7 +200,13 @@ export function planAnswer(input: PlanInput): Plan {
       const earlier = planned.get(firstAsked.get(question.id) ?? "");
       const source: Source | undefined =
         earlier ??
-        (twin && { report: twin.report, reused: true, drawnAt: twin.drawnAt, drawn: keptDraw(twin), paid: paid.has(keptDraw(twin)) });
+        (twin && {
+          report: twin.report,
+          reused: true,
+          drawnAt: twin.drawnAt,
+          drawn: keptDraw(twin),
+          paid: paid.has(keptDraw(twin)),
+        });
       if (source === undefined) throw new Error("a repeated question without its first report");
       const report = copyReport(source.report, survey.id, question);
       next = item(report, spec, {
@@ -210,8 +221,14 @@ export function planAnswer(input: PlanInput): Plan {
     } else {
       const truth = truths.get(question.id);
       let report: Report;
-      if (input.preview) report = create(ReportSchema, { reportId: `new-${question.id}`, surveyId: survey.id, questionId: question.id });
-      else if (truth === undefined) throw new InvalidAnswerError(`no answer for question ${quoted(question.id)}`);
+      if (input.preview)
+        report = create(ReportSchema, {
+          reportId: `new-${question.id}`,
+          surveyId: survey.id,
+          questionId: question.id,
+        });
+      else if (truth === undefined)
+        throw new InvalidAnswerError(`no answer for question ${quoted(question.id)}`);
       else report = buildReport(survey.id, question, spec.mechanism, truth, input.source ?? osSource);
       next = item(report, spec, {
         reused: false,
@@ -242,7 +259,16 @@ export function planAnswer(input: PlanInput): Plan {
   const before = oncePerDraw(charges);
   const cost = planCost(items);
   const sent = items.every((planItem) => planItem.sentAt !== null);
-  return { aggregator, surveyId: survey.id, items, keep, before, cost, after: spentAfter(before, cost), sent };
+  return {
+    aggregator,
+    surveyId: survey.id,
+    items,
+    keep,
+    before,
+    cost,
+    after: spentAfter(before, cost),
+    sent,
+  };
 }
 
 /** The ledger's charges for every report of the plan not charged before (``Session.commit``). */

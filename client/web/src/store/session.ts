@@ -4,7 +4,18 @@ import type { Survey } from "../gen/deniable/v1/aggregator_pb";
 import type { Truth } from "../mechanisms/types";
 import { type Charge, checkBudget } from "../policy/budget";
 import { type Policy, type Prepared, check, policyOf, withinLimit } from "../policy/policy";
-import { CHARGES, REPORTS, SETTINGS, addCharges, addKept, markSent, readCharges, readKept, request, transact } from "./db";
+import {
+  CHARGES,
+  REPORTS,
+  SETTINGS,
+  addCharges,
+  addKept,
+  markSent,
+  readCharges,
+  readKept,
+  request,
+  transact,
+} from "./db";
 import { type Kept, type Plan, chargesOf, nowUtc, planAnswer } from "./plan";
 
 /** The key of the stored policy in the settings store. */
@@ -18,7 +29,9 @@ export interface LocalState {
 }
 
 async function readPolicy(tx: IDBTransaction): Promise<Policy> {
-  const stored = await request(tx.objectStore(SETTINGS).get(POLICY) as IDBRequest<Record<string, unknown> | undefined>);
+  const stored = await request(
+    tx.objectStore(SETTINGS).get(POLICY) as IDBRequest<Record<string, unknown> | undefined>,
+  );
   return policyOf(stored as { maxEpsilon?: unknown; budget?: unknown } | undefined);
 }
 

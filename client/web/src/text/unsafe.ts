@@ -75,5 +75,6 @@ export function quoted(text: string): string {
 export function shown(text: string): string {
   const characters = [...text];
   if (characters.length <= 40) return quoted(text);
-  return `${quoted(characters.slice(0, 40).join(""))}... (${characters.length.toLocaleString("en-US")} characters)`;
+  const length = characters.length.toLocaleString("en-US");
+  return `${quoted(characters.slice(0, 40).join(""))}... (${length} characters)`;
 }
