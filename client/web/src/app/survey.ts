@@ -162,7 +162,7 @@ export async function surveyPage(
       summary,
       h(
         "form",
-        { className: "survey", novalidate: true, onsubmit: (event) => void onSubmit(event) },
+        { className: "survey", novalidate: true, autocomplete: "off", onsubmit: (event) => void onSubmit(event) },
         ...views.map((view) => view.element),
         h(
           "section",
