@@ -40,6 +40,11 @@ export class DuchiMechanism extends NumericMechanism {
     this.epsilon = epsilonFor(this.ratio);
   }
 
+  /** One word: the Bernoulli's first digit. */
+  get fixedBytes(): number {
+    return 8;
+  }
+
   /** P(+B) = (B + 2u − 1)/(2B) = (b·den + 2^G(2n − den))/(2b·den) with B = b/2^G, u = n/den. */
   sample(position: Position, source: ByteSource): number {
     const { n, den } = position;

@@ -1,6 +1,6 @@
 /** The Hybrid mechanism (Wang et al., ICDE 2019): Piecewise with probability β, else Duchi. */
 
-import { Fraction } from "../core/fraction";
+import { Fraction, bitLength } from "../core/fraction";
 import { pyFloat } from "../core/pyrepr";
 import { bernoulli } from "../sampling/bernoulli";
 import type { ByteSource } from "../sampling/source";
@@ -14,6 +14,14 @@ import {
   type Position,
 } from "./numeric";
 import { PiecewiseMechanism } from "./piecewise";
+
+/** The bytes ``bernoulli(p)`` reads for a dyadic p: its base-256 digits in 1-, 2-, 4- or 8-byte words. */
+function bernoulliBytes(p: Fraction): number {
+  if (p.n === 0n || p.n === p.d) return 0;
+  const places = Math.ceil((bitLength(p.d) - 1) / 8);
+  const width = [1, 2, 4].find((w) => places <= w) ?? 8;
+  return width * Math.ceil(places / width);
+}
 
 /**
  * The Hybrid mechanism as Python's ``HybridMechanism``: an exact Bernoulli(β) (β a double,
@@ -59,6 +67,11 @@ export class HybridMechanism extends NumericMechanism {
     if (beta !== 1) used.push(this.duchi.ratio);
     this.ratio = used.reduce((a, b) => (a.lt(b) ? b : a));
     this.epsilon = epsilonFor(this.ratio);
+  }
+
+  /** The Bernoulli(β)'s bytes (none when β is 0 or 1), then both parts'. */
+  get fixedBytes(): number {
+    return bernoulliBytes(this.betaExact) + this.piecewise.fixedBytes + this.duchi.fixedBytes;
   }
 
   /** An exact Bernoulli(β) picks the part; both parts draw, in Python's order. */

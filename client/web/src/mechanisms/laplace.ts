@@ -1,7 +1,7 @@
 /** Local Laplace noise, exact: discrete Laplace on a dyadic grid of the input (Python's ``laplace``). */
 
 import { Fraction } from "../core/fraction";
-import { discreteLaplace, laplacePlan, type LaplacePlan } from "../sampling/laplace";
+import { WORD_BYTES, discreteLaplace, laplacePlan, type LaplacePlan } from "../sampling/laplace";
 import type { ByteSource } from "../sampling/source";
 import { registerMechanism } from "./registry";
 import {
@@ -41,6 +41,12 @@ export class LaplaceMechanism extends NumericMechanism {
   /** The discrete Laplace scale b = 2^m/ε in input-grid steps, exactly. */
   get noiseScale(): Fraction {
     return new Fraction(1n << BigInt(this.gridBits)).div(Fraction.fromDouble(this.epsilon));
+  }
+
+  /** The rounding's first word, and the noise's 128-bit uniform per row and sign byte. */
+  get fixedBytes(): number {
+    this.plan ??= laplacePlan(this.noiseScale);
+    return 8 + (this.plan.bits + 2) * WORD_BYTES + 1;
   }
 
   /** J = the input rounded onto 2^m steps, plus discrete Laplace noise; y = 2(J+Z)/2^m − 1. */

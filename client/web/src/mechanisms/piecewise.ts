@@ -4,7 +4,7 @@ import { Fraction, ONE } from "../core/fraction";
 import { pyFloat } from "../core/pyrepr";
 import { bernoulliRational } from "../sampling/rational";
 import type { ByteSource } from "../sampling/source";
-import { uniformBelow } from "../sampling/uniform";
+import { candidates, uniformBelow } from "../sampling/uniform";
 import { registerMechanism } from "./registry";
 import {
   NumericMechanism,
@@ -22,6 +22,13 @@ export const MAX_CELLS = 1n << 52n;
 /** 2^-bits as an exact fraction, for bits of either sign. */
 function halfStep(bits: number): Fraction {
   return bits >= 0 ? new Fraction(1n, 1n << BigInt(bits)) : new Fraction(1n << BigInt(-bits));
+}
+
+/** The bytes of ``uniformBelow(bound)``'s first round: R candidates of the smallest width. */
+function uniformBytes(bound: bigint): number {
+  if (bound === 1n) return 0;
+  const bits = (bound - 1n).toString(2).length;
+  return candidates(bound) * ([1, 2, 4, 8].find((width) => bits <= 8 * width) ?? 8);
 }
 
 /**
@@ -81,6 +88,11 @@ export class PiecewiseMechanism extends NumericMechanism {
     const z = y.div(halfStep(this.gridBits));
     const limit = this.cells - 1n;
     return z.d === 1n && -limit <= z.n && z.n <= limit && (z.n + this.cells + 1n) % 2n === 0n;
+  }
+
+  /** The rounding's and P_c's first words, and a round of candidates for each uniform cell. */
+  get fixedBytes(): number {
+    return 16 + uniformBytes(this.centerCells) + uniformBytes(this.outerCells);
   }
 
   /** Round the input onto L steps, then a uniform high cell w.p. P_c, else a uniform low one. */
