@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -53,10 +54,11 @@ def reports(survey: pb.Survey, bits: list[bool], prefix: str) -> list[pb.Report]
 def grpc_status(address: str, rpc: str, data: bytes) -> tuple[str, str]:
     """The gRPC port's status for a request's bytes, as its code in Connect's spelling."""
     with grpc.insecure_channel(address) as channel:
+        method: Any = channel.unary_unary(RPC + rpc)  # no serializers: bytes as they are
         try:
-            channel.unary_unary(RPC + rpc)(data, timeout=30)
+            method(data, timeout=30)
         except grpc.RpcError as error:
-            return error.code().name.lower(), error.details()
+            return error.code().name.lower(), error.details() or ""
     return "ok", ""
 
 
@@ -199,6 +201,13 @@ def test_bad_input_gets_the_grpc_ports_code_and_message_and_stores_nothing(
     assert call(web(daemon), "SubmitReports", pb.SubmitReportsRequest(reports=good)).json() == {
         "stored": 2
     }
+    # The log has one line per request, and never a token or what a report holds.
+    log = daemon.stderr_path.read_text()
+    assert "not-a-token" not in log
+    lines = [json.loads(line) for line in log.splitlines() if '"web request"' in line]
+    assert {line["path"] for line in lines} >= {f"{RPC}SubmitReports", f"{RPC}GetSurvey"}
+    assert all(set(line) >= {"method", "path", "status", "peer", "ms"} for line in lines)
+    assert not [line for line in lines if "b0" in json.dumps(line) or "bit" in line]
 
 
 def test_admin_and_analyst_rpcs_are_not_served_even_with_the_token(
@@ -206,7 +215,10 @@ def test_admin_and_analyst_rpcs_are_not_served_even_with_the_token(
 ) -> None:
     before = admin.list_surveys(include_closed=True)
     spec = {"title": "Sneaky", "questions": [json_format.MessageToDict(binary_question())]}
-    bodies = {"CreateSurvey": spec, "CloseSurvey": {"surveyId": before[0].id if before else "x"}}
+    bodies: dict[str, dict[str, Any]] = {
+        "CreateSurvey": spec,
+        "CloseSurvey": {"surveyId": before[0].id if before else "x"},
+    }
     for rpc in (*ADMIN_RPCS, "Nope", "SubmitReports/extra"):
         for headers in ({}, {"Authorization": f"Bearer {ADMIN_TOKEN}"}):
             reply = call(web(daemon), rpc, bodies.get(rpc, {}), headers)
