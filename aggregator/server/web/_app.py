@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from connectrpc.code import Code
+from connectrpc.errors import ConnectError
 
 from deniable.aggregator.server.web._connect import SERVICE_PATH
 from deniable.aggregator.server.web._headers import CorsPolicy, with_headers
@@ -29,6 +33,7 @@ Health = Callable[[], tuple[bool, bool]]
 CODECS = ("application/json", "application/proto")
 READ_ONLY = ("GET", "HEAD")
 TOO_MANY_CALLS = "Concurrent RPC limit exceeded!"  # grpcio's words on the gRPC port
+BODY_S = 30.0  # a call's body must all have arrived this long after its headers
 MAX_LOGGED_PATH = 200
 
 
@@ -166,7 +171,7 @@ class WebApp:
             return
         self.calls += 1
         try:
-            await self.connect(scope, receive, send)
+            await self.connect(scope, _body_within(receive, BODY_S), send)
         finally:
             self.calls -= 1
 
@@ -220,6 +225,33 @@ async def _reply(send: Send, status: int, body: bytes, headers: list[tuple[bytes
         headers = [*headers, (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def _body_within(receive: Receive, seconds: float) -> Receive:
+    """``receive``, refusing a body that has not all arrived ``seconds`` after the call began.
+
+    A caller that trickles its body would otherwise hold one of the port's calls for as
+    long as it likes; this one is answered DEADLINE_EXCEEDED, nothing done.
+    """
+    deadline = asyncio.get_running_loop().time() + seconds
+    done = False
+
+    async def timed() -> Message:
+        nonlocal done
+        if done:  # the body is in: waiting for a disconnect has no deadline
+            return await receive()
+        try:
+            async with asyncio.timeout_at(deadline):
+                message = await receive()
+        except TimeoutError:
+            raise ConnectError(
+                Code.DEADLINE_EXCEEDED,
+                f"the request's body did not all arrive within {seconds:g} s; nothing done",
+            ) from None
+        done = message["type"] != "http.request" or not message.get("more_body", False)
+        return message
+
+    return timed
 
 
 def _text(value: bytes | None) -> str | None:

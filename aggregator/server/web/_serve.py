@@ -28,15 +28,18 @@ from deniable.aggregator.server.web._page import Page
 __all__ = ["WebServer", "start_web"]
 
 STARTUP_S = 30.0  # only so that a server that never starts fails instead of hanging
-IDLE_S = 5  # a connection without a request for this long is closed (uvicorn's keep-alive)
+IDLE_S = 5  # a connection idle between two requests for this long is closed (uvicorn's)
+HEADERS_S = 10.0  # a request's headers must have arrived this long after the connection opened
 
 
 def _protocol(max_connections: int) -> type[H11Protocol]:
-    """The HTTP/1.1 protocol of uvicorn, with the gRPC port's connection limits.
+    """The HTTP/1.1 protocol of uvicorn, with the gRPC port's connection limits and deadlines.
 
     A connection beyond ``max_connections`` is closed as soon as it is accepted (as
-    ``grpc.max_allowed_incoming_connections`` does), and one that sends no request within
-    :data:`IDLE_S` is closed (uvicorn times out only the wait between two requests).
+    ``grpc.max_allowed_incoming_connections`` does), and one whose next request has not
+    begun (its headers all arrived) within :data:`HEADERS_S` of its opening or of the last
+    answer is closed: a caller that trickles its headers holds a connection that long at
+    most (uvicorn itself times out only a connection idle between two requests).
     """
 
     class Bounded(H11Protocol):
@@ -45,9 +48,18 @@ def _protocol(max_connections: int) -> type[H11Protocol]:
             if len(self.connections) > max_connections:
                 transport.close()
                 return
-            self.timeout_keep_alive_task = self.loop.call_later(
-                self.timeout_keep_alive, self.timeout_keep_alive_handler
-            )
+            self._expect_request()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._expect_request()
+
+        def _expect_request(self) -> None:
+            self.loop.call_later(HEADERS_S, self._overdue, self.cycle)
+
+        def _overdue(self, cycle: object) -> None:
+            if self.cycle is cycle and not self.transport.is_closing():
+                self.transport.close()  # no new request began: the same cycle as then
 
     return Bounded
 

@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
+from connectrpc.code import Code
+from connectrpc.errors import ConnectError
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from deniable.aggregator.server import ListenAddress, RunningServer, WebOptions, start_server
+from deniable.aggregator.server import (
+    ListenAddress,
+    RunningServer,
+    ServerLimits,
+    WebOptions,
+    start_server,
+)
 from deniable.aggregator.server.web import CorsPolicy, check_origin
-from deniable.aggregator.server.web._app import TOO_MANY_CALLS, WebApp
+from deniable.aggregator.server.web import _serve as web_serve
+from deniable.aggregator.server.web._app import TOO_MANY_CALLS, WebApp, _body_within
 from deniable.aggregator.server.web._headers import with_headers
 from deniable.aggregator.server.web._page import Page
 from deniable.aggregator.storage import open_storage
@@ -147,3 +157,63 @@ def test_security_headers_replace_what_a_response_set_and_default_to_no_store() 
     assert (b"cache-control", b"no-store") in headers
     cached = with_headers([(b"cache-control", b"no-cache")], [])
     assert [value for name, value in cached if name == b"cache-control"] == [b"no-cache"]
+
+
+def test_a_body_that_does_not_arrive_in_time_ends_the_call() -> None:
+    async def never() -> MutableMapping[str, Any]:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    async def run() -> ConnectError:
+        with pytest.raises(ConnectError) as raised:
+            await _body_within(never, 0.01)()
+        return raised.value
+
+    error = asyncio.run(run())
+    assert error.code == Code.DEADLINE_EXCEEDED
+    assert error.message == "the request's body did not all arrive within 0.01 s; nothing done"
+
+
+@pytest.fixture
+def two_connections(tmp_path: Path) -> Iterator[tuple[str, int]]:
+    """A daemon whose web port takes two connections at once."""
+    running = start_server(
+        open_storage(f"sqlite:///{tmp_path / 'a.db'}"), ADMIN_TOKEN, "127.0.0.1:0",
+        limits=ServerLimits(max_connections=2),
+        web=WebOptions(ListenAddress.parse("127.0.0.1:0")),
+    )  # fmt: skip
+    assert running.web_port is not None
+    yield "127.0.0.1", running.web_port
+    running.stop(grace=1.0)
+
+
+def test_a_connection_beyond_the_limit_is_closed_as_it_is_accepted(
+    two_connections: tuple[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(web_serve, "HEADERS_S", 600.0)  # only the limit closes connections
+    asked = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    with socket.create_connection(two_connections, timeout=30) as first:
+        with socket.create_connection(two_connections, timeout=30) as second:
+            second.sendall(asked)
+            assert second.recv(65536).startswith(b"HTTP/1.1 200 ")
+            with socket.create_connection(two_connections, timeout=30) as third:
+                assert third.recv(65536) == b""  # closed at once (else: a 30 s time-out)
+        # One went away: a new connection is served.
+        with socket.create_connection(two_connections, timeout=30) as fourth:
+            fourth.sendall(asked)
+            assert fourth.recv(65536).startswith(b"HTTP/1.1 200 ")
+        first.sendall(asked)
+        assert first.recv(65536).startswith(b"HTTP/1.1 200 ")
+
+
+def test_a_connection_whose_request_does_not_begin_in_time_is_closed(
+    two_connections: tuple[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(web_serve, "HEADERS_S", 0.2)
+    with socket.create_connection(two_connections, timeout=30) as trickling:
+        trickling.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")  # never ends its headers
+        assert trickling.recv(65536) == b""
+    with socket.create_connection(two_connections, timeout=30) as answered:
+        answered.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert answered.recv(65536).startswith(b"HTTP/1.1 200 ")
+        assert answered.recv(65536) == b""  # no next request in time either
