@@ -102,6 +102,11 @@ class WebApp:
 
         try:
             await self._route(scope, receive, respond, headers, origin)
+        except Exception:  # a bug: answered here, so that it too carries the headers
+            log.error("internal error", exc_info=True, extra={"path": scope["path"][:200]})
+            if exchange.status:
+                raise  # the answer had begun: uvicorn closes the connection
+            await _plain(respond, 500, "internal error; see the aggregator's log")
         finally:
             _access_log(scope, headers, exchange, began)
 

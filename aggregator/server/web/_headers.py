@@ -87,11 +87,10 @@ class CorsPolicy:
         return [(b"access-control-allow-origin", origin.encode()), *vary]
 
     def preflight(self, origin: str | None) -> list[tuple[bytes, bytes]] | None:
-        """The headers of a preflight's answer, or None when it is not answered."""
+        """The headers of a preflight's answer (besides :meth:`headers`'), or None: refused."""
         if not self.allows(origin):
             return None
         return [
-            *self.headers(origin),
             (b"access-control-allow-methods", b"POST"),
             (b"access-control-allow-headers", ALLOWED_HEADERS.encode()),
             (b"access-control-max-age", str(PREFLIGHT_MAX_AGE_S).encode()),

@@ -21,7 +21,7 @@ from deniable.aggregator.server import (
     WebOptions,
     start_server,
 )
-from deniable.aggregator.server.web import CorsPolicy, check_origin
+from deniable.aggregator.server.web import CSP, CorsPolicy, check_origin
 from deniable.aggregator.server.web import _serve as web_serve
 from deniable.aggregator.server.web._app import TOO_MANY_CALLS, WebApp, _body_within
 from deniable.aggregator.server.web._headers import with_headers
@@ -220,3 +220,27 @@ def test_a_connection_whose_request_does_not_begin_in_time_is_closed(
             received += chunk
         assert received.startswith(b"HTTP/1.1 200 ")  # answered, then closed: no next request
         assert received.endswith(b'"reports": "accepted"}')
+
+
+def test_a_failure_in_the_router_is_answered_500_with_the_headers() -> None:
+    async def broken(scope: Any, receive: Any, send: Any) -> None:
+        raise RuntimeError("a bug")
+
+    app = WebApp(broken, Page.load(), CorsPolicy(), lambda: (True, True),
+                 max_message_bytes=1024, max_concurrent_rpcs=2)  # fmt: skip
+    sent: list[MutableMapping[str, Any]] = []
+    scope = {
+        "type": "http", "method": "POST", "path": "/deniable.v1.Aggregator/GetSurvey",
+        "headers": [(b"content-type", b"application/json"), (b"content-length", b"2")],
+    }  # fmt: skip
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    assert sent[0]["status"] == 500
+    assert (b"content-security-policy", CSP.encode()) in sent[0]["headers"]
+    assert app.calls == 0
