@@ -88,7 +88,8 @@ def test_the_page_and_its_files_with_types_etags_and_headers(daemon: Daemon) -> 
 
 
 def test_nothing_else_is_served_and_no_path_leaves_the_bundle(daemon: Daemon) -> None:
-    sources = (web_bundle() / "SOURCES.json").read_bytes()
+    beside = web_bundle() / "SOURCES.json"  # in the source tree; a wheel may leave it out
+    sources = beside.read_bytes() if beside.is_file() else b'"sources"'
     for path in (
         "/static/", "/static", "/static/SOURCES.json", "/SOURCES.json", "/static/index.html",
         "/index.html", "/static/deniable.js/", "/static//deniable.js", "/static/DENIABLE.JS",
