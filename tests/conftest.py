@@ -231,6 +231,7 @@ class Daemon:
     db_url: str
     env: dict[str, str]
     stderr_path: Path
+    web_address: str | None = None  # ``serve --web``'s bound HOST:PORT, when given
 
     def stop(self) -> int:
         """SIGTERM and wait; returns the exit code."""
@@ -254,7 +255,8 @@ def start_daemon(
 ) -> Daemon:
     """Start ``deniable-aggregator serve`` on 127.0.0.1:0 and wait for its 'listening' log.
 
-    ``args`` are more ``serve`` options, such as ``--tls-cert FILE``. The tests send
+    ``args`` are more ``serve`` options, such as ``--tls-cert FILE`` (with ``--web
+    127.0.0.1:0``, :attr:`Daemon.web_address` is the web port's). The tests send
     every report from this one machine, so the per-peer report limit is off
     (``DENIABLE_AGGREGATOR_SERVE_PEER_REPORTS_PER_SECOND=0``) unless ``peer_limit``.
     ``env``: more variables for the daemon (the test's own ``DENIABLE_*`` ones are not
@@ -281,9 +283,11 @@ def start_daemon(
         for line in stderr_path.read_text().splitlines():
             record = json.loads(line)
             if record.get("event") == "listening":
+                web = f"127.0.0.1:{record['web_port']}" if "web_port" in record else None
                 return Daemon(
-                    process, f"127.0.0.1:{record['port']}", token_file, db_url, env, stderr_path
-                )
+                    process, f"127.0.0.1:{record['port']}", token_file, db_url, env, stderr_path,
+                    web,
+                )  # fmt: skip
         if process.poll() is not None:
             raise RuntimeError(f"daemon exited early: {stderr_path.read_text()}")
         time.sleep(0.05)

@@ -98,7 +98,7 @@ def _sample(option: click.Option, tmp_path: Path) -> tuple[str, Any]:
         return "1", True
     if option.name in ("server",):
         return "127.0.0.1:5", "127.0.0.1:5"
-    if option.name == "listen":
+    if option.name in ("listen", "web"):
         return "127.0.0.1:5", "127.0.0.1:5"
     if option.multiple:
         return "q1=yes q2=no", ("q1=yes", "q2=no")
@@ -143,7 +143,7 @@ def test_every_documented_variable_takes_effect(
                 name = str(option.name)
                 assert context.get_parameter_source(name) == ParameterSource.ENVIRONMENT, name
                 value = context.params[name]
-                shown = str(value) if name in ("server", "listen") else value
+                shown = str(value) if name in ("server", "listen", "web") else value
                 assert shown == expected[name], (words, name, value)
                 checked += 1
         for option in own:

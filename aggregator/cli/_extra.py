@@ -10,7 +10,8 @@ INSTALL = "pip install 'deniable[aggregator]'"
 """The command that installs what the aggregator needs beyond the participant's install."""
 
 EXTRA = {"scipy": "scipy", "grpc_health": "grpcio-health-checking",
-         "grpc_reflection": "grpcio-reflection"}  # fmt: skip
+         "grpc_reflection": "grpcio-reflection", "connectrpc": "connectrpc",
+         "uvicorn": "uvicorn"}  # fmt: skip
 """The aggregator extra's modules, each with its distribution (pyproject.toml)."""
 
 

@@ -29,6 +29,8 @@ from deniable.aggregator.server import (
     PeerLimit,
     ServerLimits,
     TlsError,
+    WebListenError,
+    WebOptions,
     configure_logging,
     load_or_create_token,
     load_server_tls,
@@ -63,6 +65,18 @@ def _limit_option(name: str, text: str) -> Callable[[F], F]:
 def _listen_address(ctx: click.Context, param: click.Parameter, value: str) -> ListenAddress:
     """``--listen``, checked before anything is opened: one line that quotes it, exit code 2."""
     return ListenAddress.parse(value)
+
+
+def _web_address(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> ListenAddress | None:
+    """``--web``: as ``--listen``, but a host and port (no Unix socket); None when not given."""
+    if value is None:
+        return None
+    address = ListenAddress.parse(value)
+    if address.port is None:
+        raise InvalidArgument(f"--web {value!r}: HOST:PORT; a Unix socket is not served")
+    return address
 
 
 def _grace(ctx: click.Context, param: click.Parameter, value: float) -> float:
@@ -120,6 +134,23 @@ def _grace(ctx: click.Context, param: click.Parameter, value: float) -> float:
     type=_FILE,
     metavar="FILE",
     help="Mutual TLS: require client certificates signed by these PEM CA certificates.",
+)
+@click.option(
+    "--web",
+    metavar="HOST:PORT",
+    callback=_web_address,
+    help="Also serve browsers here (off by default): the participant's page and its calls "
+    "(GetSurvey, ListSurveys, SubmitReports; never an admin call) over the Connect "
+    "protocol, and GET /healthz; same limits and TLS as the gRPC port; port 0: any free "
+    "port (printed and logged).",
+)
+@click.option(
+    "--web-origin",
+    "web_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="Another site (https://host[:port]) whose pages may call the web port (CORS); "
+    "repeatable (the variable: separated by spaces). Default: none, no CORS headers.",
 )
 @_limit_option("max-message-bytes", "Largest request; bigger: RESOURCE_EXHAUSTED.")
 @_limit_option("max-batch", "Most reports per SubmitReports; more: RESOURCE_EXHAUSTED.")
@@ -182,6 +213,8 @@ def serve_command(
     tls_cert: Path | None,
     tls_key: Path | None,
     tls_client_ca: Path | None,
+    web: ListenAddress | None,
+    web_origins: tuple[str, ...],
     max_message_bytes: int,
     max_batch: int,
     max_concurrent_rpcs: int,
@@ -204,6 +237,14 @@ def serve_command(
     client has the proxy's address: raise or turn off --peer-reports-per-second
     and limit rates at the proxy. Load tests from one machine need
     --peer-reports-per-second 0.
+
+    --web HOST:PORT also serves browsers from this process: the participant's
+    page (/ and /s/SURVEY_ID), GetSurvey, ListSurveys and SubmitReports over the
+    Connect protocol (JSON or binary; the admin calls are not there, and the
+    admin token is never read there), and GET /healthz; with the same TLS,
+    limits, workers and per-peer buckets as the gRPC port. Every answer carries
+    a strict Content-Security-Policy; other sites' pages may call it only when
+    named with --web-origin. See docs/security.md, "The web port".
     """
     try:
         tls = load_server_tls(tls_cert, tls_key, tls_client_ca)
@@ -219,9 +260,12 @@ def serve_command(
         ingest = IngestLimits(
             PeerLimit(peer_reports_per_second, peer_report_burst), MinFree.parse(min_free_space)
         )
+        if web_origins and web is None:
+            fail("--web-origin needs --web (the origins may call the web port)", 2)
+        web_options = WebOptions(web, web_origins) if web is not None else None
     except LimitError as error:
         fail(f"--{error.field.replace('_', '-')}: {error.problem}", 2)
-    except TlsError as error:
+    except (TlsError, ValueError) as error:
         fail(str(error), 2)
     configure_logging(log_level)
     for warning in click.get_current_context().meta.pop(RETIRED_WARNINGS, ()):
@@ -237,11 +281,19 @@ def serve_command(
             raise click.ClickException(str(error)) from None
         token, token_path, created = given or load_or_create_token(None, data_dir())
     try:
-        running = start_server(storage, token, listen, limits=limits, tls=tls, ingest=ingest)
+        running = start_server(
+            storage, token, listen, limits=limits, tls=tls, ingest=ingest, web=web_options
+        )
+    except WebListenError as error:
+        storage.close()
+        raise click.ClickException(str(error)) from None
     except (OSError, RuntimeError) as error:
         storage.close()
         raise click.ClickException(f"cannot listen on {listen}: {error}") from None
     bound = listen.with_port(running.port)
+    web_url = None
+    if web is not None and running.web_port is not None:
+        web_url = f"{'https' if tls else 'http'}://{web.with_port(running.web_port)}"
     log.info(
         "listening",
         extra={
@@ -262,6 +314,8 @@ def serve_command(
             "peer_reports_per_second": ingest.peer.reports_per_second,
             "peer_report_burst": ingest.peer.burst,
             "min_free_space": ingest.min_free_space.text,
+            "web": web_url or "off",
+            **({"web_port": running.web_port, "web_origins": sorted(web_origins)} if web else {}),
         },
     )
     if ingest.min_free_space.enabled and storage.disk_path() is None:
@@ -270,7 +324,11 @@ def serve_command(
             extra={"min_free_space": ingest.min_free_space.text},
         )
     warn_if_plaintext(str(listen), tls, log)
+    if web is not None:
+        warn_if_plaintext(str(web), tls, log, "reports and survey traffic")
     click.echo(f"listening on {bound}")
+    if web_url:
+        click.echo(f"serving the participant's page on {web_url}/")
     stopping = threading.Event()
 
     def on_signal(number: int, frame: FrameType | None) -> None:

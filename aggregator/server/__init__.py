@@ -1,4 +1,4 @@
-"""The daemon: the gRPC servicer over a transport-free service layer, auth, limits, lifecycle."""
+"""The daemon: gRPC and web ports over a transport-free service layer, auth, limits, lifecycle."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from deniable.aggregator.server._report_gate import IngestLimits
 from deniable.aggregator.server._service import AggregatorService
 from deniable.aggregator.server._tls import TlsError, load_server_tls, warn_if_plaintext
 from deniable.aggregator.server._watermark import DEFAULT_MIN_FREE, MinFree
+from deniable.aggregator.server.web import WebListenError, WebOptions
 
 __all__ = [
     "DEFAULT_LISTEN",
@@ -25,6 +26,8 @@ __all__ = [
     "RunningServer",
     "ServerLimits",
     "TlsError",
+    "WebListenError",
+    "WebOptions",
     "check_token",
     "configure_logging",
     "load_or_create_token",

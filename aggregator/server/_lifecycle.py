@@ -8,7 +8,7 @@ import threading
 from collections.abc import Coroutine
 from concurrent import futures
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -22,9 +22,13 @@ from deniable.aggregator.server._report_gate import IngestLimits, ReportGate
 from deniable.aggregator.server._service import AggregatorService
 from deniable.aggregator.server._servicer import AggregatorServicer, add_to_server
 from deniable.aggregator.server._tls import ServerTls
+from deniable.aggregator.server.web import WebOptions
 from deniable.aggregator.storage import Storage
 from deniable.shared.errors import Unavailable
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
+
+if TYPE_CHECKING:
+    from deniable.aggregator.server.web._serve import WebServer
 
 __all__ = [
     "DEFAULT_LISTEN",
@@ -63,6 +67,7 @@ class _DatabaseWatch:
         self.loop = loop
         self.period = period
         self.stopping = threading.Event()
+        self.serving = True  # what the health service says now (the web port reads it)
         self.thread = threading.Thread(target=self._run, name="db-health", daemon=True)
         self.thread.start()
 
@@ -78,7 +83,7 @@ class _DatabaseWatch:
                     log.warning("database unreachable", extra={"detail": error.message})
             if reachable == serving or self.stopping.is_set():
                 continue
-            serving = reachable
+            serving = self.serving = reachable
             status = (
                 health_pb2.HealthCheckResponse.SERVING
                 if serving
@@ -132,32 +137,59 @@ class RunningServer:
     admission: Admission = field(
         default_factory=lambda: Admission(ServerLimits().max_inflight_bytes)
     )
+    gate: ReportGate | None = None
+    web: WebServer | None = None
     _loop: _Loop | None = None
     _executor: futures.ThreadPoolExecutor | None = None
     _watch: _DatabaseWatch | None = None
+    _draining: bool = False
 
     @property
     def address(self) -> str:
         """``127.0.0.1:PORT``-style address for clients on this machine."""
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def web_port(self) -> int | None:
+        """The web port's bound port (``serve --web``), None without one."""
+        return self.web.port if self.web is not None else None
+
+    def serving(self) -> tuple[bool, bool]:
+        """What the health checks say: SERVING or not, and whether reports are taken now.
+
+        NOT_SERVING while draining and while the database is unreachable, as the gRPC
+        health service; reports are refused below the free-space watermark.
+        """
+        reachable = self._watch is None or self._watch.serving
+        accepting = self.gate is None or self.gate.accepting_reports()
+        return reachable and not self._draining, accepting
+
     def enter_graceful_shutdown(self) -> None:
-        """Report NOT_SERVING to health checks (and keep serving calls)."""
+        """Report NOT_SERVING to health checks, on both ports (and keep serving calls)."""
         assert self._loop is not None
+        self._draining = True
         self._loop.run(self.health.enter_graceful_shutdown())
 
     def stop(self, grace: float = 10.0) -> None:
         """Report NOT_SERVING, let in-flight calls finish, then close the database."""
+        self.halt(grace)
+        self.storage.close()
+        log.info("stopped", extra={"port": self.port})
+
+    def halt(self, grace: float) -> None:
+        """:meth:`stop`, leaving the database open."""
         assert self._loop is not None
         assert self._executor is not None
         if self._watch is not None:
             self._watch.stop()
         self.enter_graceful_shutdown()
+        if self.web is not None:  # both ports drain at once, within the same grace
+            self.web.begin_stop(grace)
         self._loop.run(self.server.stop(grace))
+        if self.web is not None:
+            self.web.stop(grace)
         self._loop.close()
         self._executor.shutdown(wait=True)
-        self.storage.close()
-        log.info("stopped", extra={"port": self.port})
 
 
 def start_server(
@@ -169,6 +201,7 @@ def start_server(
     tls: ServerTls | None = None,
     health_check_s: float = HEALTH_CHECK_S,
     ingest: IngestLimits | None = None,
+    web: WebOptions | None = None,
 ) -> RunningServer:
     """Start serving ``storage`` on ``listen`` (port 0 picks a free port).
 
@@ -188,6 +221,9 @@ def start_server(
         ingest: the per-peer report limit and the free-space watermark. Default: none
             (an embedded server trusts its caller); ``serve`` passes its options, on by
             default (:class:`IngestLimits`'s defaults).
+        web: also serve the web port (``serve --web``): the participant's RPCs over
+            Connect, the page and ``/healthz``, through the same service, workers,
+            admission and gate, with the same TLS; stopped with the server.
 
     Raises:
         InvalidArgument: ``listen`` is not such an address (checked before anything starts).
@@ -206,8 +242,19 @@ def start_server(
         loop.close()
         executor.shutdown(wait=False)
         raise
-    running._loop, running._executor = loop, executor
+    running._loop, running._executor, running.gate = loop, executor, gate
     running._watch = _DatabaseWatch(storage, running.health, loop, health_check_s)
+    if web is not None:  # uvicorn and connectrpc are loaded only for a web port
+        from deniable.aggregator.server.web._serve import start_web
+
+        try:
+            running.web = start_web(
+                web, running.service, executor, running.admission, gate, running.serving,
+                limits=limits, tls=tls,
+            )  # fmt: skip
+        except BaseException:
+            running.halt(grace=0)  # the caller closes the storage, as when gRPC fails
+            raise
     return running
 
 

@@ -13,6 +13,7 @@ from deniable.aggregator.server._auth import AdminToken
 from deniable.aggregator.server._peer_limits import PeerBuckets, PeerLimit
 from deniable.aggregator.server._watermark import DEFAULT_MIN_FREE, FreeSpace, MinFree, Usage
 from deniable.aggregator.storage import Storage
+from deniable.shared.errors import ResourceExhausted
 
 __all__ = ["IngestLimits", "ReportGate"]
 
@@ -63,6 +64,25 @@ class ReportGate:
         if self.peers is None or enrolled or self.is_admin(context):
             return
         self.peers.take(context.peer(), reports)
+
+    def charge_peer(self, peer: str, reports: int, enrolled: bool) -> None:
+        """:meth:`charge` for a call that cannot carry the admin token (the web port).
+
+        ``peer`` is written as gRPC writes it (``ipv4:ADDRESS:PORT``,
+        ``ipv6:[ADDRESS]:PORT``), so that a peer has one bucket on both ports.
+        """
+        if self.peers is not None and not enrolled:
+            self.peers.take(peer, reports)
+
+    def accepting_reports(self) -> bool:
+        """Whether the database's disk is at or above the watermark (what health shows)."""
+        if self.free is None:
+            return True
+        try:
+            self.free.check()
+        except ResourceExhausted:
+            return False
+        return True
 
 
 @dataclass(frozen=True)

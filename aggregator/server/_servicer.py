@@ -22,11 +22,14 @@ from deniable.shared.wire.v1 import aggregator_pb2 as pb
 
 __all__ = [
     "ADMIN_AWARE",
+    "DEADLINE_MARGIN_S",
     "INLINE_BYTES",
     "RAW_REQUESTS",
     "STREAMS",
     "AggregatorServicer",
+    "DeadlinePassedError",
     "add_to_server",
+    "error_status",
 ]
 
 log = logging.getLogger("deniable.aggregator")
@@ -82,16 +85,26 @@ def _check_deadline(context: Context, method: str) -> None:
         )
 
 
-def _status(error: Exception, method: str) -> tuple[grpc.StatusCode, str]:
-    """The status that ends a call that failed with ``error``, logged."""
+def error_status(error: Exception, method: str) -> tuple[str, str]:
+    """The status name (``grpc.StatusCode``'s) and message that end a failed call, logged.
+
+    Both ports answer a failure with these: the gRPC port as its status, the web port as
+    the Connect code of the same name.
+    """
     if isinstance(error, AggregatorError):
         message = error.message
         if len(message) > MAX_DETAILS:  # never over gRPC's header limit, whatever is echoed
             message = f"{message[: MAX_DETAILS - 20]}... (message cut)"
         log.info("rejected", extra={"rpc": method, "code": error.code, "detail": message})
-        return grpc.StatusCode[error.code], message
+        return error.code, message
     log.error("internal error", exc_info=error, extra={"rpc": method})
-    return grpc.StatusCode.INTERNAL, "internal error; see the aggregator's log"
+    return "INTERNAL", "internal error; see the aggregator's log"
+
+
+def _status(error: Exception, method: str) -> tuple[grpc.StatusCode, str]:
+    """The status that ends a call that failed with ``error``, logged."""
+    code, message = error_status(error, method)
+    return grpc.StatusCode[code], message
 
 
 async def _abort(context: Context, status: tuple[grpc.StatusCode, str]) -> NoReturn:

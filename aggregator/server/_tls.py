@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import os
+import ssl
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +57,27 @@ class ServerTls:
             root_certificates=self.client_ca,
             require_client_auth=self.mutual,
         )
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """The same certificate, key and client CA for the web port (``serve --web``).
+
+        The standard library reads a key only from a file: it is written for the call into
+        a folder of mode 0700 (the key file 0600) and removed at once.
+        """
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.set_alpn_protocols(["http/1.1"])
+        with tempfile.TemporaryDirectory(prefix="deniable-tls-") as folder:
+            cert, key = Path(folder, "cert.pem"), Path(folder, "key.pem")
+            cert.write_bytes(self.cert)
+            descriptor = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(self.key)
+            context.load_cert_chain(cert, key)
+        if self.client_ca is not None:
+            context.load_verify_locations(cadata=self.client_ca.decode("ascii"))
+            context.verify_mode = ssl.CERT_REQUIRED
+        return context
 
 
 def load_server_tls(
@@ -106,21 +130,31 @@ def is_loopback(listen: str) -> bool:
     return address.is_loopback
 
 
-def plaintext_warning(listen: str, tls: ServerTls | None) -> str | None:
-    """The warning to log when serving without TLS beyond loopback, else None."""
+def plaintext_warning(
+    listen: str, tls: ServerTls | None, carried: str = "reports, survey traffic and the admin token"
+) -> str | None:
+    """The warning to log when serving without TLS beyond loopback, else None.
+
+    ``carried``: what travels on that port (the web port carries no admin token).
+    """
     if tls is not None or is_loopback(listen):
         return None
     return (
-        f"serving WITHOUT TLS on {listen}, which is reachable from the network: reports, "
-        "survey traffic and the admin token travel unencrypted and can be read or altered. "
+        f"serving WITHOUT TLS on {listen}, which is reachable from the network: {carried} "
+        "travel unencrypted and can be read or altered. "
         "Enable TLS with --tls-cert FILE --tls-key FILE (and --tls-client-ca FILE for "
         "mutual TLS), or listen on 127.0.0.1 behind a TLS proxy; see docs/security.md"
     )
 
 
-def warn_if_plaintext(listen: str, tls: ServerTls | None, logger: logging.Logger) -> bool:
+def warn_if_plaintext(
+    listen: str,
+    tls: ServerTls | None,
+    logger: logging.Logger,
+    carried: str = "reports, survey traffic and the admin token",
+) -> bool:
     """Log :func:`plaintext_warning` at WARNING when it applies; return whether it did."""
-    message = plaintext_warning(listen, tls)
+    message = plaintext_warning(listen, tls, carried)
     if message is not None:
         logger.warning(message, extra={"listen": listen, "tls": False})
     return message is not None

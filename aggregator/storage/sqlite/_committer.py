@@ -128,7 +128,16 @@ class Committer(Generic[Item, Result]):
         self._after_group()
 
     def _resolve(self, group: list[tuple[Item, Future[Result]]]) -> None:
-        """Commit a group and resolve each item's future with its result or error."""
+        """Commit a group and resolve each item's future with its result or error.
+
+        An item whose future was cancelled while it waited (its caller gave up: grpc.aio
+        cancels the handler, asyncio cancels the future it awaits) is left out: nothing
+        acknowledged it. The others are marked running first, so that from here on a
+        cancellation cannot withdraw them and every one of them is resolved.
+        """
+        group = [entry for entry in group if entry[1].set_running_or_notify_cancel()]
+        if not group:
+            return
         results: Sequence[Result | BaseException]
         try:
             results = self._commit([item for item, _ in group])

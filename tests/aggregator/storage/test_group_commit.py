@@ -97,6 +97,26 @@ def test_a_lone_item_is_committed_by_its_caller_and_others_queue_meanwhile() -> 
     committer.close()
 
 
+def test_a_caller_that_gives_up_leaves_the_thread_and_its_group_working() -> None:
+    # grpc.aio cancels a handler whose client went away; asyncio.wrap_future then cancels
+    # the committer's future. Cancelled while queued: the item is not committed (no one was
+    # acknowledged), and the others of its group are. Cancelled while its commit runs: too
+    # late to withdraw, it is committed and resolved. Either way the thread goes on.
+    recorder = Recorder()
+    committer = Committer(recorder, name="test-commit")
+    running = committer.submit(0)
+    assert recorder.entered.wait(WAIT)
+    withdrawn, kept = committer.submit(2), committer.submit(4)
+    assert withdrawn.cancel()
+    assert not running.cancel()  # its commit runs: it can no longer be withdrawn
+    recorder.release.set()
+    assert running.result(WAIT) == 0
+    assert kept.result(WAIT) == 40
+    assert committer.submit(6).result(WAIT) == 60  # the thread is alive
+    assert recorder.groups == [[0], [4], [6]]
+    committer.close()
+
+
 def test_a_group_holds_at_most_max_weight_but_always_one_item() -> None:
     recorder = Recorder()
     committer = Committer(recorder, name="test-commit", weight=lambda item: item, max_weight=10)

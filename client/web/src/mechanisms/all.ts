@@ -1,1 +1,5 @@
 /** Every mechanism module, imported for its registration. */
+import "./duchi";
+import "./hybrid";
+import "./laplace";
+import "./piecewise";

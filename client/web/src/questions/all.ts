@@ -1,1 +1,2 @@
 /** Every question-type module, imported for its registration. */
+import "./numeric";

@@ -6,6 +6,8 @@ import { littleEndian, type ByteSource } from "./source";
 export const MAX_ROUNDS = 256;
 
 const counts = new Map<bigint, number>();
+const TWO_32 = 1n << 32n;
+const TWO_64 = 1n << 64n;
 
 /** The least R with ((2^b − bound)/2^b)^R ≤ 2^-64: all R candidates rejected that rarely. */
 export function candidates(bound: bigint): number {
@@ -26,8 +28,9 @@ export function candidates(bound: bigint): number {
  * b = bitLength(bound − 1) bits (low b bits kept), and takes the first below ``bound``.
  */
 export function uniformBelow(bound: bigint, source: ByteSource): bigint {
-  if (bound < 1n || bound > 1n << 64n) throw new RangeError(`bound must be in [1, 2^64], got ${bound}`);
+  if (bound < 1n || bound > TWO_64) throw new RangeError(`bound must be in [1, 2^64], got ${bound}`);
   if (bound === 1n) return 0n;
+  if (bound <= TWO_32) return BigInt(uniformSmall(Number(bound), source));
   const bits = bitLength(bound - 1n);
   const width = [8, 16, 32, 64].find((w) => bits <= w)! / 8;
   const mask = (1n << BigInt(bits)) - 1n;
@@ -40,6 +43,30 @@ export function uniformBelow(bound: bigint, source: ByteSource): bigint {
       if (chosen < 0n && word < bound) chosen = word;
     }
     if (chosen >= 0n) return chosen;
+  }
+  throw new Error(
+    `random source rejected draws below ${bound} for ${MAX_ROUNDS} rounds in a row; ` +
+      "it is not producing uniform random bytes",
+  );
+}
+
+/** ``uniformBelow`` for 2 ≤ bound ≤ 2^32 on plain numbers: the same reads, candidates and choice. */
+function uniformSmall(bound: number, source: ByteSource): number {
+  const bits = 32 - Math.clz32(bound - 1);
+  const width = bits <= 8 ? 1 : bits <= 16 ? 2 : 4;
+  const modulus = 2 ** bits; // word % modulus keeps the low b bits
+  const count = candidates(BigInt(bound));
+  for (let round = 0; round < MAX_ROUNDS; round++) {
+    const raw = source(count * width);
+    const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+    let chosen = -1;
+    for (let i = 0; i < count; i++) {
+      const whole =
+        width === 1 ? raw[i]! : width === 2 ? view.getUint16(2 * i, true) : view.getUint32(4 * i, true);
+      const word = whole % modulus;
+      if (chosen < 0 && word < bound) chosen = word;
+    }
+    if (chosen >= 0) return chosen;
   }
   throw new Error(
     `random source rejected draws below ${bound} for ${MAX_ROUNDS} rounds in a row; ` +
