@@ -37,6 +37,23 @@ const done = arguments[arguments.length - 1];
 """
 
 
+_PAINT = """
+const done = arguments[arguments.length - 1];
+const paint = performance.getEntriesByName("first-contentful-paint")[0];
+let shifts = 0;
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) shifts += entry.value;
+}).observe({ type: "layout-shift", buffered: true });
+setTimeout(() => done([paint ? paint.startTime : null, shifts]), 100);
+"""
+
+
+def paint_and_shift(driver: Any) -> tuple[float | None, float]:
+    """The page's first contentful paint (ms after navigation) and its layout shifts' sum."""
+    paint, shift = driver.execute_async_script(_PAINT)
+    return paint, shift
+
+
 def stored(driver: Any) -> dict[str, list[dict[str, Any]]]:
     """The page's IndexedDB at the current origin: kept reports (decoded), charges, settings."""
     state: dict[str, Any] = driver.execute_async_script(_READ_STORE)

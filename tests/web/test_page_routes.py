@@ -9,18 +9,8 @@ from selenium.webdriver.common.keys import Keys
 
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests.web._aggregator import Recorder
-from tests.web._page import focused, open_page, press, retype, shown, wait_for
+from tests.web._page import focused, open_page, paint_and_shift, press, retype, shown, wait_for
 from tests.web._surveys import survey, yes_no
-
-_PAINT = """
-const done = arguments[arguments.length - 1];
-const paint = performance.getEntriesByName("first-contentful-paint")[0];
-let shifts = 0;
-new PerformanceObserver((list) => {
-  for (const entry of list.getEntries()) shifts += entry.value;
-}).observe({ type: "layout-shift", buffered: true });
-setTimeout(() => done([paint ? paint.startTime : null, shifts]), 100);
-"""
 
 
 def test_the_list_links_each_open_survey_and_history_moves_between_views(
@@ -58,7 +48,7 @@ def test_the_page_paints_fast_without_layout_shift(
     recorder, base = aggregator
     recorder.add(survey("s1", yes_no(), yes_no("b", text="Another?")))
     open_page(browser, f"{base}/s/s1", "form.survey")
-    paint, shift = browser.execute_async_script(_PAINT)
+    paint, shift = paint_and_shift(browser)
     assert paint is not None
     assert paint < 1000
     assert shift < 0.01
