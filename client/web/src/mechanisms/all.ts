@@ -1,1 +1,6 @@
 /** Every mechanism module, imported for its registration. */
+import "./randomized-response";
+import "./grr";
+import "./oue";
+import "./olh";
+import "./item-rr";

@@ -30,6 +30,7 @@ export function uniformBelow(bound: bigint, source: ByteSource): bigint {
   if (bound === 1n) return 0n;
   const bits = bitLength(bound - 1n);
   const width = [8, 16, 32, 64].find((w) => bits <= w)! / 8;
+  if (width <= 4) return BigInt(uniformSmall(Number(bound), bits, width, candidates(bound), source));
   const mask = (1n << BigInt(bits)) - 1n;
   const count = candidates(bound);
   for (let round = 0; round < MAX_ROUNDS; round++) {
@@ -40,6 +41,26 @@ export function uniformBelow(bound: bigint, source: ByteSource): bigint {
       if (chosen < 0n && word < bound) chosen = word;
     }
     if (chosen >= 0n) return chosen;
+  }
+  throw new Error(
+    `random source rejected draws below ${bound} for ${MAX_ROUNDS} rounds in a row; ` +
+      "it is not producing uniform random bytes",
+  );
+}
+
+/** ``uniformBelow``'s rounds for words of at most 4 bytes, in exact Number arithmetic (faster). */
+function uniformSmall(bound: number, bits: number, width: number, count: number, source: ByteSource): number {
+  const modulus = 2 ** bits; // the low ``bits`` bits of a word below 2^32: word mod 2^bits
+  for (let round = 0; round < MAX_ROUNDS; round++) {
+    const raw = source(count * width);
+    let chosen = -1;
+    for (let i = 0; i < count; i++) {
+      let word = 0;
+      for (let j = width - 1; j >= 0; j--) word = word * 256 + raw[i * width + j]!;
+      word %= modulus;
+      if (chosen < 0 && word < bound) chosen = word;
+    }
+    if (chosen >= 0) return chosen;
   }
   throw new Error(
     `random source rejected draws below ${bound} for ${MAX_ROUNDS} rounds in a row; ` +
