@@ -134,9 +134,12 @@ class PiecewiseMechanism(NumericMechanism):
         half = eps / 2
         width = 1 / math.expm1(half)  # h·W of the continuous mechanism
         outside = math.exp(half) * width  # h·L
-        bits = min(
-            math.floor(math.log2(_TARGET_CENTER / width)),
-            math.floor(math.log2(_MAX_FROM_EPSILON_CELLS / (width + outside))),
+        bits = max(  # at least 0: the wire's grid_bits is unsigned (tiny ε, wide cells)
+            0,
+            min(
+                math.floor(math.log2(_TARGET_CENTER / width)),
+                math.floor(math.log2(_MAX_FROM_EPSILON_CELLS / (width + outside))),
+            ),
         )
         h = Fraction(2) ** -bits
         center = max(1, math.ceil(width * 2.0**bits))

@@ -425,3 +425,19 @@ def test_t_interval_coverage_by_simulation(kind: str) -> None:
         assert est.method == "t"  # n = 200 at ε = 1: the rule's t regime
     slack = 4 * math.sqrt(0.95 * 0.05 / reps) + 0.01
     assert abs(covered / reps - 0.95) <= slack
+
+
+@pytest.mark.parametrize("kind", [PiecewiseMechanism, HybridMechanism])
+@pytest.mark.parametrize("epsilon", [2.0**-19, 1.5 * 2.0**-20, 2.0**-20])
+def test_a_tiny_epsilon_still_gives_a_grid_the_wire_carries(
+    kind: type[PiecewiseMechanism] | type[HybridMechanism], epsilon: float
+) -> None:
+    # Below ε = 2^-19 (numeric mechanisms take ε ≥ 2^-20) the centre piece is wider than
+    # 2^20 cells of width 1, and from_epsilon chose a negative grid_bits, which the wire's
+    # unsigned field refused ("Value out of range: -1"). The grid now stays at cells of
+    # width 1 or finer.
+    mechanism = kind.from_epsilon(0.0, 1.0, epsilon)
+    message = mechanism.to_message()
+    assert message.WhichOneof("kind") in {"piecewise", "hybrid"}
+    assert mechanism.certifies(epsilon)
+    assert mechanism.epsilon <= epsilon

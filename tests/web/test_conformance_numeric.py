@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from google.protobuf import json_format
 from numpy.typing import NDArray
 from scipy import stats
 
@@ -78,6 +79,11 @@ return cases.map(([index, truth, hex]) => {
 """
 
 
+def wire_of(report: dict[str, Any]) -> str:
+    """The serialized report (hex) of the Python client's report in its JSON form."""
+    return json_format.ParseDict(report, pb.Report()).SerializeToString().hex()
+
+
 def test_replay_matches_the_python_client_byte_for_byte(page: Any) -> None:
     rng = np.random.default_rng(20_240_601)
     mechanisms = {**REPLAYED, **EXTRA}
@@ -109,7 +115,8 @@ def test_replay_matches_the_python_client_byte_for_byte(page: Any) -> None:
     wrong = [
         (what, report, used, result)
         for (what, report, used), result in zip(expected, got, strict=True)
-        if result != {"report": report, "used": used}
+        if result
+        != {"report": report, "used": used, "wire": wire_of(report)}  # the bytes sent, too
     ]
     assert not wrong, f"{len(wrong)} of {len(cases)} replays differ, e.g. {wrong[:3]}"
     print(f"\nreplay: {len(cases)} reports identical, {crafted} of them from crafted streams")

@@ -7,4 +7,4 @@ from typing import Any
 
 def test_hook_functions(page: Any) -> None:
     names = page.execute_script("return Object.keys(window.deniable).sort()")
-    assert names == ["epsilonOf", "perturbMany", "replay"]
+    assert names == ["epsilonOf", "inspect", "perturbMany", "refusal", "replay"]

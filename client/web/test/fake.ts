@@ -33,6 +33,8 @@ const type: QuestionType = {
   parseAnswer: (text) => text === "yes",
   answerHint: () => "yes or no",
   check: () => undefined,
+  choices: () => ["yes", "no", "y", "n"],
+  parts: () => [],
 };
 
 /** A mechanism of the given ε that reports the truth (planning never looks at its value). */

@@ -1,7 +1,7 @@
 /** Refusing a survey before anything is asked: wrong id, closed, unsafe texts, tokens (as ``check_open``). */
 
 import { type JsonValue, toJson } from "@bufbuild/protobuf";
-import { RefusedError } from "../core/errors";
+import { RefusedError } from "../index";
 import { type Survey, SurveySchema, SurveyState } from "../gen/deniable/v1/aggregator_pb";
 import { describeCharacter, firstUnsafe, shown, visible } from "../text/unsafe";
 

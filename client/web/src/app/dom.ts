@@ -1,6 +1,6 @@
 /** Building the page from elements and text nodes only (server strings never become markup), and its alerts. */
 
-import { InvalidAnswerError, RefusedError } from "../core/errors";
+import { InvalidAnswerError, RefusedError } from "../index";
 import { LocalStateError } from "../store/db";
 import { RemoteError, remoteMessage } from "./remote";
 

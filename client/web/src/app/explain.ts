@@ -1,12 +1,11 @@
 /** The plain-language privacy sentence of each mechanism, word for word as the Python ``explain``. */
 
-import { Fraction, ONE } from "../core/fraction";
 import type { JointPart, Question } from "../gen/deniable/v1/aggregator_pb";
-import type { Mechanism } from "../mechanisms/types";
-import { tightestEpsilon } from "../privacy/epsilon";
+import { Fraction, type Mechanism, tightestEpsilon } from "../index";
 import { fixed, general, percent, percentOf, pyRepr, times, toDouble } from "../text/numbers";
 
 const f = Fraction.fromDouble;
+const ONE = Fraction.of(1);
 
 /** The number of values of a joint question's part: 2, its options or its bins. */
 function partSize(part: JointPart): number {

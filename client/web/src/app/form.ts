@@ -1,7 +1,6 @@
 /** The survey's form: each question with its privacy sentence and ε, its inputs, and answer errors. */
 
-import { InvalidAnswerError } from "../core/errors";
-import type { Truth } from "../mechanisms/types";
+import { InvalidAnswerError, type Truth } from "../index";
 import type { Survey } from "../gen/deniable/v1/aggregator_pb";
 import { checkBudget } from "../policy/budget";
 import type { Policy, Prepared } from "../policy/policy";

@@ -1,6 +1,6 @@
 /** The privacy settings dialog: the two limits, stored in this browser, and what the ledger holds. */
 
-import { InvalidAnswerError } from "../core/errors";
+import { InvalidAnswerError } from "../index";
 import { type Charge, oncePerDraw, remaining, spent } from "../policy/budget";
 import { type Policy, DEFAULT_BUDGET, DEFAULT_MAX_EPSILON, parseSetting } from "../policy/policy";
 import { readState, resetPolicy, savePolicy } from "../store/session";

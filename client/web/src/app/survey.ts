@@ -2,7 +2,7 @@
 
 import type { Survey } from "../gen/deniable/v1/aggregator_pb";
 import { type Policy, type Prepared, check, withinLimit } from "../policy/policy";
-import type { Truth } from "../mechanisms/types";
+import type { Truth } from "../index";
 import { type Kept, type Plan, keptFor, nowUtc, planAnswer } from "../store/plan";
 import { type LocalState, keepAndCharge, readState, recordSent } from "../store/session";
 import { checkSurvey } from "./checks";

@@ -194,6 +194,7 @@ export function numericKind<C extends NumericCase>(
 ): MechanismKind {
   return {
     wireCase,
+    questionKinds: ["numeric"],
     fromQuestion(question: Question): Mechanism {
       const kind = question.kind.case;
       if (kind === undefined) {

@@ -29,6 +29,14 @@ export interface Mechanism {
 export interface MechanismKind {
   /** The oneof case in ``deniable.v1.Mechanism`` ("randomizedResponse", "grr", "laplace"...). */
   readonly wireCase: NonNullable<MechanismMessage["kind"]["case"]>;
-  /** Build and validate; throws ``RefusedError`` for parameters the Python client refuses. */
+  /**
+   * The ``Question.kind`` cases it answers (Python's ``question_type`` and ``also_answers``):
+   * a question of another kind is refused before its parameters are read.
+   */
+  readonly questionKinds: readonly NonNullable<Question["kind"]["case"]>[];
+  /**
+   * Build and validate (``mechanismOf`` has checked the kinds); throws ``ParameterError``,
+   * its message starting with the parameter's name, for parameters the Python client refuses.
+   */
   fromQuestion(question: Question): Mechanism;
 }

@@ -1,6 +1,6 @@
 /** The privacy ledger's sums and the budget check, as the Python client's ``Ledger`` and ``Plan``. */
 
-import { RefusedError } from "../core/errors";
+import { RefusedError } from "../index";
 import { fsum, pyRepr, roundDown, roundUp } from "../text/numbers";
 import { type Policy, howToChange } from "./policy";
 

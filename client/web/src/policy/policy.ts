@@ -1,11 +1,7 @@
 /** The participant's policy: maximum ε per answer and the budget, checked as the CLI's ``Policy``. */
 
-import { InvalidAnswerError, RefusedError } from "../core/errors";
 import type { Question } from "../gen/deniable/v1/aggregator_pb";
-import { mechanismOf } from "../mechanisms/registry";
-import type { Mechanism } from "../mechanisms/types";
-import { questionTypeOf } from "../questions/registry";
-import type { QuestionType } from "../questions/types";
+import { InvalidAnswerError, type Mechanism, type QuestionType, RefusedError, prepareQuestion } from "../index";
 import { pyRepr, roundUp } from "../text/numbers";
 import { quoted } from "../text/unsafe";
 
@@ -74,22 +70,12 @@ export interface Prepared {
 }
 
 /**
- * The question's mechanism if this page accepts it (Python's ``check_mechanism``): known,
- * valid, within the surveys' limits and private; ε computed here from its parameters.
+ * The question's mechanism and type if this page accepts it: the library's
+ * ``prepareQuestion`` (Python's ``check_mechanism``: known, valid, within the surveys' limits
+ * and private; ε computed here from its parameters), with the question.
  */
 export function prepare(question: Question): Prepared {
-  const where = `question ${quoted(question.id)}`;
-  const mechanism = mechanismOf(question); // RefusedError: missing, unknown or invalid
-  const type = questionTypeOf(question);
-  type.check(question);
-  if (!Number.isFinite(mechanism.epsilon)) {
-    throw new RefusedError(
-      `${where}: its ${mechanism.name} mechanism gives no privacy (epsilon = inf: the server ` +
-        "would learn your true answer); refusing to answer, nothing was sent. Ask the survey's " +
-        "organizer for a setting with privacy",
-    );
-  }
-  return { question, mechanism, type };
+  return { question, ...prepareQuestion(question) };
 }
 
 /**

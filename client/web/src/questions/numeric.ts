@@ -90,6 +90,11 @@ export class NumericQuestion implements QuestionType {
   choices(): null {
     return null;
   }
+
+  /** A numeric question is asked whole. */
+  parts(): Question[] {
+    return [];
+  }
 }
 
 function range(question: Question): { min: number; max: number } {

@@ -1,6 +1,7 @@
 /** The question-type registry: one entry per wire oneof case, added by each type's module. */
 
 import { RefusedError } from "../core/errors";
+import { reprStr } from "../core/pytext";
 import type { Question } from "../gen/deniable/v1/aggregator_pb";
 import type { QuestionType } from "./types";
 
@@ -18,7 +19,9 @@ export function questionTypeOf(question: Question): QuestionType {
   const type = question.kind.case === undefined ? undefined : types.get(question.kind.case);
   if (type === undefined) {
     throw new RefusedError(
-      `question ${JSON.stringify(question.id)}: it is of a kind this page does not know`,
+      `question ${reprStr(question.id)}: its question is of a kind this version of deniable does not ` +
+        "know, so its privacy cannot be checked; refusing to answer, nothing was sent. A newer version " +
+        "of deniable may support it",
     );
   }
   return type;

@@ -3,6 +3,7 @@
 import type { Question } from "../gen/deniable/v1/aggregator_pb";
 import type { Truth } from "../mechanisms/types";
 
+/** A kind of question: how its answers are read and shown, and which domains it refuses. */
 export interface QuestionType {
   /** The oneof case in ``deniable.v1.Question.kind`` ("binary", "categorical"...). */
   readonly wireCase: NonNullable<Question["kind"]["case"]>;
@@ -12,7 +13,16 @@ export interface QuestionType {
   answerHint(question: Question): string;
   /**
    * Refuse a question whose domain is outside the surveys' limits (as the Python type's
-   * ``check``); throws ``RefusedError``.
+   * ``check``); throws ``InvalidQuestionError`` whose message starts with the field's path.
    */
   check(question: Question): void;
+  /** The only answers a prompt accepts, when there are a few (Python's ``choices``); null: free text. */
+  choices(question: Question): string[] | null;
+  /**
+   * Questions a prompt asks in turn for this one (Python's ``parts``: a joint question's
+   * parts, each a question of its own kind); empty: ask it whole.
+   */
+  parts(question: Question): Question[];
+  /** One answer from the answers to ``parts``, in order (Python's ``combine``); types with parts only. */
+  combine?(question: Question, answers: readonly Truth[]): Truth;
 }

@@ -42,3 +42,18 @@ export function bernoulli(p: Fraction, source: ByteSource): boolean {
   const { bytes, value } = threshold(p);
   return bigEndian(source(bytes)) < value;
 }
+
+/**
+ * ``size`` independent Bernoulli(p) draws read at once, as the Python client's vectorized
+ * ``bernoulli(p, size, source)``: one read of ``size`` × the bytes of one draw, draw i from
+ * the i-th slice; the same bytes, in the same order, as ``size`` calls of ``bernoulli``.
+ */
+export function bernoulliMany(p: Fraction, size: number, source: ByteSource): boolean[] {
+  if (p.lt(ZERO) || ONE.lt(p)) throw new RangeError(`probability must be in [0, 1], got ${p}`);
+  if (p.eq(ONE) || p.eq(ZERO)) return new Array<boolean>(size).fill(p.eq(ONE));
+  const { bytes, value } = threshold(p);
+  const drawn = source(bytes * size);
+  const out = new Array<boolean>(size);
+  for (let i = 0; i < size; i++) out[i] = bigEndian(drawn.subarray(i * bytes, (i + 1) * bytes)) < value;
+  return out;
+}

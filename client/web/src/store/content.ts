@@ -10,7 +10,7 @@ import {
   toBinary,
   toJson,
 } from "@bufbuild/protobuf";
-import { newReportId } from "../answer";
+import { newReportId } from "../index";
 import {
   MechanismSchema,
   type Question,

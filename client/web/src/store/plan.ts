@@ -1,13 +1,10 @@
 /** What one answer sends: kept reports as drawn, copies for repeated questions, fresh draws. */
 
 import { create, equals } from "@bufbuild/protobuf";
-import { buildReport } from "../answer";
-import { InvalidAnswerError, RefusedError } from "../core/errors";
 import { MechanismSchema, type Report, ReportSchema, type Survey } from "../gen/deniable/v1/aggregator_pb";
-import type { Truth } from "../mechanisms/types";
+import { type ByteSource, InvalidAnswerError, RefusedError, type Truth, buildReport, osSource } from "../index";
 import { type Charge, type Costed, oncePerDraw, planCost, spentAfter } from "../policy/budget";
 import type { Prepared } from "../policy/policy";
-import { type ByteSource, osSource } from "../sampling/source";
 import { quoted } from "../text/unsafe";
 import { contentOf, copyReport, definitionOf, repeats } from "./content";
 

@@ -1,7 +1,7 @@
 /** The guardrails around sending (Python's ``Session``): keep, check the budget, charge, then send. */
 
 import type { Survey } from "../gen/deniable/v1/aggregator_pb";
-import type { Truth } from "../mechanisms/types";
+import type { Truth } from "../index";
 import { type Charge, checkBudget } from "../policy/budget";
 import { type Policy, type Prepared, check, policyOf, withinLimit } from "../policy/policy";
 import {

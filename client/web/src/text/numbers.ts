@@ -1,6 +1,13 @@
 /** Numbers as the Python client computes and writes them: float(Fraction), fsum, repr, .2f, .0%, g. */
 
-import { Fraction, ZERO, bitLength } from "../core/fraction";
+import { Fraction } from "../index";
+
+const ZERO = Fraction.of(0);
+
+/** The number of bits of a non-negative integer (Python's ``int.bit_length``). */
+function bitLength(x: bigint): number {
+  return x === 0n ? 0 : x.toString(2).length;
+}
 
 /** 10^n as a BigInt. */
 function pow10(n: number): bigint {
