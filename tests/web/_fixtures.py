@@ -83,7 +83,7 @@ def questions() -> list[pb.Question]:
         ),
         _numeric("laplace", 0.0, 100.0, LaplaceMechanism.from_epsilon(0.0, 100.0, 1.0, 16)),
         _numeric("duchi", 0.0, 120.0, DuchiMechanism.from_epsilon(0.0, 120.0, 1.0)),
-        _numeric("piecewise", -5.5, 1e16, PiecewiseMechanism.from_epsilon(-5.5, 1e16, 2.0)),
+        _numeric("piecewise", -5.5, 1e15, PiecewiseMechanism.from_epsilon(-5.5, 1e15, 2.0)),
         _numeric("hybrid", 1e-05, 10.0, HybridMechanism.from_epsilon(1e-05, 10.0, 3.0)),
         _question(
             "habits",
@@ -96,7 +96,7 @@ def questions() -> list[pb.Question]:
                     pb.JointPart(
                         id="age",
                         text="Age",
-                        numeric=pb.BinnedNumericQuestion(edges=[1e-05, 0.1, 18.0, 1e16]),
+                        numeric=pb.BinnedNumericQuestion(edges=[1e-05, 0.1, 18.0, 1e15]),
                     ),
                 ]
             ),

@@ -8,6 +8,7 @@ import { Fraction } from "../src/core/fraction";
 import { QuestionSchema } from "../src/gen/deniable/v1/aggregator_pb";
 import type { Mechanism } from "../src/mechanisms/types";
 import { explain } from "../src/app/explain";
+import { prepareQuestion } from "../src/index";
 import { contentOf, definitionOf, normalizedText } from "../src/store/content";
 import {
   fixed,
@@ -103,6 +104,17 @@ test("content and definition of every kind of question equal content_of and defi
     const parsed = question(row.binary);
     assert.equal(contentOf(parsed), row.content, `content of ${row.id}`);
     assert.equal(definitionOf(parsed), row.definition, `definition of ${row.id}`);
+  }
+});
+
+test("the page's own mechanisms give Python's ε and sentence for every kind", () => {
+  for (const row of fixtures.questions) {
+    if (row.explain === undefined) continue;
+    const parsed = question(row.binary);
+    const { mechanism } = prepareQuestion(parsed);
+    assert.equal(mechanism.name, row.name, row.id);
+    assert.equal(mechanism.epsilon, row.epsilon, row.id);
+    assert.equal(explain(parsed, mechanism), row.explain, row.id);
   }
 });
 
