@@ -1,4 +1,4 @@
-/** Where Python's casefold differs from JS lowercasing (Unicode 14.0.0; scripts/casefold.py). */
+/** Where Python's casefold differs from JS lowercasing (Unicode 14.0.0; tests/web/_casefold.py). */
 
 /** Runs of code points folded by one offset: start, length, offset, repeated. */
 export const FOLD_RUNS: readonly number[] = [181,1,775,383,1,-268,837,1,116,962,1,1,976,1,-30,977,1,-25,981,1,-15,982,1,-22,1008,1,-54,1009,1,-48,1013,1,-64,5024,86,0,5112,6,-8,7296,1,-6222,7297,1,-6221,7298,1,-6212,7299,2,-6210,7301,1,-6211,7302,1,-6204,7303,1,-6180,7304,1,35267,7305,1,0,7835,1,-58,8126,1,-7173,42955,2,0,42958,1,0,42962,1,0,42964,1,0,42970,1,0,42972,1,0,43888,80,-38864,68944,22,0,93856,25,0];

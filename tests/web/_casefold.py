@@ -1,16 +1,15 @@
-"""Write src/store/casefold.ts: where Python's ``str.casefold`` differs from JS lowercasing.
+"""The page's casefold table (client/web/src/store/casefold.ts), from Python and Node.
 
-Run with the Python the client uses (its Unicode version is the one matched) and Node on the
-PATH: ``python scripts/casefold.py``. Node lowercases every code point alone; the table keeps
-each one whose Python case folding differs, as runs of one code point mapped with a common
-offset and a list of the rest.
+The table lists where Python's ``str.casefold`` differs from JavaScript's lowercasing of
+one code point, as runs of code points mapped with a common offset and a list of the rest.
+``python -m tests.web._casefold`` rewrites it (Node on the PATH; the Python the client uses,
+whose Unicode version is the one matched); ``tests/web/test_fixtures.py`` checks it.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import unicodedata
 from pathlib import Path
 
@@ -26,10 +25,13 @@ process.stdout.write(JSON.stringify(out));
 """
 
 
-def main() -> None:
-    """Compare, encode and write the table."""
+TABLE = Path(__file__).resolve().parents[2] / "client/web/src/store/casefold.ts"
+
+
+def render(node: str = "node") -> str:
+    """The table's TypeScript, from Python's case folding and Node's lowercasing."""
     lowered = json.loads(
-        subprocess.run(["node", "-e", _LOWER], capture_output=True, check=True).stdout
+        subprocess.run([node, "-e", _LOWER], capture_output=True, check=True).stdout
     )
     runs: list[list[int]] = []  # [start, length, offset]
     rest: list[tuple[int, str]] = []
@@ -48,20 +50,17 @@ def main() -> None:
                 runs.append([code, 1, offset])
         else:
             rest.append((code, "".join(map(chr, folded))))
-    target = Path(__file__).resolve().parent.parent / "src/store/casefold.ts"
     flat = ",".join(f"{start},{length},{offset}" for start, length, offset in runs)
     pairs = ",\n  ".join(f"[{code}, {json.dumps(text)}]" for code, text in rest)
-    target.write_text(
+    return (
         "/** Where Python's casefold differs from JS lowercasing (Unicode "
-        f"{unicodedata.unidata_version}; scripts/casefold.py). */\n\n"
+        f"{unicodedata.unidata_version}; tests/web/_casefold.py). */\n\n"
         "/** Runs of code points folded by one offset: start, length, offset, repeated. */\n"
         f"export const FOLD_RUNS: readonly number[] = [{flat}];\n\n"
         "/** Code points folded into several. */\n"
-        f"export const FOLD_MANY: readonly (readonly [number, string])[] = [\n  {pairs},\n];\n",
-        encoding="utf-8",
+        f"export const FOLD_MANY: readonly (readonly [number, string])[] = [\n  {pairs},\n];\n"
     )
-    print(f"{len(runs)} runs, {len(rest)} multi-character foldings -> {target}", file=sys.stderr)
 
 
 if __name__ == "__main__":
-    main()
+    TABLE.write_text(render(), encoding="utf-8")
