@@ -16,7 +16,7 @@ import {
   showProblems,
 } from "./form";
 import { type Action, type Child, errorBox, focus, focusAlert, h, replace, setTitle, status } from "./dom";
-import { aggregatorName, getSurvey, submitReports } from "./remote";
+import { RemoteError, aggregatorName, getSurvey, submitReports } from "./remote";
 import { answeredLine, costLines, reportTable, storedLine } from "./sent";
 import { onPolicyChange, openSettings } from "./settings";
 
@@ -62,7 +62,8 @@ export async function surveyPage(
       survey = await getSurvey(surveyId);
       checkSurvey(survey, surveyId);
     } catch (error) {
-      if (alive()) fail(error, [{ label: "Try again", run: () => void load() }, back]);
+      const retry: Action = { label: "Try again", run: () => void load() };
+      if (alive()) fail(error, error instanceof RemoteError ? [retry, back] : [back]); // a refusal stays one
       return;
     }
     if (!alive()) return;
