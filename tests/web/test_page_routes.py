@@ -51,7 +51,7 @@ def test_the_page_paints_fast_without_layout_shift(
     paint, shift = paint_and_shift(browser)
     assert paint is not None
     assert paint < 1000
-    assert shift < 0.01
+    assert shift < 0.001  # the scrollbar's gutter is kept: content appearing moves nothing
 
 
 def test_the_settings_dialog_is_keyboard_operable_and_validates(
