@@ -7,12 +7,12 @@ from importlib.resources.abc import Traversable
 
 __all__ = ["WEB_FILES", "web_bundle"]
 
-WEB_FILES = ("index.html", "deniable.js", "deniable.css")
+WEB_FILES = ("index.html", "deniable.js", "deniable.css", "favicon.svg")
 """The files the page is made of; SOURCES.json beside them records what they were built from."""
 
 
 def web_bundle() -> Traversable:
-    """The folder of the built page: ``index.html``, ``deniable.js`` and ``deniable.css``.
+    """The folder of the built page: ``index.html``, ``deniable.js``, ``deniable.css``, its icon.
 
     The bundle is built from ``client/web`` by ``make web`` and committed, like the
     generated wire code, so that serving the page needs no Node.js.

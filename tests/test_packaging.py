@@ -48,7 +48,7 @@ def test_the_wheel_installs_the_three_folders_under_deniable(tmp_path: Path) -> 
     web = {name for name in names if name.startswith("deniable/client/web/")}
     assert web == {
         f"deniable/client/web/dist/{name}"
-        for name in ("index.html", "deniable.js", "deniable.css", "SOURCES.json")
+        for name in ("index.html", "deniable.js", "deniable.css", "favicon.svg", "SOURCES.json")
     }
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     scripts = zipfile.ZipFile(wheel).read(entry_points).decode()

@@ -22,6 +22,7 @@ ALLOWED = "https://survey.example.org"
 PAGE = {
     "/static/deniable.js": ("deniable.js", "text/javascript; charset=utf-8"),
     "/static/deniable.css": ("deniable.css", "text/css; charset=utf-8"),
+    "/static/favicon.svg": ("favicon.svg", "image/svg+xml"),
 }
 SECURITY = {
     "content-security-policy": CSP,

@@ -69,8 +69,7 @@ def test_every_kind_answered_in_the_browser_is_counted_once(
     browser.find_element(By.LINK_TEXT, "Habits and honesty")  # listed by ListSurveys
     open_page(browser, f"{base}/s/{survey_id}", "form.survey")
     paint, shift = paint_and_shift(browser)
-    assert paint is not None
-    assert paint < 1000  # ms, with the daemon on this machine
+    assert paint is not None  # its time is measured by bench/web_page.py, not asserted here
     assert shift < 0.001  # the scrollbar's gutter is kept: content appearing moves nothing
     answer_by_keyboard(browser, KEYBOARD_ANSWERS)
     assert "Sent 5 randomized answers; the server stored 5." in shown(browser, ".sent")

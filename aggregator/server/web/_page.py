@@ -1,4 +1,4 @@
-"""The participant's page: the built bundle's three files, read once, with strong ETags."""
+"""The participant's page: the built bundle's files, read once, with strong ETags."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ _TYPES = {
     "index.html": "text/html; charset=utf-8",
     "deniable.js": "text/javascript; charset=utf-8",
     "deniable.css": "text/css; charset=utf-8",
+    "favicon.svg": "image/svg+xml",
 }
 
 

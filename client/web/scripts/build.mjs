@@ -1,4 +1,4 @@
-// Build the committed bundle: dist/deniable.js, dist/deniable.css, dist/index.html, and
+// Build the committed bundle: dist/deniable.js, dist/deniable.css, dist/index.html, the icon, and
 // dist/SOURCES.json (the SHA-256 of every file the bundle is built from, so that a test
 // without Node can tell a stale bundle). The build is deterministic: the same sources give
 // the same bytes. `make web` runs it; `--out DIR` builds elsewhere (the staleness test).
@@ -25,7 +25,7 @@ await build({
   outfile: join(out, "deniable.js"),
   logLevel: "warning",
 });
-for (const file of ["index.html", "deniable.css"]) copyFileSync(join(web, "static", file), join(out, file));
+for (const file of ["index.html", "deniable.css", "favicon.svg"]) copyFileSync(join(web, "static", file), join(out, file));
 
 function walk(folder) {
   return readdirSync(folder)
