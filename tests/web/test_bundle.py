@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import gzip
 import hashlib
 import json
@@ -74,3 +75,12 @@ def test_the_typescript_type_checks_and_its_unit_tests_pass() -> None:
     assert checked.returncode == 0, checked.stdout + checked.stderr
     tested = subprocess.run(["node", "scripts/test.mjs"], cwd=web, capture_output=True, text=True)
     assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+def test_the_page_pins_its_script_and_style_by_their_hashes() -> None:
+    # One hash, the page's, then pins all of it (docs/security.md: pinning the bundle).
+    index = (web_bundle() / "index.html").read_text()
+    for name in ("deniable.js", "deniable.css"):
+        digest = hashlib.sha384((web_bundle() / name).read_bytes()).digest()
+        pinned = f'/static/{name}" integrity="sha384-{base64.b64encode(digest).decode()}"'
+        assert pinned in index, f"index.html does not pin {name}: run `make web`"

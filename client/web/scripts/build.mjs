@@ -25,7 +25,18 @@ await build({
   outfile: join(out, "deniable.js"),
   logLevel: "warning",
 });
-for (const file of ["index.html", "deniable.css", "favicon.svg"]) copyFileSync(join(web, "static", file), join(out, file));
+for (const file of ["deniable.css", "favicon.svg"]) copyFileSync(join(web, "static", file), join(out, file));
+
+// index.html names its script and style with Subresource Integrity hashes, so that the
+// page's one hash pins all of it (docs/security.md: pinning the bundle).
+const integrity = (file) =>
+  `sha384-${createHash("sha384").update(readFileSync(join(out, file))).digest("base64")}`;
+let html = readFileSync(join(web, "static", "index.html"), "utf8");
+for (const [tag, file] of [['href="/static/deniable.css"', "deniable.css"], ['src="/static/deniable.js"', "deniable.js"]]) {
+  if (!html.includes(tag)) throw new Error(`static/index.html does not name ${file} as ${tag}`);
+  html = html.replace(tag, `${tag} integrity="${integrity(file)}"`);
+}
+writeFileSync(join(out, "index.html"), html);
 
 function walk(folder) {
   return readdirSync(folder)

@@ -1,4 +1,4 @@
-/** The aggregator over the Connect protocol at this page's origin, with the CLI's retries and errors. */
+/** The aggregator over the Connect protocol (the page's origin unless it names one), with the CLI's retries and errors. */
 
 import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
@@ -28,9 +28,26 @@ export class RemoteError extends Error {
   }
 }
 
-/** The page's origin: the aggregator's name in the memo and the ledger. */
+/**
+ * The aggregator's origin: the page's own, unless the page names another in
+ * ``<meta name="deniable-aggregator" content="https://host:port">`` (a page served from a
+ * separate origin, or installed locally, calls its aggregator across origins). It is the
+ * aggregator's name in the memo and the ledger. A meta tag that is not an http(s) origin
+ * is refused: the page stops rather than send anywhere else.
+ */
 export function aggregatorName(): string {
-  return location.origin;
+  const named = document.querySelector<HTMLMetaElement>('meta[name="deniable-aggregator"]');
+  if (named === null) return location.origin;
+  let url: URL;
+  try {
+    url = new URL(named.content);
+  } catch {
+    throw new Error(`the page names an aggregator that is not a URL: ${JSON.stringify(named.content)}`);
+  }
+  if ((url.protocol !== "https:" && url.protocol !== "http:") || url.origin !== named.content.replace(/\/$/, "")) {
+    throw new Error(`the page's aggregator must be an http(s) origin, got ${JSON.stringify(named.content)}`);
+  }
+  return url.origin;
 }
 
 let client: Client<typeof Aggregator> | null = null;
@@ -38,7 +55,7 @@ let client: Client<typeof Aggregator> | null = null;
 function aggregator(): Client<typeof Aggregator> {
   client ??= createClient(
     Aggregator,
-    createConnectTransport({ baseUrl: location.origin, useBinaryFormat: true }),
+    createConnectTransport({ baseUrl: aggregatorName(), useBinaryFormat: true }),
   );
   return client;
 }

@@ -113,6 +113,15 @@ function onClick(event: MouseEvent): void {
 
 /** Start the app: route the current location and listen for navigation. */
 export function start(): void {
+  try {
+    aggregatorName(); // a page that names no usable aggregator stops here, sending nothing
+  } catch (error) {
+    const main = root();
+    const box = errorBox(error);
+    replace(main, h("h1", { tabindex: "-1" }, "This page cannot be used"), box);
+    focusAlert(box);
+    return;
+  }
   document.addEventListener("click", onClick);
   window.addEventListener("popstate", () => route(true));
   document.getElementById("settings-button")?.addEventListener("click", () => void openSettings());
