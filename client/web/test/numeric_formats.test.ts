@@ -2,7 +2,7 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { pyFloat, pyStr } from "../src/core/pyrepr";
+import { reprFloat, reprStr } from "../src/core/pytext";
 import { pythonFloat } from "../src/questions/numeric";
 
 // Expected values printed by Python (repr and float()).
@@ -27,14 +27,14 @@ const FLOATS: [number, string][] = [
 ];
 
 test("floats are written as Python's repr writes them", () => {
-  for (const [value, text] of FLOATS) assert.equal(pyFloat(value), text);
+  for (const [value, text] of FLOATS) assert.equal(reprFloat(value), text);
 });
 
 test("strings are quoted as Python's repr quotes them", () => {
-  assert.equal(pyStr("abc"), "'abc'");
-  assert.equal(pyStr("it's"), '"it\'s"');
-  assert.equal(pyStr(`"'`), `'"\\''`);
-  assert.equal(pyStr("a\nb\\\u200b\x85é"), "'a\\nb\\\\\\u200b\\x85é'");
+  assert.equal(reprStr("abc"), "'abc'");
+  assert.equal(reprStr("it's"), '"it\'s"');
+  assert.equal(reprStr(`"'`), `'"\\''`);
+  assert.equal(reprStr("a\nb\\\u200b\x85é"), "'a\\nb\\\\\\u200b\\x85é'");
 });
 
 const TEXTS: [string, number][] = [

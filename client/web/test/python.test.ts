@@ -16,7 +16,7 @@ import {
   general,
   percent,
   percentOf,
-  pyRepr,
+  reprFloat,
   roundDown,
   roundUp,
   toDouble,
@@ -67,7 +67,7 @@ function question(binary: string) {
 test("numbers are written as Python writes them", () => {
   for (const row of fixtures.numbers) {
     const x = row.x === 0 && row.repr.startsWith("-") ? -0 : row.x;
-    assert.equal(pyRepr(x), row.repr, `repr ${row.repr}`);
+    assert.equal(reprFloat(x), row.repr, `repr ${row.repr}`);
     assert.equal(fixed(x, 2), row.f2, `.2f ${row.repr}`);
     assert.equal(fixed(x, 4), row.f4, `.4f ${row.repr}`);
     assert.equal(percentOf(x), row.pct, `.0% ${row.repr}`);
@@ -81,13 +81,13 @@ test("numbers are written as Python writes them", () => {
 test("rationals round to the nearest double as float(Fraction)", () => {
   for (const row of fixtures.fractions) {
     const value = toDouble(new Fraction(BigInt(row.n), BigInt(row.d)));
-    assert.equal(pyRepr(value), row.float, `${row.n}/${row.d}`);
+    assert.equal(reprFloat(value), row.float, `${row.n}/${row.d}`);
   }
 });
 
 test("sums of ε are exactly rounded as math.fsum", () => {
   for (const row of fixtures.sums)
-    assert.equal(pyRepr(fsum(row.values)), row.sum, JSON.stringify(row.values));
+    assert.equal(reprFloat(fsum(row.values)), row.sum, JSON.stringify(row.values));
 });
 
 test("percentages of exact shares as percent()", () => {

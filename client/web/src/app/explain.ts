@@ -2,7 +2,7 @@
 
 import type { JointPart, Question } from "../gen/deniable/v1/aggregator_pb";
 import { Fraction, type Mechanism, tightestEpsilon } from "../index";
-import { fixed, general, percent, percentOf, pyRepr, times, toDouble } from "../text/numbers";
+import { fixed, general, percent, percentOf, reprFloat, times, toDouble } from "../text/numbers";
 
 const f = Fraction.fromDouble;
 const ONE = Fraction.of(1);
@@ -195,6 +195,6 @@ export function alphaOf(question: Question): number | null {
 /** "Exact epsilon: E, from alpha = A (computed on this device)", as ``deniable answer`` shows it. */
 export function exactLine(question: Question, mechanism: Mechanism): string {
   const alpha = alphaOf(question);
-  const source = alpha !== null ? `alpha = ${pyRepr(alpha)}` : `the ${mechanism.name} parameters`;
-  return `Exact epsilon: ${pyRepr(mechanism.epsilon)}, from ${source} (computed on this device)`;
+  const source = alpha !== null ? `alpha = ${reprFloat(alpha)}` : `the ${mechanism.name} parameters`;
+  return `Exact epsilon: ${reprFloat(mechanism.epsilon)}, from ${source} (computed on this device)`;
 }

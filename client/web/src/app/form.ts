@@ -6,7 +6,7 @@ import { checkBudget } from "../policy/budget";
 import type { Policy, Prepared } from "../policy/policy";
 import { repeats } from "../store/content";
 import { type Kept, type Plan, twinsFor } from "../store/plan";
-import { pyRepr, roundDown, roundUp } from "../text/numbers";
+import { reprFloat, roundDown, roundUp } from "../text/numbers";
 import { visible } from "../text/unsafe";
 import { focus, h, idFor, replace } from "./dom";
 import { exactLine, explain } from "./explain";
@@ -194,6 +194,6 @@ export function costText(plan: Plan, policy: Policy): string {
   return (
     `Sending draws ${draws} on this device, at ${cost}. Your budget in this browser: ` +
     `${roundUp(plan.before)} spent, ${roundDown(policy.budget - plan.after)} left after this, ` +
-    `of ${pyRepr(policy.budget)}.${over}`
+    `of ${reprFloat(policy.budget)}.${over}`
   );
 }

@@ -1,7 +1,7 @@
 /** One input per kind of question (radios, checkboxes, a number, a fieldset per part) and its answer text. */
 
 import type { JointPart, Question } from "../gen/deniable/v1/aggregator_pb";
-import { general, pyRepr } from "../text/numbers";
+import { general, reprFloat } from "../text/numbers";
 import { type Child, h, idFor } from "./dom";
 
 /** The answer as ``deniable answer`` reads it, or why there is none yet. */
@@ -51,14 +51,14 @@ function number(
     id,
     name: id,
     step: "any",
-    min: pyRepr(lo),
-    max: pyRepr(hi),
+    min: reprFloat(lo),
+    max: reprFloat(hi),
     inputmode: "decimal",
     autocomplete: "off",
     "aria-describedby": describedBy,
   });
   const read = (): Read => {
-    const range = `a number from ${pyRepr(lo)} to ${pyRepr(hi)}`;
+    const range = `a number from ${reprFloat(lo)} to ${reprFloat(hi)}`;
     if (input.validity.badInput) return { missing: `that is not a number: enter ${range}` };
     const text = input.value.trim();
     return text === "" ? { missing: `enter ${range}` } : { text };
@@ -120,7 +120,7 @@ function part(question: Question, item: JointPart, describedBy: string): [HTMLEl
         name,
         lo,
         hi,
-        `A number from ${pyRepr(lo)} to ${pyRepr(hi)}`,
+        `A number from ${reprFloat(lo)} to ${reprFloat(hi)}`,
         `${describedBy} ${hint.id}`,
       );
       nodes = [...inputs, hint];
@@ -187,7 +187,7 @@ export function inputsFor(question: Question, describedBy: string): Inputs {
         name,
         min,
         max,
-        `Your answer, a number from ${pyRepr(min)} to ${pyRepr(max)}`,
+        `Your answer, a number from ${reprFloat(min)} to ${reprFloat(max)}`,
         describedBy,
       );
       break;

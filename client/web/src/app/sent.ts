@@ -3,7 +3,7 @@
 import type { Report, SubmitReportsResponse } from "../gen/deniable/v1/aggregator_pb";
 import type { Policy } from "../policy/policy";
 import type { Plan } from "../store/plan";
-import { pyRepr, roundDown, roundUp } from "../text/numbers";
+import { reprFloat, roundDown, roundUp } from "../text/numbers";
 import { h } from "./dom";
 
 function hex(bytes: Uint8Array): string {
@@ -24,7 +24,7 @@ export function shownValue(report: Report): string {
     case "hashed":
       return `hash value ${value.value.valueFixed ?? value.value.value}`;
     case "number":
-      return pyRepr(value.value);
+      return reprFloat(value.value);
     case "encoded":
       return hex(value.value);
     default:
@@ -101,9 +101,9 @@ export function costLines(plan: Plan, policy: Policy, charged: boolean): HTMLEle
       {},
       charged
         ? `Your budget in this browser: ${roundUp(plan.before)} spent before, ` +
-            `${roundDown(policy.budget - plan.after)} left after this, of ${pyRepr(policy.budget)}.`
+            `${roundDown(policy.budget - plan.after)} left after this, of ${reprFloat(policy.budget)}.`
         : `Your budget in this browser: ${roundUp(spentNow)} spent, ` +
-            `${roundDown(policy.budget - spentNow)} left, of ${pyRepr(policy.budget)}.`,
+            `${roundDown(policy.budget - spentNow)} left, of ${reprFloat(policy.budget)}.`,
     ),
   );
   return lines;

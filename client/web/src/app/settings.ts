@@ -4,7 +4,7 @@ import { InvalidAnswerError } from "../index";
 import { type Charge, oncePerDraw, remaining, spent } from "../policy/budget";
 import { type Policy, DEFAULT_BUDGET, DEFAULT_MAX_EPSILON, parseSetting } from "../policy/policy";
 import { readState, resetPolicy, savePolicy } from "../store/session";
-import { pyRepr, roundDown, roundUp } from "../text/numbers";
+import { reprFloat, roundDown, roundUp } from "../text/numbers";
 import { describe, focus, h, replace } from "./dom";
 import { aggregatorName } from "./remote";
 
@@ -29,7 +29,7 @@ function field(
     step: "any",
     min: "0",
     inputmode: "decimal",
-    value: pyRepr(value),
+    value: reprFloat(value),
     "aria-describedby": `${id}-hint ${id}-error`,
   });
   const row = h(
@@ -54,7 +54,7 @@ function ledgerSummary(policy: Policy, list: readonly Charge[]): HTMLElement {
       "p",
       {},
       `This browser: ${roundUp(total)} spent, ${roundDown(remaining(policy, total))} left, ` +
-        `of ${pyRepr(policy.budget)}.`,
+        `of ${reprFloat(policy.budget)}.`,
     ),
     surveys.length === 0
       ? h("p", {}, "No privacy spent yet.")
@@ -115,14 +115,14 @@ export async function openSettings(): Promise<void> {
     "max-epsilon",
     "Maximum epsilon per answer",
     "A question whose privacy loss is above this is refused " +
-      `(default ${pyRepr(DEFAULT_MAX_EPSILON)}; now ${policy.sources.maxEpsilon}).`,
+      `(default ${reprFloat(DEFAULT_MAX_EPSILON)}; now ${policy.sources.maxEpsilon}).`,
     policy.maxEpsilon,
   );
   const [budgetRow, budgetInput, budgetError] = field(
     "budget",
     "Privacy budget",
     "The most epsilon this browser spends at this site over every answer " +
-      `(default ${pyRepr(DEFAULT_BUDGET)}; now ${policy.sources.budget}).`,
+      `(default ${reprFloat(DEFAULT_BUDGET)}; now ${policy.sources.budget}).`,
     policy.budget,
   );
   let summary = ledgerSummary(policy, state.charges);
@@ -158,8 +158,8 @@ export async function openSettings(): Promise<void> {
   };
   const reset = async (): Promise<void> => {
     const next = await resetPolicy();
-    maxInput.value = pyRepr(next.maxEpsilon);
-    budgetInput.value = pyRepr(next.budget);
+    maxInput.value = reprFloat(next.maxEpsilon);
+    budgetInput.value = reprFloat(next.budget);
     show(next, "Back to the defaults.");
   };
   replace(

@@ -1,7 +1,7 @@
 /** Duchi, Jordan and Wainwright's mechanism: report ±B with odds leaning toward the answer. */
 
 import { Fraction, ONE } from "../core/fraction";
-import { pyFloat } from "../core/pyrepr";
+import { reprFloat } from "../core/pytext";
 import { bernoulliRational } from "../sampling/rational";
 import type { ByteSource } from "../sampling/source";
 import { registerMechanism } from "./registry";
@@ -30,9 +30,9 @@ export class DuchiMechanism extends NumericMechanism {
   constructor(lo: number, hi: number, bound: number) {
     super(lo, hi);
     if (!Number.isFinite(bound)) {
-      throw new ParameterError(`bound must be a finite number, got ${pyFloat(bound)}`);
+      throw new ParameterError(`bound must be a finite number, got ${reprFloat(bound)}`);
     }
-    if (!(bound > 1)) throw new ParameterError(`bound must be > 1, got ${pyFloat(bound)}`);
+    if (!(bound > 1)) throw new ParameterError(`bound must be > 1, got ${reprFloat(bound)}`);
     this.bound = bound;
     const exact = Fraction.fromDouble(bound);
     [this.b, this.scale] = [exact.n, exact.d];

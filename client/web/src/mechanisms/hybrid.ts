@@ -1,7 +1,7 @@
 /** The Hybrid mechanism (Wang et al., ICDE 2019): Piecewise with probability β, else Duchi. */
 
 import { Fraction, bitLength } from "../core/fraction";
-import { pyFloat } from "../core/pyrepr";
+import { reprFloat } from "../core/pytext";
 import { bernoulli } from "../sampling/bernoulli";
 import type { ByteSource } from "../sampling/source";
 import { DuchiMechanism } from "./duchi";
@@ -51,7 +51,7 @@ export class HybridMechanism extends NumericMechanism {
   ) {
     super(lo, hi);
     if (!(beta >= 0 && beta <= 1)) {
-      throw new ParameterError(`beta must be in [0, 1], got ${pyFloat(beta)}`);
+      throw new ParameterError(`beta must be in [0, 1], got ${reprFloat(beta)}`);
     }
     this.beta = beta;
     this.betaExact = Fraction.fromDouble(beta);
@@ -59,7 +59,7 @@ export class HybridMechanism extends NumericMechanism {
     this.duchi = new DuchiMechanism(lo, hi, bound);
     if (beta > 0 && beta < 1 && this.piecewise.onGrid(Fraction.fromDouble(bound))) {
       throw new ParameterError(
-        `bound ${pyFloat(bound)} lies on the piecewise grid: reports would be ambiguous`,
+        `bound ${reprFloat(bound)} lies on the piecewise grid: reports would be ambiguous`,
       );
     }
     const used: Fraction[] = [];

@@ -2,7 +2,7 @@
 
 import { InvalidAnswerError, RefusedError } from "../core/errors";
 import { Fraction } from "../core/fraction";
-import { pyFloat, pyStr } from "../core/pyrepr";
+import { reprFloat, reprStr } from "../core/pytext";
 import type { Question } from "../gen/deniable/v1/aggregator_pb";
 import { tightestEpsilon } from "../privacy/epsilon";
 import { bernoulliRational } from "../sampling/rational";
@@ -23,7 +23,7 @@ export class ParameterError extends Error {
 export function checkEpsilon(epsilon: number): number {
   if (!(MIN_EPSILON <= epsilon && epsilon <= MAX_EPSILON)) {
     throw new ParameterError(
-      `epsilon must be in [2^-20, 50] for a numeric mechanism, got ${pyFloat(epsilon)}`,
+      `epsilon must be in [2^-20, 50] for a numeric mechanism, got ${reprFloat(epsilon)}`,
     );
   }
   return epsilon;
@@ -82,10 +82,10 @@ export function stochasticRound(position: Position, steps: bigint, source: ByteS
 function checkRange(lo: number, hi: number): void {
   for (const [name, value] of [["lo", lo], ["hi", hi]] as const) {
     if (!Number.isFinite(value)) {
-      throw new ParameterError(`${name} must be a finite number, got ${pyFloat(value)}`);
+      throw new ParameterError(`${name} must be a finite number, got ${reprFloat(value)}`);
     }
   }
-  const pair = `lo=${pyFloat(lo)}, hi=${pyFloat(hi)}`;
+  const pair = `lo=${reprFloat(lo)}, hi=${reprFloat(hi)}`;
   if (!(lo < hi)) throw new ParameterError(`lo must be < hi, got ${pair}`);
   if (!Number.isFinite(hi - lo)) {
     throw new ParameterError(`hi - lo must be a finite float, got ${pair}`);
@@ -129,7 +129,7 @@ export abstract class NumericMechanism implements Mechanism {
     }
     if (truth < this.lo || truth > this.hi) {
       throw new InvalidAnswerError(
-        `value ${pyFloat(truth)} is outside [${pyFloat(this.lo)}, ${pyFloat(this.hi)}]`,
+        `value ${reprFloat(truth)} is outside [${reprFloat(this.lo)}, ${reprFloat(this.hi)}]`,
       );
     }
     const position = exactPosition(truth, this.low, this.high);
@@ -171,7 +171,7 @@ const EXPECTED: Record<string, string> = {
 /** The client's refusal of an invalid setting, worded as Python's ``check_mechanism``. */
 export function refusal(question: Question, error: string): RefusedError {
   return new RefusedError(
-    `question ${pyStr(question.id)}: ${error}; refusing to answer, nothing was sent. The ` +
+    `question ${reprStr(question.id)}: ${error}; refusing to answer, nothing was sent. The ` +
       "survey's privacy setting is invalid: tell the survey's organizer",
   );
 }

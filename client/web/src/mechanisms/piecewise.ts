@@ -1,7 +1,7 @@
 /** The Piecewise mechanism (Wang et al., ICDE 2019) on a dyadic output grid (Python's ``piecewise``). */
 
 import { Fraction, ONE } from "../core/fraction";
-import { pyFloat } from "../core/pyrepr";
+import { reprFloat } from "../core/pytext";
 import { bernoulliRational } from "../sampling/rational";
 import type { ByteSource } from "../sampling/source";
 import { candidates, uniformBelow } from "../sampling/uniform";
@@ -66,7 +66,7 @@ export class PiecewiseMechanism extends NumericMechanism {
     const h = halfStep(gridBits);
     const hOuter = h.mul(new Fraction(outer));
     if (hOuter.le(ONE)) {
-      const product = `${outer} * 2^${-gridBits} = ${pyFloat(hOuter.toNumber())}`;
+      const product = `${outer} * 2^${-gridBits} = ${reprFloat(hOuter.toNumber())}`;
       throw new ParameterError(`outer_cells * 2^-grid_bits must be > 1, got ${product}`);
     }
     [this.centerCells, this.outerCells, this.gridBits] = [center, outer, gridBits];

@@ -1,7 +1,7 @@
 /** The privacy ledger's sums and the budget check, as the Python client's ``Ledger`` and ``Plan``. */
 
 import { RefusedError } from "../index";
-import { fsum, pyRepr, roundDown, roundUp } from "../text/numbers";
+import { fsum, reprFloat, roundDown, roundUp } from "../text/numbers";
 import { type Policy, howToChange } from "./policy";
 
 /**
@@ -65,7 +65,7 @@ export function checkBudget(policy: Policy, before: number, cost: number): void 
     const left = policy.budget - before;
     throw new RefusedError(
       `answering would spend epsilon ${roundUp(cost)}, but only ${roundDown(left)} of your budget ` +
-        `of ${pyRepr(policy.budget)} (${policy.sources.budget}) is left in this browser ` +
+        `of ${reprFloat(policy.budget)} (${policy.sources.budget}) is left in this browser ` +
         `(${roundUp(before)} spent): ${roundUp(after - policy.budget)} over budget; refusing to ` +
         `answer, nothing was sent. See what you spent under Privacy settings; to accept more ` +
         `privacy loss, raise the budget with ${howToChange("budget")}`,

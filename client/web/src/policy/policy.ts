@@ -2,7 +2,7 @@
 
 import type { Question } from "../gen/deniable/v1/aggregator_pb";
 import { InvalidAnswerError, type Mechanism, type QuestionType, RefusedError, prepareQuestion } from "../index";
-import { pyRepr, roundUp } from "../text/numbers";
+import { reprFloat, roundUp } from "../text/numbers";
 import { quoted } from "../text/unsafe";
 
 /** Largest ε one answer may cost by default: a yes/no guess right at most 88% of the time. */
@@ -94,7 +94,7 @@ export function check(policy: Policy, question: Question): Prepared {
   if (!withinLimit(policy, mechanism)) {
     throw new RefusedError(
       `question ${quoted(question.id)}: epsilon ${roundUp(mechanism.epsilon)} (computed on this ` +
-        `device from ${mechanism.name}) is above your limit of ${pyRepr(policy.maxEpsilon)} per ` +
+        `device from ${mechanism.name}) is above your limit of ${reprFloat(policy.maxEpsilon)} per ` +
         `answer (${policy.sources.maxEpsilon}); refusing to answer, nothing was sent. To accept ` +
         `this privacy loss, raise the limit with ${howToChange("maxEpsilon")}`,
     );

@@ -1,7 +1,7 @@
 /** Numeric questions: a number on a public range, read exactly as Python's ``float`` reads it. */
 
 import { InvalidAnswerError } from "../core/errors";
-import { pyFloat, pyStr } from "../core/pyrepr";
+import { reprFloat, reprStr } from "../core/pytext";
 import type { Question } from "../gen/deniable/v1/aggregator_pb";
 import { refusal } from "../mechanisms/numeric";
 import { registerQuestionType } from "./registry";
@@ -61,7 +61,7 @@ export class NumericQuestion implements QuestionType {
     const { min, max } = range(question);
     const number = pythonFloat(text);
     if (!(min <= number && number <= max)) {
-      throw new InvalidAnswerError(`answer must be ${this.answerHint(question)}, got ${pyStr(text)}`);
+      throw new InvalidAnswerError(`answer must be ${this.answerHint(question)}, got ${reprStr(text)}`);
     }
     return number;
   }
@@ -69,7 +69,7 @@ export class NumericQuestion implements QuestionType {
   /** ``a number from MIN to MAX``, the ends as Python writes floats. */
   answerHint(question: Question): string {
     const { min, max } = range(question);
-    return `a number from ${pyFloat(min)} to ${pyFloat(max)}`;
+    return `a number from ${reprFloat(min)} to ${reprFloat(max)}`;
   }
 
   /** Refuse a range beyond ±1e15 (Python's ``check``), worded as the Python client. */
@@ -79,7 +79,7 @@ export class NumericQuestion implements QuestionType {
       if (Math.abs(value) > MAX_NUMERIC_BOUND) {
         throw refusal(
           question,
-          `question.numeric.${field}: ${pyFloat(value)} is beyond ±1e+15, the largest ` +
+          `question.numeric.${field}: ${reprFloat(value)} is beyond ±1e+15, the largest ` +
             "magnitude of a numeric question's range",
         );
       }

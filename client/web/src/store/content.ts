@@ -18,7 +18,7 @@ import {
   type Report,
   ReportSchema,
 } from "../gen/deniable/v1/aggregator_pb";
-import { pyRepr } from "../text/numbers";
+import { reprFloat } from "../text/numbers";
 import { FOLD_MANY, FOLD_RUNS } from "./casefold";
 
 const FOLDED = new Map<number, string>(FOLD_MANY);
@@ -105,7 +105,7 @@ function byCodePoint(a: string, b: string): number {
 
 /** ``json.dumps(_normalized(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)``. */
 function dump(node: Node): string {
-  if (node instanceof Float) return pyRepr(node.value);
+  if (node instanceof Float) return reprFloat(node.value);
   if (typeof node === "string") return JSON.stringify(normalizedText(node));
   if (typeof node === "number") return String(node);
   if (typeof node === "boolean") return node ? "true" : "false";

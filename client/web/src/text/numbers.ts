@@ -105,23 +105,8 @@ export function general(x: number, precision = 6): string {
   return `${sign}${mantissa}${exponentText(exponent)}`;
 }
 
-/** Python's ``repr(float)``: the shortest digits that round-trip, in Python's notation. */
-export function pyRepr(x: number): string {
-  const odd = special(x);
-  if (odd !== null) return odd;
-  if (x === 0) return negative(x) ? "-0.0" : "0.0";
-  const sign = x < 0 ? "-" : "";
-  const [mantissa, exp] = Math.abs(x).toExponential().split("e") as [string, string];
-  const digits = mantissa.replace(".", "");
-  const point = Number(exp) + 1; // x = 0.DIGITS × 10^point
-  if (point > -4 && point <= 16) {
-    if (point <= 0) return `${sign}0.${"0".repeat(-point)}${digits}`;
-    if (point >= digits.length) return `${sign}${digits}${"0".repeat(point - digits.length)}.0`;
-    return `${sign}${digits.slice(0, point)}.${digits.slice(point)}`;
-  }
-  const head = digits.length > 1 ? `${digits[0]}.${digits.slice(1)}` : digits;
-  return `${sign}${head}${exponentText(point - 1)}`;
-}
+/** Python's ``repr(float)`` (one implementation, in core/pytext). */
+export { reprFloat } from "../core/pytext";
 
 /** ε for display with 4 decimals, rounded up: a cost is never understated (``round_up``). */
 export function roundUp(epsilon: number): string {
