@@ -196,8 +196,10 @@ def estimates(
     return checks, counted
 
 
-def run(participants: int, confidence: float, seed: int | None = None) -> dict[str, Any]:
-    """Both paths against one daemon; the checks of the browser's survey and both rates."""
+def run(
+    participants: int, confidence: float, seed: int | None = None, *, baseline: bool = True
+) -> dict[str, Any]:
+    """Both paths against one daemon (the browser's alone without ``baseline``); its checks."""
     missing = missing_browser()
     if missing is not None:
         raise RuntimeError(missing)
@@ -219,7 +221,7 @@ def run(participants: int, confidence: float, seed: int | None = None) -> dict[s
         if "error" in sent:
             raise RuntimeError(f"the page could not send: {sent['error']}")
         started = time.perf_counter()
-        for question in grpc_survey.questions:
+        for question in grpc_survey.questions if baseline else []:
             for at in range(0, participants, BATCH):
                 batch = [
                     build_reports(
@@ -237,8 +239,12 @@ def run(participants: int, confidence: float, seed: int | None = None) -> dict[s
         "reports": reports,
         "confidence": confidence,
         "browser": {"seconds": sent["seconds"], "reports_per_second": reports / sent["seconds"]},
-        "python_grpc": {"seconds": python_seconds, "reports_per_second": reports / python_seconds},
-        "ratio": (reports / sent["seconds"]) / (reports / python_seconds),
+        "python_grpc": (
+            {"seconds": python_seconds, "reports_per_second": reports / python_seconds}
+            if baseline
+            else None
+        ),
+        "ratio": python_seconds / sent["seconds"] if baseline else None,
         "counted": counted,
         "checks": [
             {
