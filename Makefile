@@ -39,6 +39,13 @@ lint: $(VENV)/.installed-dev
 	for package in client aggregator shared; do \
 		ln -sfn ../../../$$package build/typecheck/deniable/$$package; done
 	$(BIN)/mypy
+	@# client/web's TypeScript, type-checked strictly (tsc), where Node.js is (CI installs it).
+	@if command -v node >/dev/null && command -v npm >/dev/null; then \
+		$(MAKE) --no-print-directory $(WEB)/node_modules/.installed && \
+		cd $(WEB) && node node_modules/typescript/bin/tsc --noEmit -p . && echo "tsc: clean"; \
+	elif [ "$$CI_REQUIRE_NODE" = 1 ]; then \
+		echo "CI_REQUIRE_NODE=1 but node or npm is missing" >&2; exit 1; \
+	else echo "no Node.js: client/web's TypeScript was not type-checked"; fi
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/perturb_throughput.py

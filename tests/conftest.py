@@ -47,6 +47,9 @@ LONG_TESTS_FIRST = frozenset(
         "test_simulate_sweep_json_text_and_figures_agree",
         "test_acknowledged_reports_survive_kill_9_exactly_once",
         "test_fast_path_agrees_with_exact_path_on_mixed_batches",
+        # The browser's: 10^6 reports drawn in Chromium; byte-for-byte replays.
+        "test_reports_follow_the_python_mechanisms_law",
+        "test_replay_matches_the_python_client_byte_for_byte",
     }
 )
 

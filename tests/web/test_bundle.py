@@ -66,13 +66,9 @@ def test_the_message_code_is_generated_from_proto(tmp_path: Path) -> None:
         assert (tmp_path / name).read_bytes() == committed, f"src/gen/{name} is stale: make web"
 
 
-def test_the_typescript_type_checks_and_its_unit_tests_pass() -> None:
+def test_the_typescript_unit_tests_pass() -> None:
+    # (tsc type-checks the TypeScript in `make lint`.)
     web = node_modules()
-    checked = subprocess.run(
-        ["node", "node_modules/typescript/bin/tsc", "--noEmit", "-p", "."],
-        cwd=web, capture_output=True, text=True,
-    )  # fmt: skip
-    assert checked.returncode == 0, checked.stdout + checked.stderr
     tested = subprocess.run(["node", "scripts/test.mjs"], cwd=web, capture_output=True, text=True)
     assert tested.returncode == 0, tested.stdout + tested.stderr
 
