@@ -43,6 +43,7 @@ export function mechanism(epsilon: number, ratio: Fraction | null = Fraction.of(
     name: "randomized_response",
     ratio,
     epsilon,
+    fixedBytes: 0,
     perturb: (truth: Truth) => ({ case: "bit", value: Boolean(truth) }),
   };
 }

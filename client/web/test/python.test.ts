@@ -126,6 +126,7 @@ test("the plain-language sentence of every mechanism is Python's explain", () =>
       name: row.name!,
       ratio,
       epsilon: row.epsilon!,
+      fixedBytes: 0,
       perturb: () => {
         throw new Error("not in this test");
       },

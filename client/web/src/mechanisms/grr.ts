@@ -4,7 +4,7 @@ import { Fraction } from "../core/fraction";
 import type { Question } from "../gen/deniable/v1/aggregator_pb";
 import { tightestEpsilon } from "../privacy/epsilon";
 import type { ByteSource } from "../sampling/source";
-import { randomizedResponse } from "./options";
+import { randomizedResponse, randomizedResponseBytes } from "./options";
 import { asOption, checkAlpha, checkOptions, grrRatio, optionsOf } from "./parameters";
 import { registerMechanism } from "./registry";
 import type { Mechanism, ReportValue, Truth } from "./types";
@@ -24,6 +24,7 @@ export function generalizedRandomizedResponse(k: number | bigint, alpha: number)
     name: "grr",
     ratio,
     epsilon: tightestEpsilon(ratio),
+    fixedBytes: randomizedResponseBytes(BigInt(count), keep),
     perturb(truth: Truth, source: ByteSource): ReportValue {
       const option = asOption(truth, count);
       const reported = randomizedResponse(BigInt(option), BigInt(count), keep, source);

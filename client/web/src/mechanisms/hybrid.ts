@@ -1,8 +1,8 @@
 /** The Hybrid mechanism (Wang et al., ICDE 2019): Piecewise with probability β, else Duchi. */
 
-import { Fraction, bitLength } from "../core/fraction";
+import { Fraction } from "../core/fraction";
 import { reprFloat } from "../core/pytext";
-import { bernoulli } from "../sampling/bernoulli";
+import { bernoulli, bernoulliBytes } from "../sampling/bernoulli";
 import type { ByteSource } from "../sampling/source";
 import { DuchiMechanism } from "./duchi";
 import { registerMechanism } from "./registry";
@@ -14,14 +14,6 @@ import {
   type Position,
 } from "./numeric";
 import { PiecewiseMechanism } from "./piecewise";
-
-/** The bytes ``bernoulli(p)`` reads for a dyadic p: its base-256 digits in 1-, 2-, 4- or 8-byte words. */
-function bernoulliBytes(p: Fraction): number {
-  if (p.n === 0n || p.n === p.d) return 0;
-  const places = Math.ceil((bitLength(p.d) - 1) / 8);
-  const width = [1, 2, 4].find((w) => places <= w) ?? 8;
-  return width * Math.ceil(places / width);
-}
 
 /**
  * The Hybrid mechanism as Python's ``HybridMechanism``: an exact Bernoulli(β) (β a double,

@@ -3,7 +3,7 @@
 import { Fraction } from "../core/fraction";
 import type { Question } from "../gen/deniable/v1/aggregator_pb";
 import { tightestEpsilon } from "../privacy/epsilon";
-import { bernoulliMany } from "../sampling/bernoulli";
+import { bernoulliBytes, bernoulliMany } from "../sampling/bernoulli";
 import type { ByteSource } from "../sampling/source";
 import { packBits } from "./options";
 import { checkHalfOpen, checkItems, flipRatio } from "./parameters";
@@ -37,6 +37,7 @@ export function itemRandomizedResponse(k: number, q: number): Mechanism {
     name: "item_rr",
     ratio,
     epsilon: tightestEpsilon(ratio),
+    fixedBytes: count * bernoulliBytes(exact),
     perturb(truth: Truth, source: ByteSource): ReportValue {
       const mask = asMask(truth, count);
       const flips = bernoulliMany(exact, count, source);

@@ -118,11 +118,7 @@ export abstract class NumericMechanism implements Mechanism {
   /** The bytes every report reads, whatever the truth (the rare events read more, after). */
   abstract get fixedBytes(): number;
 
-  /**
-   * One report of a number in [lo, hi] (Python's ``perturb_many`` of one value, unclamped).
-   * The fixed bytes are taken from the source in one call (``readAhead``): the same bytes,
-   * in the same order, as the Python client reads them, in fewer WebCrypto calls.
-   */
+  /** One report of a number in [lo, hi] (Python's ``perturb_many`` of one value, unclamped). */
   perturb(truth: Truth, source: ByteSource): ReportValue {
     if (typeof truth !== "number" || !Number.isFinite(truth)) {
       throw new InvalidAnswerError(`value must be a finite number, got ${String(truth)}`);
@@ -133,32 +129,10 @@ export abstract class NumericMechanism implements Mechanism {
       );
     }
     const position = exactPosition(truth, this.low, this.high);
-    return { case: "number", value: this.sample(position, readAhead(source, this.fixedBytes)) };
+    return { case: "number", value: this.sample(position, source) };
   }
 }
 
-/**
- * The source, read ``size`` bytes ahead on its first use: requests are served in order from
- * those bytes, then from the source, so every request gets the bytes it would have got.
- * ``size`` must be at most what is always read, lest bytes be drawn and not used.
- */
-export function readAhead(source: ByteSource, size: number): ByteSource {
-  let buffer: Uint8Array | undefined;
-  let at = 0;
-  return (count) => {
-    buffer ??= source(size);
-    if (at + count <= buffer.length) {
-      at += count;
-      return buffer.subarray(at - count, at);
-    }
-    const out = new Uint8Array(count);
-    const rest = buffer.length - at;
-    out.set(buffer.subarray(at));
-    at = buffer.length;
-    out.set(source(count - rest), rest);
-    return out;
-  };
-}
 
 const EXPECTED: Record<string, string> = {
   binary: "randomized_response",

@@ -5,8 +5,8 @@ import { Fraction } from "../core/fraction";
 import { HashedOptionSchema, type Question } from "../gen/deniable/v1/aggregator_pb";
 import { tightestEpsilon } from "../privacy/epsilon";
 import type { ByteSource } from "../sampling/source";
-import { uniformBelow } from "../sampling/uniform";
-import { randomizedResponse } from "./options";
+import { uniformBelow, uniformBytes } from "../sampling/uniform";
+import { randomizedResponse, randomizedResponseBytes } from "./options";
 import { asOption, checkAlpha, checkOptions, grrRatio, optionsOf } from "./parameters";
 import { registerMechanism } from "./registry";
 import type { Mechanism, ReportValue, Truth } from "./types";
@@ -28,6 +28,7 @@ export function optimizedLocalHashing(k: number | bigint, g: number, alpha: numb
     name: "olh",
     ratio,
     epsilon: tightestEpsilon(ratio),
+    fixedBytes: 2 * uniformBytes(HASH_PRIME) + randomizedResponseBytes(BigInt(range), keep),
     perturb(truth: Truth, source: ByteSource): ReportValue {
       const option = BigInt(asOption(truth, count));
       const a = uniformBelow(HASH_PRIME, source);

@@ -1,9 +1,9 @@
 /** Randomized values of the frequency oracles and their k-bit reports, as Python's ``_options.py``. */
 
 import type { Fraction } from "../core/fraction";
-import { bernoulli } from "../sampling/bernoulli";
+import { bernoulli, bernoulliBytes } from "../sampling/bernoulli";
 import type { ByteSource } from "../sampling/source";
-import { uniformBelow } from "../sampling/uniform";
+import { uniformBelow, uniformBytes } from "../sampling/uniform";
 
 /**
  * Keep ``truth`` with probability α exactly, else a uniform draw from [0, size) (Python's
@@ -15,6 +15,11 @@ export function randomizedResponse(truth: bigint, size: bigint, alpha: Fraction,
   const keep = bernoulli(alpha, source) ? 1n : 0n;
   const replacement = uniformBelow(size, source);
   return replacement + keep * (truth - replacement);
+}
+
+/** The bytes one ``randomizedResponse`` over ``size`` values reads: its keep bit and replacement. */
+export function randomizedResponseBytes(size: bigint, alpha: Fraction): number {
+  return bernoulliBytes(alpha) + uniformBytes(size);
 }
 
 /**

@@ -3,7 +3,7 @@
 import { Fraction } from "../core/fraction";
 import type { Question } from "../gen/deniable/v1/aggregator_pb";
 import { tightestEpsilon } from "../privacy/epsilon";
-import { bernoulli, bernoulliMany } from "../sampling/bernoulli";
+import { bernoulli, bernoulliBytes, bernoulliMany } from "../sampling/bernoulli";
 import type { ByteSource } from "../sampling/source";
 import { packBits } from "./options";
 import { asOption, checkHalfOpen, checkOptions, flipRatio, optionsOf } from "./parameters";
@@ -27,6 +27,7 @@ export function optimizedUnaryEncoding(k: number | bigint, q: number): Mechanism
     name: "oue",
     ratio,
     epsilon: tightestEpsilon(ratio),
+    fixedBytes: count * bernoulliBytes(exact) + bernoulliBytes(HALF),
     perturb(truth: Truth, source: ByteSource): ReportValue {
       const option = asOption(truth, count);
       const bits = bernoulliMany(exact, count, source);

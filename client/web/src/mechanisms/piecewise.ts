@@ -4,7 +4,7 @@ import { Fraction, ONE } from "../core/fraction";
 import { reprFloat } from "../core/pytext";
 import { bernoulliRational } from "../sampling/rational";
 import type { ByteSource } from "../sampling/source";
-import { candidates, uniformBelow } from "../sampling/uniform";
+import { uniformBelow, uniformBytes } from "../sampling/uniform";
 import { registerMechanism } from "./registry";
 import {
   NumericMechanism,
@@ -22,13 +22,6 @@ export const MAX_CELLS = 1n << 52n;
 /** 2^-bits as an exact fraction, for bits of either sign. */
 function halfStep(bits: number): Fraction {
   return bits >= 0 ? new Fraction(1n, 1n << BigInt(bits)) : new Fraction(1n << BigInt(-bits));
-}
-
-/** The bytes of ``uniformBelow(bound)``'s first round: R candidates of the smallest width. */
-function uniformBytes(bound: bigint): number {
-  if (bound === 1n) return 0;
-  const bits = (bound - 1n).toString(2).length;
-  return candidates(bound) * ([1, 2, 4, 8].find((width) => bits <= 8 * width) ?? 8);
 }
 
 /**

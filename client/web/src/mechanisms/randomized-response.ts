@@ -3,7 +3,7 @@
 import { Fraction, ONE } from "../core/fraction";
 import type { Question } from "../gen/deniable/v1/aggregator_pb";
 import { tightestEpsilon } from "../privacy/epsilon";
-import { bernoulli } from "../sampling/bernoulli";
+import { bernoulli, bernoulliBytes } from "../sampling/bernoulli";
 import type { ByteSource } from "../sampling/source";
 import { checkAlpha, checkOptions, grrRatio } from "./parameters";
 import { registerMechanism } from "./registry";
@@ -31,6 +31,7 @@ export function randomizedResponse(alpha: number): Mechanism {
     name: "randomized_response",
     ratio,
     epsilon: tightestEpsilon(ratio),
+    fixedBytes: bernoulliBytes(pTruth),
     perturb(truth: Truth, source: ByteSource): ReportValue {
       const bit = asBit(truth);
       const keep = bernoulli(pTruth, source);

@@ -21,6 +21,11 @@ export interface Mechanism {
   readonly ratio: Fraction | null;
   /** The smallest double ε with e^ε ≥ ratio (Python's ``tightest_epsilon``); Infinity if none. */
   readonly epsilon: number;
+  /**
+   * The bytes every report reads, whatever the truth and the outcome (only events of
+   * probability at most 2^-64 read more, after them): ``buildReport`` takes them in one call.
+   */
+  readonly fixedBytes: number;
   /** One randomized report of one true answer; reads the same number of bytes for every truth. */
   perturb(truth: Truth, source: ByteSource): ReportValue;
 }

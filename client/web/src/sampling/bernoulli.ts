@@ -30,6 +30,11 @@ function threshold(p: Fraction): Threshold {
   return made;
 }
 
+/** The bytes one ``bernoulli(p)`` draw reads: none for p = 0 or 1. */
+export function bernoulliBytes(p: Fraction): number {
+  return p.eq(ZERO) || p.eq(ONE) ? 0 : threshold(p).bytes;
+}
+
 /**
  * One Bernoulli(p) draw for a dyadic p = N/256^d, exactly as the Python client draws it: a
  * uniform U of the smallest whole number of 1-, 2-, 4- or 8-byte words holding d bytes,

@@ -39,3 +39,26 @@ export function littleEndian(bytes: Uint8Array): bigint {
   for (let i = bytes.length - 1; i >= 0; i--) value = (value << 8n) | BigInt(bytes[i]!);
   return value;
 }
+
+/**
+ * The source, read ``size`` bytes ahead on its first use: requests are served in order from
+ * those bytes, then from the source, so every request gets the bytes it would have got.
+ * ``size`` must be at most what is always read, lest bytes be drawn and not used.
+ */
+export function readAhead(source: ByteSource, size: number): ByteSource {
+  let buffer: Uint8Array | undefined;
+  let at = 0;
+  return (count) => {
+    buffer ??= source(size);
+    if (at + count <= buffer.length) {
+      at += count;
+      return buffer.subarray(at - count, at);
+    }
+    const out = new Uint8Array(count);
+    const rest = buffer.length - at;
+    out.set(buffer.subarray(at));
+    at = buffer.length;
+    out.set(source(count - rest), rest);
+    return out;
+  };
+}

@@ -22,6 +22,13 @@ export function candidates(bound: bigint): number {
   return count;
 }
 
+/** The bytes one ``uniformBelow(bound)`` draw always reads: its first round of candidates. */
+export function uniformBytes(bound: bigint): number {
+  if (bound === 1n) return 0;
+  const bits = bitLength(bound - 1n);
+  return candidates(bound) * ([8, 16, 32, 64].find((w) => bits <= w)! / 8);
+}
+
 /**
  * One integer uniform on [0, bound), as the Python client draws it: each round reads R
  * candidates, little-endian words of the smallest of 1, 2, 4 or 8 bytes holding
