@@ -22,13 +22,14 @@ demo: $(VENV)/.installed-aggregator
 	$(BIN)/deniable-aggregator simulate --participants 10000 --p 0.3 --alpha 0.5
 
 # Every test runs, on every core (pytest-xdist; an idle worker steals queued tests, so one
-# slow file does not leave the other core idle at the end), with one worker more than the
-# cores: many tests wait on a daemon or a command they started, and the extra worker fills
-# that time (about 10 s less on 2 cores). JOBS=0 runs them in this process.
+# slow file does not leave the other core idle at the end), with two workers more than the
+# cores: many tests wait on a daemon, a browser or a command they started, and the extra
+# workers fill that time (on 2 cores, 4 workers took 4:16 and 4:19 where 3 took 4:32 and
+# 4:43, back to back). JOBS=0 runs them in this process.
 # Bytecode is cached even where the environment turns it off (PYTHONDONTWRITEBYTECODE): the
 # workers and the daemons and commands the tests start then compile each module, and
 # rewrite each test's asserts, once per run instead of once per process.
-JOBS ?= $(shell echo $$(( $$(nproc) + 1 )))
+JOBS ?= $(shell echo $$(( $$(nproc) + 2 )))
 test: $(VENV)/.installed-dev
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(JOBS) --dist worksteal --durations=15
 
