@@ -81,4 +81,4 @@ web: $(VENV)/.installed-dev $(WEB)/node_modules/.installed
 	cd $(WEB) && PYTHON=$(abspath $(BIN)/python) node scripts/gen.mjs && node scripts/build.mjs
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(WEB)/node_modules $(WEB)/build
