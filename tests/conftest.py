@@ -276,11 +276,12 @@ def start_daemon(
     token_file.write_text(ADMIN_TOKEN + "\n")
     db_url = db_url or f"sqlite:///{tmp_path / 'daemon.db'}"
     stderr_path = tmp_path / f"daemon-{time.monotonic_ns()}.log"
-    process = subprocess.Popen(
-        [str(BIN / "deniable-aggregator"), "serve", "--listen", "127.0.0.1:0",
-         "--db", db_url, "--admin-token-file", str(token_file), "--grace", "5", *args],
-        stdout=subprocess.DEVNULL, stderr=stderr_path.open("w"), text=True, env=env,
-    )  # fmt: skip
+    with stderr_path.open("w") as log:  # the child keeps its own copy of the descriptor
+        process = subprocess.Popen(
+            [str(BIN / "deniable-aggregator"), "serve", "--listen", "127.0.0.1:0",
+             "--db", db_url, "--admin-token-file", str(token_file), "--grace", "5", *args],
+            stdout=subprocess.DEVNULL, stderr=log, text=True, env=env,
+        )  # fmt: skip
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         for line in stderr_path.read_text().splitlines():
