@@ -3,7 +3,8 @@
 import { type JsonValue, toJson } from "@bufbuild/protobuf";
 import { RefusedError } from "../index";
 import { type Survey, SurveySchema, SurveyState } from "../gen/deniable/v1/aggregator_pb";
-import { describeCharacter, firstUnsafe, shown, visible } from "../text/unsafe";
+import { shown } from "../core/pytext";
+import { describeCharacter, firstUnsafe, visible } from "../text/unsafe";
 
 /** A survey id as the aggregator assigns them. */
 export const SURVEY_ID = /^[a-z0-9]{1,64}$/;

@@ -3,7 +3,7 @@
 import type { Question } from "../gen/deniable/v1/aggregator_pb";
 import { InvalidAnswerError, type Mechanism, type QuestionType, RefusedError, prepareQuestion } from "../index";
 import { reprFloat, roundUp } from "../text/numbers";
-import { quoted } from "../text/unsafe";
+import { reprStr } from "../core/pytext";
 
 /** Largest ε one answer may cost by default: a yes/no guess right at most 88% of the time. */
 export const DEFAULT_MAX_EPSILON = 2.0;
@@ -93,7 +93,7 @@ export function check(policy: Policy, question: Question): Prepared {
   const { mechanism } = prepared;
   if (!withinLimit(policy, mechanism)) {
     throw new RefusedError(
-      `question ${quoted(question.id)}: epsilon ${roundUp(mechanism.epsilon)} (computed on this ` +
+      `question ${reprStr(question.id)}: epsilon ${roundUp(mechanism.epsilon)} (computed on this ` +
         `device from ${mechanism.name}) is above your limit of ${reprFloat(policy.maxEpsilon)} per ` +
         `answer (${policy.sources.maxEpsilon}); refusing to answer, nothing was sent. To accept ` +
         `this privacy loss, raise the limit with ${howToChange("maxEpsilon")}`,

@@ -5,7 +5,7 @@ import { MechanismSchema, type Report, ReportSchema, type Survey } from "../gen/
 import { type ByteSource, InvalidAnswerError, RefusedError, type Truth, buildReport, osSource } from "../index";
 import { type Charge, type Costed, oncePerDraw, planCost, spentAfter } from "../policy/budget";
 import type { Prepared } from "../policy/policy";
-import { quoted } from "../text/unsafe";
+import { reprStr } from "../core/pytext";
 import { contentOf, copyReport, definitionOf, repeats } from "./content";
 
 /** The one report drawn for a question at an aggregator, kept before it is shown or sent. */
@@ -87,7 +87,7 @@ export function keptFor(
     if (kept === undefined) continue;
     if (!fits(kept, prepared.get(question.id)!)) {
       throw new RefusedError(
-        `question ${quoted(question.id)} of survey ${survey.id} at ${aggregator} is not the ` +
+        `question ${reprStr(question.id)} of survey ${survey.id} at ${aggregator} is not the ` +
           `question your report for it was drawn for on ${kept.drawnAt} (its options or mechanism ` +
           "changed). A second report about the same answer would tell the aggregator more than " +
           "its epsilon says; refusing to answer, nothing was sent. Ask the survey's organizer " +
@@ -225,7 +225,7 @@ export function planAnswer(input: PlanInput): Plan {
           questionId: question.id,
         });
       else if (truth === undefined)
-        throw new InvalidAnswerError(`no answer for question ${quoted(question.id)}`);
+        throw new InvalidAnswerError(`no answer for question ${reprStr(question.id)}`);
       else report = buildReport(survey.id, question, spec.mechanism, truth, input.source ?? osSource);
       next = item(report, spec, {
         reused: false,

@@ -59,22 +59,3 @@ export function describeCharacter(character: string): string {
   const name = NAMES[character] ?? "control character";
   return `U+${hex(code, 4).toUpperCase()} (${name})`;
 }
-
-/**
- * Python's ``repr`` of a string, for names in messages: single quotes unless the text holds
- * one and no double quote, unsafe characters escaped (an approximation of ``shown``).
- */
-export function quoted(text: string): string {
-  const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
-  const escaped = text.replace(/\\/g, "\\\\").replace(/\t/g, "\\t").replace(/\n/g, "\\n");
-  const body = visible(escaped.replace(/\r/g, "\\r")).replace(new RegExp(quote, "g"), `\\${quote}`);
-  return `${quote}${body}${quote}`;
-}
-
-/** ``shown``: ``quoted``, cut to 40 characters with the length noted. */
-export function shown(text: string): string {
-  const characters = [...text];
-  if (characters.length <= 40) return quoted(text);
-  const length = characters.length.toLocaleString("en-US");
-  return `${quoted(characters.slice(0, 40).join(""))}... (${length} characters)`;
-}
