@@ -10,7 +10,6 @@ records every report it receives, and can fail calls on demand.
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,15 +20,10 @@ from typing import Any
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from deniable.client import web_bundle
+from deniable.aggregator.server.web import CSP
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
+from tests.web._static import page_file
 
-CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-    "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-)
-_PAGES = re.compile(r"/|/s/[^/]*")
-_STATIC = {"/static/deniable.js": "text/javascript", "/static/deniable.css": "text/css"}
 _STATUS = {"not_found": 404, "failed_precondition": 400, "invalid_argument": 400,
            "unavailable": 503, "already_exists": 409, "internal": 500}  # fmt: skip
 
@@ -107,15 +101,11 @@ def _handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(body)
 
         def do_GET(self) -> None:
-            path = self.path.split("?", 1)[0]
-            if path in _STATIC:
-                body = (web_bundle() / path.removeprefix("/static/")).read_bytes()
-                self._send(200, _STATIC[path], body)
-            elif _PAGES.fullmatch(path):
-                index = (web_bundle() / "index.html").read_bytes()
-                self._send(200, "text/html; charset=utf-8", index)
-            else:
+            found = page_file(self.path.split("?", 1)[0])
+            if found is None:
                 self._send(404, "text/plain", b"not found")
+            else:
+                self._send(200, *found)
 
         def do_POST(self) -> None:
             method = self.path.removeprefix("/deniable.v1.Aggregator/")

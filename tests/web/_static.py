@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,6 +12,7 @@ from typing import Any
 
 from deniable.client import WEB_FILES, web_bundle
 
+_PAGES = re.compile(r"/|/s/[^/]*")
 TYPES = {
     ".js": "text/javascript",
     ".css": "text/css",
@@ -19,17 +21,33 @@ TYPES = {
 }
 
 
+def page_file(path: str) -> tuple[str, bytes] | None:
+    """What the daemon's web port serves at ``path`` of the page (type, bytes), or None.
+
+    ``/static/NAME`` for the bundle's files, ``/`` and ``/s/ID`` for its index.html.
+    """
+    name = path.removeprefix("/static/") if path.startswith("/static/") else None
+    if name is None and not _PAGES.fullmatch(path):
+        return None
+    file = web_bundle() / ("index.html" if name is None else name)
+    if file.name not in WEB_FILES:
+        return None
+    return TYPES[file.name[file.name.rindex(".") :]], file.read_bytes()
+
+
 class _Page(BaseHTTPRequestHandler):
-    """``/static/NAME`` from the bundle, every other path the page itself."""
+    """The page's files as the daemon serves them; every other path the page itself."""
 
     index: bytes | None = None  # the page's index.html, when not the bundle's
 
     def do_GET(self) -> None:
-        name = self.path.removeprefix("/static/") if self.path.startswith("/static/") else ""
-        file = web_bundle() / (name if name in WEB_FILES[1:] else "index.html")
-        body = file.read_bytes() if file.name != "index.html" or not self.index else self.index
+        found = page_file(self.path) or page_file("/")
+        assert found is not None
+        content_type, body = found
+        if content_type.startswith("text/html") and self.index:
+            body = self.index
         self.send_response(200)
-        self.send_header("Content-Type", TYPES[file.name[file.name.rindex(".") :]])
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
