@@ -86,8 +86,12 @@ def run(runs: int) -> dict[str, Any]:
         with AggregatorClient(running.address, admin_token=web_participants.TOKEN) as client:
             survey = client.create_survey("first paint", questions)
         for run_index in range(runs):
-            base.append(load(Path(folder) / f"b{run_index}", f"http://{running.web}/healthz"))
-            page.append(load(Path(folder) / f"p{run_index}", f"http://{running.web}/s/{survey.id}"))
+            base.append(
+                load(Path(folder) / f"b{run_index}", f"http://{running.web_address}/healthz")
+            )
+            page.append(
+                load(Path(folder) / f"p{run_index}", f"http://{running.web_address}/s/{survey.id}")
+            )
 
     def summary(values: list[float]) -> dict[str, float]:
         return {"median_ms": statistics.median(values), "max_ms": max(values)}

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import secrets
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,10 +34,9 @@ from deniable.client import AggregatorClient, build_reports, parse_answer
 from deniable.shared.questions import question_from_spec
 from deniable.shared.wire.v1 import aggregator_pb2 as pb
 from tests._browser import chromium, missing_browser
+from tests.conftest import ADMIN_TOKEN, Daemon, start_daemon
 
-BIN = Path(sys.executable).parent
-TOKEN = "web-participants-bench-token"
-STARTUP = 60.0  # a bound on a hang, never a measurement
+TOKEN = ADMIN_TOKEN
 BATCH = 1000  # reports per SubmitReports call, as the simulation sends them
 
 SPEC: list[dict[str, Any]] = [
@@ -108,49 +105,17 @@ def expected() -> list[tuple[str, str, float]]:
     return rows
 
 
-@dataclass
-class Daemon:
-    """``serve`` with its gRPC and web addresses."""
-
-    process: subprocess.Popen[bytes]
-    address: str
-    web: str
-
-
 @contextmanager
 def daemon(folder: Path) -> Iterator[Daemon]:
-    """A daemon on 127.0.0.1 (both ports chosen by the OS) with a fresh SQLite database."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
-    env["DENIABLE_AGGREGATOR_SERVE_PEER_REPORTS_PER_SECOND"] = "0"  # one machine sends all
-    env["XDG_DATA_HOME"] = str(folder / "data")
-    (folder / "token").write_text(TOKEN + "\n")
-    log = folder / "daemon.log"
-    with log.open("w") as sink:
-        process = subprocess.Popen(
-            [str(BIN / "deniable-aggregator"), "serve", "--listen", "127.0.0.1:0",
-             "--web", "127.0.0.1:0", "--db", f"sqlite:///{folder / 'bench.db'}",
-             "--admin-token-file", str(folder / "token")],
-            stdout=subprocess.DEVNULL, stderr=sink, env=env,
-        )  # fmt: skip
+    """``serve --web`` on 127.0.0.1 (both ports chosen by the OS), a fresh SQLite database.
+
+    The tests' own starter: the per-peer limit off (one machine sends everything).
+    """
+    running = start_daemon(folder, args=["--web", "127.0.0.1:0"])
     try:
-        deadline = time.monotonic() + STARTUP
-        while time.monotonic() < deadline:
-            for line in log.read_text().splitlines():
-                record = json.loads(line)
-                if record.get("event") == "listening":
-                    yield Daemon(
-                        process,
-                        f"127.0.0.1:{record['port']}",
-                        f"127.0.0.1:{record['web_port']}",
-                    )
-                    return
-            if process.poll() is not None:
-                raise RuntimeError(f"daemon exited: {log.read_text()}")
-            time.sleep(0.05)
-        raise RuntimeError("daemon did not listen in time")
+        yield running
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        running.stop()
 
 
 # In the page: perturb each question's truths and send them in batches to the web port.
@@ -215,7 +180,7 @@ def run(
         grpc_survey = client.create_survey("Python participants", questions)
         with chromium(Path(folder) / "profile") as browser:
             browser.set_script_timeout(3600)
-            browser.get(f"http://{running.web}/s/{web_survey.id}")
+            browser.get(f"http://{running.web_address}/s/{web_survey.id}")
             shown = [MessageToDict(q) for q in web_survey.questions]
             sent = browser.execute_async_script(SEND, web_survey.id, shown, answers, BATCH)
         if "error" in sent:
