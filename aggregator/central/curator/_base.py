@@ -56,7 +56,10 @@ class PrivacyUnit:
     def describe(self) -> str:
         """One sentence for outputs: who a neighbouring data set differs by."""
         if self.column is None:
-            return "each row is a privacy unit (no --privacy-unit): a person with k rows is protected at k·ε"
+            return (
+                "each row is a privacy unit (no --privacy-unit): a person with k rows "
+                "is protected at k·ε"
+            )
         return (
             f"privacy unit {self.column!r}: all rows of one unit, at most "
             f"{self.max_contributions} of them used per query"
