@@ -107,13 +107,15 @@ def read_token_file(path: Path) -> str:
         raise ValueError(f"cannot read admin token file {path}: {reason}") from None
 
 
-def load_or_create_token(token_file: Path | None, data_dir: Path) -> tuple[str, Path, bool]:
-    """Read the admin token from ``token_file``, or from (or into) ``data_dir/admin-token``.
+def load_or_create_token(
+    token_file: Path | None, data_dir: Path, name: str = "admin-token"
+) -> tuple[str, Path, bool]:
+    """Read the admin token from ``token_file``, or from (or into) ``data_dir/name``.
 
     A generated token is 32 random bytes, URL-safe, written with mode 0600. Returns the
     token, its path and whether it was created now.
     """
-    path = token_file or data_dir / "admin-token"
+    path = token_file or data_dir / name
     if token_file is not None or path.exists():
         return check_token(read_token_file(path), f"admin token file {path}"), path, False
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,178 +1,198 @@
-"""``curate release`` (a noisy contingency table, ε spent once) and ``curate ledger`` (spends)."""
+"""``curate release`` (a noisy contingency table, ε spent once), answers from it, ``ledger``."""
 
 from __future__ import annotations
 
-import datetime
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
 from deniable.aggregator.central import curator
 from deniable.aggregator.cli._common import emit_json
 from deniable.aggregator.cli.curate._options import (
-    check_before_spending,
-    check_seed,
+    analyst_options,
     curator_errors,
-    data_argument,
-    ledger_option,
-    privacy_line,
-    read_table,
-    spend,
-    spend_options,
+    emit,
+    open_session,
+    query_options_message,
 )
+from deniable.aggregator.cli.curate._render import render_answer
+from deniable.shared.wire.v1 import curator_pb2 as pb
 
-__all__ = ["ledger_command", "release_command"]
+__all__ = ["answer_from_release", "describe_command", "ledger_command", "release_command"]
+
+QUERY_ONLY = ("epsilon", "preview", "seed", "budget", "delta", "privacy_unit")
 
 
-def _domains(
-    table: curator.Table, columns: list[str], values: tuple[str, ...]
-) -> dict[str, list[curator.Value]]:
-    """``--values COL=V1,V2`` per released column, as the column's type."""
-    given: dict[str, list[str]] = {}
-    for item in values:
-        name, sep, listed = item.partition("=")
-        if not sep:
-            raise curator.CuratorError(f"--values: expected COLUMN=V1,V2,..., got {item!r}")
-        if name.strip() not in columns:
-            raise curator.CuratorError(f"--values: {name.strip()!r} is not one of --columns")
-        given[name.strip()] = listed.split(",")
-    missing = [name for name in columns if name not in given]
-    if missing:
+def _load_release(data: Path | None, options: dict[str, Any], name: str) -> dict[str, Any]:
+    """A release file's document, or a stored release (by id) of the daemon or the ledger."""
+    path = Path(name)
+    if path.is_file():
+        if data is not None or options.get("server"):
+            raise curator.CuratorError(
+                "--from-release FILE answers without the data: give no DATA or --server"
+            )
+        try:
+            document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise curator.CuratorError(f"--from-release: cannot read {path} ({error})") from None
+        return {**document, "release_id": document.get("release_id") or str(path)}
+    if data is None and not options.get("server"):
         raise curator.CuratorError(
-            f"--values: list the values of {missing[0]!r} (--values {missing[0]}=V1,V2,...): "
-            "the categories must be public"
+            f"--from-release: no file {name!r}; a release id needs --server (or DATA and --db)"
         )
-    return {name: curator.parse_values(table, name, given[name], "--values") for name in columns}
+    session = open_session(data, options)
+    try:
+        return {**session.get_release(name), "release_id": name}
+    finally:
+        session.close()
+
+
+def answer_from_release(
+    data: Path | None,
+    options: dict[str, Any],
+    kind: str,
+    column: str | None,
+    values: str | None,
+) -> bool:
+    """Answer a count or histogram from --from-release, if given; False when not."""
+    name = options.get("from_release")
+    if not name:
+        return False
+    with curator_errors():
+        given = [
+            f"--{key.replace('_', '-')}" for key in QUERY_ONLY if options.get(key) not in (None, False, 1)
+        ]
+        if given:
+            raise curator.CuratorError(
+                f"{', '.join(given)}: not used with --from-release (it spends nothing)"
+            )
+        document = _load_release(data, options, name)
+        result = curator.answer_from_release(
+            document,
+            kind,
+            column=column,
+            values=values.split(",") if values else None,
+            where=options.get("where"),
+            confidence=options.get("confidence") or 0.95,
+        )
+    emit(result, render_answer(result), options["as_json"])
+    return True
 
 
 @click.command("release")
-@data_argument(required=True)
+@analyst_options
 @click.option("--columns", required=True, help="The columns of the table, comma-separated.")
 @click.option(
     "--values",
+    "listed",
     multiple=True,
     help="COLUMN=V1,V2,...: the public values of each column (repeat per column); rows "
     "with an unlisted value are in no cell.",
 )
-@click.option("--types", help="Declare column types, e.g. age=int,dept=str.")
 @click.option(
-    "--out",
-    required=True,
+    "--output",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="The release file to write (JSON); an existing file is not overwritten.",
+    help="Also write the release to this new file (JSON; never overwritten).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-@spend_options
+@click.option("--max-rows", type=int, help="A public upper bound on each cell (add-remove).")
 def release_command(
-    data: Path,
+    data: Path | None,
     columns: str,
-    values: tuple[str, ...],
-    types: str | None,
-    out: Path,
-    as_json: bool,
-    epsilon: float | None,
-    budget: float | None,
-    ledger: Path | None,
-    neighbours: str,
+    listed: tuple[str, ...],
+    output: Path | None,
     max_rows: int | None,
-    seed: int | None,
+    **options: Any,
 ) -> None:
-    """Publish a noisy contingency table of --columns, spending --epsilon once.
+    """Spend ε once on a noisy contingency table of --columns over their listed values.
 
-    Every combination of the listed values is a cell; each cell gets discrete Laplace
-    noise of scale Δ/ε (Δ = 1 under add-remove, 2 under replace: the table is one
-    histogram) and is clamped to [0, N] (N public under replace; --max-rows or no upper
-    clamp under add-remove). Any count or histogram of these columns answered later
-    with `--from-release OUT` is post-processing: it costs nothing more.
+    Every cell gets discrete Laplace noise of scale Δ/ε (Δ = K under add-remove, 2K under
+    replace). The custodian keeps it; its id (or the --output file) answers any later
+    count or histogram over those columns with --from-release, at no privacy cost.
     """
     with curator_errors():
-        if seed is not None:
-            check_seed(seed, release=True)  # a seed from the environment: named as such
-            raise curator.CuratorError(
-                "--seed: a release is published, and seeded noise is not private (anyone "
-                "with the seed can subtract it); draw the release without --seed"
-            )
-        if epsilon is None:
-            raise curator.CuratorError("--epsilon is required (the ε the release spends once)")
-        if out.exists():
-            raise curator.CuratorError(f"--out: {str(out)!r} exists; choose a new file")
-        table = read_table(data, types)
         names = [name.strip() for name in columns.split(",") if name.strip()]
-        if not names or len(set(names)) != len(names):
-            raise curator.CuratorError(f"--columns: name each column once, got {columns!r}")
-        for name in names:
-            table.column(name, "--columns")
-        domains = _domains(table, names, values)
-        check_before_spending(table, 0.5, neighbours, max_rows)
-        privacy = spend(table, ledger, epsilon, budget, f"release of {','.join(names)}")
-        release = curator.make_release(
-            table,
-            names,
-            domains,
-            epsilon,
-            neighbours,
-            max_rows=max_rows,
+        given: dict[str, list[str]] = {}
+        for item in listed:
+            name, sep, texts = item.partition("=")
+            if not sep:
+                raise curator.CuratorError(f"--values: expected COLUMN=V1,V2,..., got {item!r}")
+            given[name.strip()] = texts.split(",")
+        for name in given:
+            if name not in names:
+                raise curator.CuratorError(f"--values: {name!r} is not one of --columns")
+        missing = [name for name in names if name not in given]
+        if missing:
+            raise curator.CuratorError(
+                f"--values: list the values of {missing[0]!r} (--values {missing[0]}=V1,V2,...): "
+                "the categories must be public"
+            )
+        if output is not None and output.exists():
+            raise curator.CuratorError(f"--output: {output} exists (a release is never overwritten)")
+        request = pb.ReleaseRequest(
+            options=query_options_message(options),
+            columns=[pb.ReleaseColumn(column=name, values=given[name]) for name in names],
+            **({} if max_rows is None else {"max_rows": max_rows}),
         )
-        document = release.to_dict()
+        session = open_session(data, options)
         try:
-            with out.open("x", encoding="utf-8") as handle:
+            document = session.release(request)
+        finally:
+            session.close()
+        if output is not None:
+            with output.open("x", encoding="utf-8") as handle:
                 json.dump(document, handle, indent=2)
-        except OSError as error:
-            raise curator.CuratorError(f"--out: cannot write {str(out)!r} ({error})") from None
-    if as_json:
-        emit_json({"out": str(out), "release": document, "privacy": privacy, "private": True})
-        return
-    click.echo(
-        f"Released {len(release.cells)} cells of {','.join(names)} to {out} "
-        f"(noise scale Δ/ε = {release.sensitivity}/{release.epsilon:g})"
-    )
-    click.echo(privacy_line(privacy))
+                handle.write("\n")
+    cells = document.get("cells", [])
+    lines = [
+        f"Released {len(cells)} cells of {' × '.join(names)}"
+        + (f" as {document['release_id']}" if document.get("release_id") else "")
+        + (f", written to {output}" if output else ""),
+        *(f"  {', '.join(map(str, cell['values']))}: {cell['count']}" for cell in cells[:50]),
+        *(["  ..."] if len(cells) > 50 else []),
+    ]
+    emit(document, lines, options["as_json"])
 
 
 @click.command("ledger")
-@data_argument(required=True)
-@ledger_option
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def ledger_command(data: Path, ledger: Path | None, as_json: bool) -> None:
-    """Show the privacy budget of DATA.csv and every spend (the ledger is keyed by SHA-256).
-
-    A data set with no query yet has no budget: the first query sets it with --budget.
-    Showing creates no ledger. The SHA-256 is for the curator: do not publish it (it
-    confirms a guess of a small table).
-
-    \b
-    Exit codes: 0 shown, 2 invalid input (a missing data file, a file that is not a
-    ledger).
-    """
+@analyst_options
+def ledger_command(data: Path | None, **options: Any) -> None:
+    """What was spent: your balance and spends (the daemon's), or the custodian's (DATA)."""
     with curator_errors():
-        if not data.is_file():
-            raise curator.CuratorError(f"DATA.csv: no file {str(data)!r}")
-        digest = curator.file_digest(data)
-        path = ledger or curator.default_ledger_path()
-        budget = curator.Ledger(path).budget(digest)
-    spends = [] if budget is None else budget.spends
-    if as_json:
-        emit_json(
-            {
-                "data_sha256": digest,
-                "ledger": str(path),
-                "budget": None if budget is None else budget.total,
-                "spent": 0.0 if budget is None else budget.spent,
-                "remaining": None if budget is None else budget.remaining,
-                "spends": [{"at": s.at, "query": s.query, "epsilon": s.epsilon} for s in spends],
-            }
-        )
+        session = open_session(data, options)
+        try:
+            document = session.ledger()
+        finally:
+            session.close()
+    if options["as_json"]:
+        emit_json(document)
         return
-    if budget is None:
-        click.echo(f"No budget set for {data} (SHA-256 {digest[:12]}) in {path}")
-        return
+    balance = document["balance"]
     click.echo(
-        f"Budget of {data} (SHA-256 {digest[:12]}): {budget.total:g}, spent {budget.spent:g}, "
-        f"{budget.remaining:g} left"
+        f"Data set {document['dataset']!r}, analyst {balance['analyst']!r}: spent ε = "
+        f"{balance['epsilon_spent']:g}"
+        + (f" of {balance['epsilon_budget']:g}" if balance.get("epsilon_budget") is not None else "")
+        + f"; the data set has ε = {balance['dataset_epsilon_left']:g} left"
     )
-    for spend_ in spends:
-        when = datetime.datetime.fromtimestamp(spend_.at, datetime.UTC).isoformat(
-            timespec="seconds"
-        )
-        click.echo(f"  {when}  ε = {spend_.epsilon:g}  {spend_.query}")
+    for spend in document["spends"]:
+        click.echo(f"  {spend['epsilon']:g}  {spend['query']}")
+
+
+@click.command("describe")
+@analyst_options
+def describe_command(data: Path | None, **options: Any) -> None:
+    """The data set's columns and types, privacy unit, K and neighbours (free)."""
+    with curator_errors():
+        session = open_session(data, options)
+        try:
+            document = session.describe()
+        finally:
+            session.close()
+    if options["as_json"]:
+        emit_json(document)
+        return
+    click.echo(f"Data set {document['dataset']!r}: {document['unit_description']}")
+    click.echo(f"Neighbours: {document['neighbours']}")
+    for name, kind in document["columns"].items():
+        click.echo(f"  {name}: {kind}")
