@@ -139,6 +139,8 @@ class Checker:
         if isinstance(node, exp.Null):
             return Lit(None)
         if isinstance(node, exp.Neg):
+            if isinstance(node.this, exp.Literal) and not node.this.is_string:
+                return self.number_text(node.this.this, negate=True)
             inner = self.scalar(node.this, depth + 1)
             if not isinstance(inner, Lit) or inner.kind not in _NUMERIC:
                 raise self.refuse(f"operator - in {_snippet(node)}")
@@ -152,7 +154,7 @@ class Checker:
             return self.number_text(node.this)
         raise self.refuse(describe(node))
 
-    def number_text(self, text: str) -> Lit:
+    def number_text(self, text: str, negate: bool = False) -> Lit:
         """A numeric literal's text as an int (when integral in form) or a finite float."""
         try:
             value: int | float = int(text)
@@ -161,7 +163,7 @@ class Checker:
                 value = float(text)
             except ValueError:
                 raise self.error(f"cannot read the number {text!r}") from None
-        return self.number(value)
+        return self.number(-value if negate else value)
 
     def number(self, value: int | float) -> Lit:
         """A number in range: a 64-bit int or a finite float."""

@@ -41,6 +41,8 @@ __all__ = [
 ALLOWED = "only columns, literals, comparisons, AND/OR/NOT, IN, BETWEEN, LIKE, IS NULL"
 MAX_LENGTH = 10_000
 """The longest condition accepted (deeply nested ones are refused by depth, see _check)."""
+MAX_PARENS = 32
+"""The deepest nesting of parentheses accepted (sqlglot's parser recurses on each)."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,11 @@ def _tokens_checked(text: str, option: str) -> None:
         tokens = Dialect.get_or_raise("duckdb").tokenize(text)
     except Exception as error:  # sqlglot's TokenError, or anything a fuzzed input provokes
         raise ConditionError(f"{option}: cannot read {text!r}: {error}") from None
+    depth = 0
     for token in tokens:
+        depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(token.token_type, 0)
+        if depth > MAX_PARENS:
+            raise ConditionError(f"{option}: nested deeper than {MAX_PARENS} parentheses")
         if token.comments:
             raise ConditionError(
                 f"{option}: comment {token.comments[0].strip()!r} is not allowed ({ALLOWED})"
