@@ -132,6 +132,8 @@ class DuckDBEngine(SqlEngine):
             "temp_directory": str(self._temp),
             "autoinstall_known_extensions": False,
             "autoload_known_extensions": False,
+            # No aggregate needs row order: DuckDB may stream and spill more freely.
+            "preserve_insertion_order": False,
         }
         if threads is not None:
             config["threads"] = threads
