@@ -151,7 +151,9 @@ class DuckDBEngine(SqlEngine):
 
     def _open(self, path: Path, kind: str, types: Mapping[str, str] | None) -> None:
         con = self._con
-        con.create_function(_RANDOM, _csprng, [UBIGINT], BIGINT, type="arrow", side_effects=True)
+        con.create_function(  # type: ignore[call-overload]
+            _RANDOM, _csprng, [UBIGINT], BIGINT, type="arrow", side_effects=True
+        )
         reader = _reader(path, kind, types)
         try:
             described = con.execute(f"DESCRIBE SELECT * FROM {reader}").fetchall()

@@ -197,6 +197,6 @@ class SqlEngine(Engine):
         found = {tuple(row[:-1]): int(row[-1]) for row in self.fetch_stream(sql)}
         return {combo: found.get(combo, 0) for combo in itertools.product(*values)}
 
-    def double(self, value: float) -> str:
+    def double(self, value: float | Fraction) -> str:
         """A binary64 literal of this dialect."""
         return render_literal(float(value), self.dialect)

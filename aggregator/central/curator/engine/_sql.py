@@ -10,7 +10,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
-from sqlglot.tokens import TokenType
+from sqlglot.tokenizer_core import TokenType
 
 from deniable.aggregator.central.curator._base import CuratorError, Value
 from deniable.aggregator.central.curator.engine._ast import (
@@ -119,7 +119,7 @@ def _parse(text: str, option: str) -> exp.Expression:
         raise ConditionError(f"{option}: cannot parse {text!r}{where}: {description}") from None
     except Exception as error:  # RecursionError, or anything else a fuzzed input provokes
         raise ConditionError(f"{option}: cannot parse {text!r}: {type(error).__name__}") from None
-    if tree is None:
+    if not isinstance(tree, exp.Expression):
         raise ConditionError(f"{option}: empty condition")
     return tree
 

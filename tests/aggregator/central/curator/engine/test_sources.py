@@ -41,10 +41,10 @@ def csv_file(tmp_path: Path) -> Path:
     ],
 )
 def test_duckdb_reads_no_other_file(csv_file: Path, statement: str) -> None:
-    with DuckDBEngine(csv_file) as engine:
-        assert isinstance(engine, DuckDBEngine)
+    with DuckDBEngine(csv_file) as opened:
+        assert isinstance(opened, DuckDBEngine)
         with pytest.raises(duckdb.Error, match="disabled by configuration"):
-            engine.raw_connection().execute(statement.format(tmp=csv_file.parent))
+            opened.raw_connection().execute(statement.format(tmp=csv_file.parent))
 
 
 @pytest.mark.parametrize(
@@ -56,10 +56,11 @@ def test_duckdb_reads_no_other_file(csv_file: Path, statement: str) -> None:
     ],
 )
 def test_duckdb_settings_are_locked(csv_file: Path, setting: str) -> None:
-    with DuckDBEngine(csv_file) as engine:
+    with DuckDBEngine(csv_file) as opened:
+        assert isinstance(opened, DuckDBEngine)
         with pytest.raises(duckdb.Error, match="configuration has been locked"):
-            engine.raw_connection().execute(setting)
-        assert engine.row_count() == 2
+            opened.raw_connection().execute(setting)
+        assert opened.row_count() == 2
 
 
 def test_file_kinds_are_named(tmp_path: Path) -> None:
@@ -84,7 +85,7 @@ def test_tsv_and_declared_types(tmp_path: Path) -> None:
 def test_a_malformed_csv_fails_on_opening_not_in_a_query(tmp_path: Path) -> None:
     path = tmp_path / "bad.csv"
     path.write_text("pid,age\n" + "".join(f"{i},{i}\n" for i in range(30_000)) + "7,old\n")
-    with pytest.raises(CuratorError, match="--data: cannot read 'bad.csv'"):
+    with pytest.raises(CuratorError, match=r"--data: cannot read 'bad\.csv'"):
         open_engine(str(path), types={"age": "int"})
 
 
@@ -132,7 +133,8 @@ def test_a_small_memory_limit_spills_to_the_temp_directory(tmp_path: Path) -> No
 def test_private_temp_directory_is_removed_on_close(csv_file: Path) -> None:
     engine = DuckDBEngine(csv_file)
     temp = engine._temp
-    assert temp is not None and temp.exists()
+    assert temp is not None
+    assert temp.exists()
     engine.close()
     assert not temp.exists()
     with pytest.raises(CuratorError, match="closed"):
@@ -193,4 +195,5 @@ def test_postgres_types_and_missing_table(postgres_url: str) -> None:
         assert engine.count(parse_condition("code = 'ab'", engine.columns), unit) == 1
         # NUMERIC is summed in exact decimal: 1e400 clamps to the bound, 2.5 rounds to 3
         assert engine.sum("amount", Fraction(1), 0, 10, None, unit).units == 13
-        assert "hr" in engine.description and "Staff" in engine.description
+        assert "hr" in engine.description
+        assert "Staff" in engine.description

@@ -124,7 +124,7 @@ def test_functions_are_refused_with_the_allow_list_named() -> None:
 
 
 def test_the_option_named_is_the_callers() -> None:
-    with pytest.raises(ConditionError, match="^--filter: function lower"):
+    with pytest.raises(ConditionError, match=r"^--filter: function lower"):
         parse_condition("lower(dept) = 'x'", COLUMNS, option="--filter")
 
 
@@ -163,7 +163,7 @@ def test_keys(text: str, key: Key) -> None:
     ],
 )
 def test_refused_keys(text: str, token: str) -> None:
-    with pytest.raises(ConditionError, match="^--column: ") as caught:
+    with pytest.raises(ConditionError, match=r"^--column: ") as caught:
         parse_key(text, COLUMNS_WITH_BLOB)
     assert token in str(caught.value)
 
