@@ -1,0 +1,174 @@
+"""The curator's engine against DuckDB's own SQL on a 10⁷-row Parquet file, in the same run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from fractions import Fraction
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from deniable.aggregator.central.curator._base import PrivacyUnit
+from deniable.aggregator.central.curator.engine import open_engine, parse_condition, parse_key
+
+PREDICATE = "age >= 30 AND dept IN ('hr', 'it') AND salary < 80000"
+DEPTS = ("hr", "it", "ops", "sales", "legal", "rnd", "support", "finance")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=10_000_000, help="rows of the file")
+    parser.add_argument("--units", type=int, default=2_000_000, help="distinct pid values")
+    parser.add_argument("--dir", type=Path, default=None, help="cache directory for the file")
+    parser.add_argument("--runs", type=int, default=5, help="runs of each query (median)")
+    parser.add_argument("--max-contributions", type=int, default=3, help="K of the unit path")
+    parser.add_argument("--privacy-unit", default="pid", help="the unit column")
+    parser.add_argument("--memory-limit", default="4GB", help="DuckDB memory limit")
+    parser.add_argument("--threads", type=int, default=None, help="DuckDB threads")
+    parser.add_argument("--budget", type=float, default=600.0, help="stop after this many s")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    return parser.parse_args(argv)
+
+
+def make_file(directory: Path, rows: int, units: int) -> Path:
+    """The Parquet file (pid, age, dept, salary), reused when already in ``directory``."""
+    path = directory / f"staff-{rows}-{units}.parquet"
+    if path.exists():
+        return path
+    rng = np.random.default_rng(36)
+    writer = None
+    chunk = 1_000_000
+    try:
+        for start in range(0, rows, chunk):
+            n = min(chunk, rows - start)
+            table = pa.table(
+                {
+                    "pid": rng.integers(0, units, n),
+                    "age": rng.integers(18, 80, n),
+                    "dept": pa.array(np.array(DEPTS)[rng.integers(0, len(DEPTS), n)]),
+                    "salary": rng.normal(60_000, 20_000, n).round(2),
+                }
+            )
+            if writer is None:
+                writer = pq.ParquetWriter(path.with_suffix(".tmp"), table.schema)
+            writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()
+    path.with_suffix(".tmp").rename(path)
+    return path
+
+
+def median_seconds(run: Callable[[], object], runs: int, deadline: float) -> tuple[float, object]:
+    """The median wall time of ``runs`` calls (fewer when past the deadline) and a result."""
+    times, result = [], None
+    for _ in range(runs):
+        start = time.perf_counter()
+        result = run()
+        times.append(time.perf_counter() - start)
+        if time.perf_counter() > deadline:
+            break
+    return statistics.median(times), result
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    directory = args.dir or Path(tempfile.gettempdir()) / "deniable-bench"
+    directory.mkdir(parents=True, exist_ok=True)
+    path = make_file(directory, args.rows, args.units)
+    deadline = time.perf_counter() + args.budget
+    k, unit_column = args.max_contributions, args.privacy_unit
+    source = f"read_parquet('{path}')"
+
+    def own(sql: str) -> Callable[[], object]:
+        def run() -> object:
+            config = {"memory_limit": args.memory_limit}
+            if args.threads:
+                config["threads"] = args.threads
+            with duckdb.connect(config=config) as con:
+                row = con.execute(sql).fetchone()
+            return None if row is None else row[0]
+
+        return run
+
+    engine = open_engine(
+        str(path), memory_limit=args.memory_limit, threads=args.threads, temp_directory=None
+    )
+    where = parse_condition(PREDICATE, engine.columns)
+    rows, unit = PrivacyUnit(), PrivacyUnit(unit_column, k)
+    key = parse_key("dept", engine.columns)
+    cases: list[tuple[str, Callable[[], object], Callable[[], object]]] = [
+        (
+            "count, rows as units",
+            own(f"SELECT count(*) FROM {source} WHERE {PREDICATE}"),
+            lambda: engine.count(where, rows),
+        ),
+        (
+            f"count, unit {unit_column} K={k}",
+            own(
+                f"SELECT sum(least(n, {k})) FROM (SELECT count(*) AS n FROM {source} "
+                f"WHERE {PREDICATE} GROUP BY {unit_column})"
+            ),
+            lambda: engine.count(where, unit),
+        ),
+        (
+            f"sum salary, unit {unit_column} K={k}",
+            own(
+                f"SELECT sum(least(n, {k})) FROM (SELECT count(*) AS n FROM {source} "
+                f"WHERE {PREDICATE} GROUP BY {unit_column})"
+            ),
+            lambda: engine.sum("salary", Fraction(1), 0, 200_000, where, unit),
+        ),
+        (
+            f"histogram dept, unit {unit_column} K={k}",
+            own(
+                f"SELECT sum(least(n, {k})) FROM (SELECT count(*) AS n FROM {source} "
+                f"GROUP BY {unit_column})"
+            ),
+            lambda: list(engine.histogram(key, None, unit, list(DEPTS))),
+        ),
+    ]
+    results = []
+    print(f"{args.rows:,} rows, {args.units:,} units, {path}, memory limit {args.memory_limit}")
+    print(f"predicate: {PREDICATE}")
+    print("| query | DuckDB's own SQL (s) | engine (s) | ratio |")
+    print("|---|---|---|---|")
+    for name, baseline, ours in cases:
+        if time.perf_counter() > deadline:
+            print(f"| {name} | (skipped: past --budget) | | |")
+            continue
+        base_s, base_value = median_seconds(baseline, args.runs, deadline)
+        try:
+            ours_s, ours_value = median_seconds(ours, args.runs, deadline)
+        except duckdb.Error as error:  # the windowed path past --memory-limit
+            print(f"| {name} | {base_s:.3f} | failed: {str(error).splitlines()[0]} | |")
+            continue
+        ratio = ours_s / base_s
+        print(f"| {name} | {base_s:.3f} | {ours_s:.3f} | {ratio:.2f}× |")
+        results.append(
+            {
+                "query": name,
+                "baseline_s": base_s,
+                "engine_s": ours_s,
+                "ratio": ratio,
+                "baseline": str(base_value),
+                "engine": str(ours_value),
+            }
+        )
+    engine.close()
+    if args.json is not None:
+        args.json.write_text(json.dumps({"rows": args.rows, "results": results}, indent=2))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Tests of the curator's query engine."""
