@@ -1,0 +1,47 @@
+"""Registering the served data set's budget with the ledger (once; it never changes)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from deniable.aggregator.central.curator._base import CuratorError
+from deniable.aggregator.central.curator._noise import check_curator_epsilon, exact_epsilon
+from deniable.aggregator.central.curator.ledger import CustodianLedger, DatasetBudget
+from deniable.aggregator.central.curator.service._dataset import Dataset
+
+__all__ = ["register_dataset"]
+
+
+def register_dataset(
+    ledger: CustodianLedger, dataset: Dataset, budget: float | None, delta: float | None
+) -> DatasetBudget:
+    """The data set's registered budget; ``budget`` (and ``delta``) register it the first time.
+
+    Without ``budget`` the data set must be registered already. With it, it must equal
+    the registered total: a budget cannot be raised (nor lowered) once queries spent it.
+    """
+    registered = ledger.dataset(dataset.name)
+    if budget is None:
+        if registered is None:
+            raise CuratorError(
+                f"no privacy budget is set for data set {dataset.name!r}: give --budget E "
+                "(the total ε all its queries may spend; it cannot change afterwards)"
+            )
+        if delta is not None and _delta(delta) != registered.delta:
+            raise CuratorError(
+                f"--delta {delta!r} differs from data set {dataset.name!r}'s registered δ"
+            )
+        return registered
+    check_curator_epsilon(budget, "--budget")
+    total = exact_epsilon(budget)
+    if delta is None:
+        wanted = registered.delta if registered is not None else Fraction(0)
+    else:
+        wanted = _delta(delta)
+    return ledger.register(dataset.name, total, wanted, description=dataset.engine.description)
+
+
+def _delta(delta: float) -> Fraction:
+    if not 0 <= delta < 1:
+        raise CuratorError(f"--delta must be in [0, 1), got {delta!r}")
+    return Fraction(repr(float(delta))) if delta else Fraction(0)
