@@ -21,7 +21,9 @@ def dump(url: str) -> dict[str, list[tuple[Any, ...]]]:
     """Each curator_ table's rows, sorted."""
     if url.startswith("sqlite:///"):
         with closing(sqlite3.connect(url.removeprefix("sqlite:///"))) as db:
-            return {t: sorted(db.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in TABLES}
+            return {
+                t: sorted(db.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in TABLES
+            }
     import psycopg
 
     with psycopg.connect(url) as pg:
