@@ -87,12 +87,21 @@ class CustodianLedger(ABC):
         """
 
     @abstractmethod
-    def import_spends(self, dataset: str, spends: Sequence[SpendEntry], *, source: str) -> Balance:
+    def import_spends(
+        self,
+        dataset: str,
+        spends: Sequence[SpendEntry],
+        *,
+        source: str,
+        register: tuple[Fraction, Fraction, str] | None = None,
+    ) -> Balance:
         """Record past spends (their own times) all at once or not at all; for migration.
 
         Each entry's analyst must be ``"custodian"`` or hold a budget; the same two-level
         check as :meth:`spend` applies to their sum. ``source`` names where they come from
-        and can be imported once. Returns the dataset's balance.
+        and can be imported once. ``register``: (ε, δ, description) to register the
+        dataset with, in the same transaction, if it is not registered. Returns the
+        dataset's balance.
 
         Raises:
             AlreadyImportedError: ``source`` was imported before (its dataset is named).

@@ -132,11 +132,7 @@ def _move(
     total, spends = found
     spent = sum((s.epsilon for s in spends), Fraction(0))
     registered = ledger.dataset(dataset) is None
-    if registered:
-        ledger.register(
-            dataset, total, Fraction(0), description=f"moved from {old} (data SHA-256 {digest})"
-        )
-    else:
+    if not registered:
         left = ledger.balance(dataset).dataset_left_epsilon
         if left < spent:
             raise CuratorError(
@@ -145,7 +141,12 @@ def _move(
                 "nothing was moved (register the data under another name)"
             )
     try:
-        balance = ledger.import_spends(dataset, spends, source=f"old ledger, data {digest}")
+        balance = ledger.import_spends(
+            dataset,
+            spends,
+            source=f"old ledger, data {digest}",
+            register=(total, Fraction(0), f"moved from {old} (data SHA-256 {digest})"),
+        )
     except AlreadyImportedError as error:
         # Moved before, but the old file was not marked (a crash in between): mark it now.
         db.execute("INSERT INTO migrated VALUES (?, ?, ?)", (digest, error.dataset, time.time()))

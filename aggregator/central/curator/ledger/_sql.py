@@ -59,21 +59,9 @@ class SqlLedger(CustodianLedger):
     def register(
         self, dataset: str, epsilon: Fraction, delta: Fraction, *, description: str
     ) -> DatasetBudget:
-        name = check_dataset(dataset)
-        eps = exact(epsilon, "--budget", positive=True)
-        dlt = exact(delta, "--delta", positive=False)
-        if dlt >= 1:
-            raise CuratorError(f"--delta must be < 1, got {shown(dlt)}")
-        if not isinstance(description, str):
-            raise CuratorError(f"--description must be text, got {description!r}")
-        zero = to_text(Fraction(0))
+        name, eps, dlt, _ = _total(dataset, epsilon, delta, description)
         with self._write() as db:
-            db.run(
-                "INSERT INTO curator_datasets (name, epsilon, delta, spent_epsilon, "
-                "spent_delta, description, registered_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (name) DO NOTHING",
-                (name, to_text(eps), to_text(dlt), zero, zero, description, time.time()),
-            )
+            _insert_dataset(db, name, eps, dlt, description)
             found = _reads.dataset(db, name)
         assert found is not None
         if (found.epsilon, found.delta) != (eps, dlt):
@@ -174,8 +162,16 @@ class SqlLedger(CustodianLedger):
             charge(db, name, [entry], live=True)
             return _reads.balance(db, name, who)
 
-    def import_spends(self, dataset: str, spends: Sequence[SpendEntry], *, source: str) -> Balance:
+    def import_spends(
+        self,
+        dataset: str,
+        spends: Sequence[SpendEntry],
+        *,
+        source: str,
+        register: tuple[Fraction, Fraction, str] | None = None,
+    ) -> Balance:
         name = check_dataset(dataset)
+        total = None if register is None else _total(dataset, *register)
         entries = [
             SpendEntry(
                 float(s.at),
@@ -188,7 +184,9 @@ class SqlLedger(CustodianLedger):
         ]
         with self._write() as db:
             if dataset_totals(db, name, lock=True) is None:
-                raise unknown(name)
+                if total is None:
+                    raise unknown(name)
+                _insert_dataset(db, *total)
             added = db.run(
                 "INSERT INTO curator_imports (source, dataset, at) VALUES (?, ?, ?) "
                 "ON CONFLICT (source) DO NOTHING",
@@ -240,3 +238,28 @@ class SqlLedger(CustodianLedger):
         name = check_dataset(dataset)
         with self._read() as db:
             return _reads.releases(db, name)
+
+
+def _total(
+    dataset: str, epsilon: Fraction, delta: Fraction, description: str
+) -> tuple[str, Fraction, Fraction, str]:
+    """A dataset's checked name, total (ε, δ) and description."""
+    name = check_dataset(dataset)
+    eps = exact(epsilon, "--budget", positive=True)
+    dlt = exact(delta, "--delta", positive=False)
+    if dlt >= 1:
+        raise CuratorError(f"--delta must be < 1, got {shown(dlt)}")
+    if not isinstance(description, str):
+        raise CuratorError(f"--description must be text, got {description!r}")
+    return name, eps, dlt, description
+
+
+def _insert_dataset(db: Db, name: str, eps: Fraction, dlt: Fraction, description: str) -> None:
+    """Register the dataset unless it is registered (the caller compares the totals)."""
+    zero = to_text(Fraction(0))
+    db.run(
+        "INSERT INTO curator_datasets (name, epsilon, delta, spent_epsilon, spent_delta, "
+        "description, registered_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (name) DO NOTHING",
+        (name, to_text(eps), to_text(dlt), zero, zero, description, time.time()),
+    )
