@@ -14,11 +14,13 @@ def default_curator_url() -> str:
     return f"sqlite:///{data_dir() / 'curator.db'}"
 
 
-def open_ledger(url: str) -> CustodianLedger:
+def open_ledger(url: str, *, connections: int | None = None) -> CustodianLedger:
     """Open (creating its tables if missing) the ledger in the database a URL names.
 
     ``sqlite:///PATH`` (also ``sqlite:///:memory:``), or a libpq URL
     ``postgresql://USER@HOST:PORT/DBNAME`` (also ``postgres://``; needs the postgres extra).
+    ``connections``: PostgreSQL's most pooled connections (the daemon's worker threads);
+    SQLite has one connection.
 
     Raises:
         CuratorError: an unsupported URL, a database that cannot be opened or is not a
@@ -36,7 +38,11 @@ def open_ledger(url: str) -> CustodianLedger:
             from deniable.aggregator.central.curator.ledger._postgres import PostgresLedger
         except ImportError:
             raise CuratorError(f"--db: {POSTGRES_EXTRA}") from None
-        return PostgresLedger(url)
+        return (
+            PostgresLedger(url)
+            if connections is None
+            else PostgresLedger(url, connections=connections)
+        )
     scheme = url.split(":", 1)[0] if ":" in url else url
     raise CuratorError(
         f"--db: unsupported database URL {url!r} (scheme {scheme!r}); "

@@ -65,6 +65,34 @@ def test_threads_of_many_analysts_take_exactly_the_dataset_total(
     assert balance.spent_epsilon == epsilon * (total // epsilon) <= total
 
 
+def test_threads_sharing_one_ledger_take_exactly_the_total(ledger_url: str) -> None:
+    """The daemon's case: one ledger object, its worker threads spending at once."""
+    analysts = [f"a{i}" for i in range(THREADS)]
+    start = threading.Barrier(THREADS)
+    counts = [0] * THREADS
+    with open_ledger(ledger_url) as ledger:
+        ledger.register(DS, Fraction(1), Fraction(0), description="")
+        for name in analysts:
+            ledger.issue_token(DS, name, Fraction(1), Fraction(0))
+
+        def run(i: int) -> None:
+            start.wait()
+            while True:
+                try:
+                    ledger.spend(DS, analysts[i], Fraction(1, 20), Fraction(0), "race")
+                except BudgetExceededError:
+                    return
+                counts[i] += 1
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(THREADS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert ledger.balance(DS).spent_epsilon == 1
+    assert sum(counts) == 20
+
+
 def test_threads_of_one_analyst_take_exactly_their_budget(ledger_url: str) -> None:
     with open_ledger(ledger_url) as ledger:
         ledger.register(DS, Fraction(1), Fraction(0), description="")
