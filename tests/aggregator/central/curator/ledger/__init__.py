@@ -1,0 +1,1 @@
+"""The custodian's budget ledger."""
