@@ -62,7 +62,9 @@ def answer_from_release(
         return False
     with curator_errors():
         given = [
-            f"--{key.replace('_', '-')}" for key in QUERY_ONLY if options.get(key) not in (None, False, 1)
+            f"--{key.replace('_', '-')}"
+            for key in QUERY_ONLY
+            if options.get(key) not in (None, False, 1)
         ]
         if given:
             raise curator.CuratorError(
@@ -129,7 +131,9 @@ def release_command(
                 "the categories must be public"
             )
         if output is not None and output.exists():
-            raise curator.CuratorError(f"--output: {output} exists (a release is never overwritten)")
+            raise curator.CuratorError(
+                f"--output: {output} exists (a release is never overwritten)"
+            )
         request = pb.ReleaseRequest(
             options=query_options_message(options),
             columns=[pb.ReleaseColumn(column=name, values=given[name]) for name in names],
@@ -172,7 +176,11 @@ def ledger_command(data: Path | None, **options: Any) -> None:
     click.echo(
         f"Data set {document['dataset']!r}, analyst {balance['analyst']!r}: spent ε = "
         f"{balance['epsilon_spent']:g}"
-        + (f" of {balance['epsilon_budget']:g}" if balance.get("epsilon_budget") is not None else "")
+        + (
+            f" of {balance['epsilon_budget']:g}"
+            if balance.get("epsilon_budget") is not None
+            else ""
+        )
         + f"; the data set has ε = {balance['dataset_epsilon_left']:g} left"
     )
     for spend in document["spends"]:

@@ -33,9 +33,8 @@ def privacy_line(document: dict[str, Any]) -> str:
         charge = privacy.get("would_spend", {})
         return (
             f"Preview: nothing spent, no data read, no noise drawn; the query would spend "
-            f"ε = {_g(charge.get('epsilon'))}" + (
-                f", δ = {_g(charge['delta'])}" if charge.get("delta") else ""
-            )
+            f"ε = {_g(charge.get('epsilon'))}"
+            + (f", δ = {_g(charge['delta'])}" if charge.get("delta") else "")
         )
     if privacy.get("post_processing"):
         return (

@@ -56,9 +56,7 @@ _FILE = click.Path(path_type=Path, dir_okay=False)
     metavar="FILE",
     help="Mutual TLS: require client certificates signed by these PEM CA certificates.",
 )
-@click.option(
-    "--workers", type=int, default=4, show_default=True, help="Threads that run queries."
-)
+@click.option("--workers", type=int, default=4, show_default=True, help="Threads that run queries.")
 @click.option(
     "--max-concurrent-rpcs",
     type=int,

@@ -125,9 +125,7 @@ class RemoteSession(Session):
 
     def get_release(self, release_id: str) -> dict[str, Any]:
         with remote_errors(self.server):
-            document: dict[str, Any] = json.loads(
-                self.client.get_release(release_id).document_json
-            )
+            document: dict[str, Any] = json.loads(self.client.get_release(release_id).document_json)
         return document
 
     def ledger(self) -> dict[str, Any]:
@@ -218,7 +216,9 @@ def analyst_token(token_file: Path | None) -> str:
         try:
             token = token_file.read_text().strip()
         except (OSError, UnicodeDecodeError) as error:
-            raise curator.CuratorError(f"--token-file: cannot read {token_file} ({error})") from None
+            raise curator.CuratorError(
+                f"--token-file: cannot read {token_file} ({error})"
+            ) from None
     else:
         token = os.environ.get(TOKEN_VARIABLE, "").strip()
     if not token:

@@ -80,7 +80,9 @@ class CuratorServicer(curator_pb2_grpc.CuratorServicer):
     def GetLedger(self, request: pb.GetLedgerRequest, context: Context) -> pb.LedgerResponse:
         """The caller's balance and spends."""
         analyst = self._analyst(context, "GetLedger")
-        return self._run(context, "GetLedger", lambda: convert.ledger(self.service.ledger_of(analyst)))
+        return self._run(
+            context, "GetLedger", lambda: convert.ledger(self.service.ledger_of(analyst))
+        )
 
     # --- the custodian ----------------------------------------------------------------
 

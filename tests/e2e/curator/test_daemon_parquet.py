@@ -24,7 +24,9 @@ def write_staff(path: Path, people: int = 300) -> None:
             pid.append(person)
             age.append(20 + (person * 7 + row) % 45)
             dept.append(DEPTS[(person + row) % 3])
-            salary.append(None if (person + row) % 11 == 0 else 1000.0 + 10 * ((person * 3 + row) % 90))
+            salary.append(
+                None if (person + row) % 11 == 0 else 1000.0 + 10 * ((person * 3 + row) % 90)
+            )
     table = pa.table({"pid": pid, "age": age, "dept": dept, "salary": salary})
     pq.write_table(table, path)
 

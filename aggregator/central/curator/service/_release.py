@@ -112,7 +112,11 @@ def release_constraints(where: str | None, columns: Sequence[str]) -> dict[str, 
             term = term.this
         if isinstance(term, exp.EQ) and isinstance(term.this, exp.Column):
             column, values = term.this.name, [_literal(term.expression, where)]
-        elif isinstance(term, exp.In) and isinstance(term.this, exp.Column) and not term.args.get("query"):
+        elif (
+            isinstance(term, exp.In)
+            and isinstance(term.this, exp.Column)
+            and not term.args.get("query")
+        ):
             column, values = term.this.name, [_literal(v, where) for v in term.expressions]
         else:
             raise CuratorError(

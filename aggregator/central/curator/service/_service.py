@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from deniable.aggregator.central.curator._base import CuratorError
-from deniable.aggregator.central.curator.ledger import CustodianLedger
+from deniable.aggregator.central.curator.ledger import CUSTODIAN, CustodianLedger
 from deniable.aggregator.central.curator.service._dataset import Dataset
 from deniable.aggregator.central.curator.service._kinds import Query
 from deniable.aggregator.central.curator.service._ledger_views import (
@@ -28,8 +28,6 @@ from deniable.shared.sampling import ByteSource, os_source
 __all__ = ["CUSTODIAN", "AnalystsView", "CuratorService", "ReleaseNotFoundError"]
 
 log = logging.getLogger("deniable.curator")
-CUSTODIAN = "custodian"
-"""The analyst name of the custodian's own in-process queries (bounded by the data set's total)."""
 
 
 class ReleaseNotFoundError(CuratorError):
@@ -107,7 +105,12 @@ class CuratorService:
         return replace(answer, document=document, balance=balance)
 
     def release(
-        self, analyst: str, request: ReleaseQuery, *, source: ByteSource = os_source, charge: bool = True
+        self,
+        analyst: str,
+        request: ReleaseQuery,
+        *,
+        source: ByteSource = os_source,
+        charge: bool = True,
     ) -> ReleaseAnswer:
         """A noisy contingency table, charged once, stored with the custodian (when charged)."""
         request.check(self.dataset)
@@ -129,13 +132,10 @@ class CuratorService:
         """An analyst's balance and spends."""
         return ledger_view(self.name, self.ledger.balance(self.name, analyst), analyst)
 
-
     def issue_token(self, analyst: str, epsilon: float, delta: float) -> tuple[str, BalanceView]:
         """A new token for ``analyst`` with budget (ε, δ) within the data set's; shown once."""
         from deniable.aggregator.central.curator._noise import check_curator_epsilon, exact_epsilon
 
-        if analyst == CUSTODIAN:
-            raise CuratorError(f"--analyst: {CUSTODIAN!r} is reserved for the custodian's own queries")
         check_curator_epsilon(epsilon, "--budget")
         token = self.ledger.issue_token(
             self.name, analyst, exact_epsilon(epsilon), _exact_delta(delta)
