@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         NoisyMean,
         NoisyPublicMean,
         mean_interval,
+        midpoint_units,
         noisy_mean,
         noisy_mean_public_n,
     )
@@ -123,6 +124,7 @@ _MODULES = {
         "NoisyMean",
         "NoisyPublicMean",
         "mean_interval",
+        "midpoint_units",
         "noisy_mean",
         "noisy_mean_public_n",
     ],
@@ -235,6 +237,7 @@ __all__ = [
     "load_table",
     "make_release",
     "mean_interval",
+    "midpoint_units",
     "noise_scale",
     "noisy_count",
     "noisy_histogram",
