@@ -26,9 +26,10 @@ from deniable.aggregator.central.curator import (
     midpoint_units,
     noisy_count,
     noisy_histogram,
+    noisy_mean_public_n,
     noisy_sum,
 )
-from deniable.shared.sampling import generator_source
+from deniable.shared.sampling import ByteSource, generator_source
 
 # A row: (value or None for an empty cell, matches the filter?)
 Row = tuple[int | None, bool]
@@ -216,3 +217,20 @@ def test_a_sum_in_grid_steps_is_exactly_epsilon_private(relation: str, k: int) -
         for s in range(lower, upper - delta + 1)
     )
     assert worst == pytest.approx(0.5, abs=1e-9)
+
+
+def test_the_public_mean_is_exactly_epsilon_private_at_scale_hi_minus_lo() -> None:
+    """Σ over N = 3 rows in [−2, 4] steps, clamped to [−6, 12]: totals Δ = 6 apart give e^ε."""
+    spec = SumSpec.build("x", "int", -2, 4, None)
+    result = noisy_mean_public_n(3, 3, 3, spec, 0.5, "replace", PrivacyUnit(), source=_seed(4))
+    scale = Fraction(6) / Fraction(1, 2)
+    assert result.scale == pytest.approx(float(scale) / 3)  # in mean units: steps over N
+    worst = max(
+        _worst_log_ratio(_released_pmf(t, scale, -6, 12), _released_pmf(t + 6, scale, -6, 12))
+        for t in range(-6, 7)
+    )
+    assert worst == pytest.approx(0.5, abs=1e-9)
+
+
+def _seed(seed: int) -> ByteSource:
+    return generator_source(np.random.default_rng(seed))
