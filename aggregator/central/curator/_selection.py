@@ -69,10 +69,10 @@ def check_delta(delta: object) -> Fraction:
     """δ as the exact decimal written, in (0, 1/2), else an error naming --delta."""
     if isinstance(delta, bool) or not isinstance(delta, int | float | Fraction):
         raise CuratorError(f"--delta must be a number, got {delta!r}")
+    if not isinstance(delta, Fraction) and not math.isfinite(delta):
+        raise CuratorError(f"--delta must be in (0, 0.5), got {delta!r}")
     value = delta if isinstance(delta, Fraction) else Fraction(repr(float(delta)))
-    if not (isinstance(delta, Fraction) or math.isfinite(delta)) or not (
-        0 < value < MAX_SELECTION_DELTA
-    ):
+    if not 0 < value < MAX_SELECTION_DELTA:
         raise CuratorError(f"--delta must be in (0, 0.5), got {delta!r}")
     return value
 
