@@ -15,6 +15,7 @@ from deniable.aggregator.central.curator import (
     CuratorError,
     PrivacyUnit,
     SumSpec,
+    Value,
     discrete_half_width,
     discrete_laplace_pmf,
     discrete_laplace_tail,
@@ -119,7 +120,7 @@ def test_sum_sensitivity_in_grid_steps_is_k_times_the_per_row_bound(
     assert spec.sensitivity_units("replace", ROWS) == replace
     assert spec.sensitivity_units("add-remove", PERSON) == 3 * add_remove
     assert spec.sensitivity_units("replace", PERSON) == 3 * replace
-    assert spec.per_unit_clamp(PERSON) == (3 * min(lo, 0), 3 * max(hi, 0))
+    assert spec.per_unit_clamp(PERSON) == (Fraction(3 * min(lo, 0)), Fraction(3 * max(hi, 0)))
 
 
 def test_sum_noise_stays_on_the_grid_and_the_output_states_the_per_unit_clamp() -> None:
@@ -206,8 +207,10 @@ def test_mean_interval_covers_at_least_the_confidence(neighbours: str) -> None:
 
 
 def _release() -> Any:
-    cells = {("HR", "yes"): 1, ("IT", "no"): 1, ("HR", "no"): 1, ("Sales", "yes"): 1,
-             ("IT", "yes"): 1, ("Other", "yes"): 4}  # fmt: skip
+    cells: dict[tuple[Value, ...], int] = {
+        ("HR", "yes"): 1, ("IT", "no"): 1, ("HR", "no"): 1, ("Sales", "yes"): 1,
+        ("IT", "yes"): 1, ("Other", "yes"): 4,
+    }  # fmt: skip
     columns = [("dept", "str", ["HR", "IT", "Sales"]), ("remote", "str", ["yes", "no"])]
     return make_release(cells, columns, 1.0, "replace", PERSON, upper=5, source=_seeded(7))
 

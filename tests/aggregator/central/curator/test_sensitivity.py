@@ -210,6 +210,8 @@ def test_a_sum_in_grid_steps_is_exactly_epsilon_private(relation: str, k: int) -
     scale = Fraction(delta) / Fraction(1, 2)
     assert result.scale == float(scale)  # resolution 1: grid steps are the values
     lower, upper = spec.sum_range(10)
+    assert lower is not None
+    assert upper is not None
     worst = max(
         _worst_log_ratio(
             _released_pmf(s, scale, lower, upper), _released_pmf(s + delta, scale, lower, upper)
