@@ -24,6 +24,7 @@ __all__ = [
     "discrete_laplace_pmf",
     "discrete_laplace_tail",
     "exact_epsilon",
+    "float_up",
     "noise_scale",
     "noisy_integer",
 ]
@@ -60,6 +61,12 @@ def exact_epsilon(epsilon: float | Fraction) -> Fraction:
     make exactly 1 (the binary float 0.1 is a little more than 1/10).
     """
     return epsilon if isinstance(epsilon, Fraction) else Fraction(repr(float(epsilon)))
+
+
+def float_up(value: Fraction) -> float:
+    """The least float >= value (a bound stated as a float is never understated)."""
+    number = float(value)
+    return math.nextafter(number, math.inf) if Fraction(number) < value else number
 
 
 def noise_scale(epsilon: float | Fraction, sensitivity: int) -> Fraction:

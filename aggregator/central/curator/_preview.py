@@ -1,10 +1,4 @@
-"""Accuracy previews: the interval a query would have, from public facts only, spending nothing.
-
-A preview reads no data and draws no noise: the half-width of a discrete Laplace interval
-depends only on the scale Δ/ε (Δ from the neighbour relation, K and the clip) and the
-confidence, and the mean with a public N also on N. Each matches the ``half_width`` the
-query itself reports.
-"""
+"""Accuracy previews: a query's interval half-width from public facts, no data, no noise."""
 
 from __future__ import annotations
 
@@ -50,6 +44,10 @@ __all__ = [
 @dataclass(frozen=True)
 class Preview:
     """What a query would report, without running it: its noise and interval half-width.
+
+    A discrete Laplace interval's half-width depends only on the scale Δ/ε (Δ from the
+    neighbour relation, K and the clip) and the confidence, and the public-N mean's also on
+    N: each preview equals the ``half_width`` the query itself reports.
 
     Attributes:
         query: the query kind.

@@ -36,6 +36,7 @@ from deniable.aggregator.central.curator._noise import (
     check_curator_epsilon,
     discrete_half_width,
     exact_epsilon,
+    float_up,
     noise_scale,
 )
 from deniable.aggregator.central.curator._sensitivity import (
@@ -51,7 +52,6 @@ __all__ = [
     "SelectedKey",
     "SelectionPlan",
     "check_delta",
-    "float_up",
     "plan_fields",
     "select_keys",
     "selection_delta",
@@ -201,12 +201,6 @@ def select_released(
             if count + z >= plan.threshold:
                 released[key] = count + z
     return released
-
-
-def float_up(value: Fraction) -> float:
-    """The least float >= value (a bound stated as a float is never understated)."""
-    number = float(value)
-    return math.nextafter(number, math.inf) if Fraction(number) < value else number
 
 
 @dataclass(frozen=True)
