@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from deniable.aggregator.central.curator._base import CuratorError, PrivacyUnit
+from deniable.aggregator.central.curator._sensitivity import privacy_fields
 from deniable.shared.sampling import ByteSource, discrete_laplace, os_source
 
 __all__ = [
@@ -22,6 +24,7 @@ __all__ = [
     "discrete_laplace_pmf",
     "discrete_laplace_tail",
     "exact_epsilon",
+    "float_up",
     "noise_scale",
     "noisy_integer",
 ]
@@ -29,24 +32,25 @@ __all__ = [
 MIN_CURATOR_EPSILON = 2.0**-20
 MAX_CURATOR_EPSILON = 50.0
 INTERVAL_METHOD = "exact discrete Laplace quantile: P(|Z| > k) = 2q^(k+1)/(1+q), q = e^(-ε/Δ)"
+COUNT_COVERS = "the count of matching rows, each privacy unit's rows bounded to at most K"
 
 
 def check_curator_epsilon(epsilon: object, name: str = "epsilon") -> float:
-    """``epsilon`` as a float in [2^-20, 50], else a ValueError naming it."""
+    """``epsilon`` as a float in [2^-20, 50], else a CuratorError naming it."""
     if isinstance(epsilon, bool) or not isinstance(epsilon, int | float | Fraction):
-        raise ValueError(f"{name} must be a number, got {epsilon!r}")
+        raise CuratorError(f"{name} must be a number, got {epsilon!r}")
     value = float(epsilon)
     if not MIN_CURATOR_EPSILON <= value <= MAX_CURATOR_EPSILON:  # also rejects NaN
-        raise ValueError(f"{name} must be in [2^-20, {MAX_CURATOR_EPSILON:g}], got {epsilon!r}")
+        raise CuratorError(f"{name} must be in [2^-20, {MAX_CURATOR_EPSILON:g}], got {epsilon!r}")
     return value
 
 
 def check_confidence(confidence: object) -> float:
-    """``confidence`` as a float strictly between 0 and 1, else a ValueError naming it."""
+    """``confidence`` as a float strictly between 0 and 1, else a CuratorError naming it."""
     if isinstance(confidence, bool) or not isinstance(confidence, int | float):
-        raise ValueError(f"confidence must be a number, got {confidence!r}")
+        raise CuratorError(f"confidence must be a number, got {confidence!r}")
     if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+        raise CuratorError(f"confidence must be in (0, 1), got {confidence!r}")
     return float(confidence)
 
 
@@ -59,10 +63,16 @@ def exact_epsilon(epsilon: float | Fraction) -> Fraction:
     return epsilon if isinstance(epsilon, Fraction) else Fraction(repr(float(epsilon)))
 
 
+def float_up(value: Fraction) -> float:
+    """The least float >= value (a bound stated as a float is never understated)."""
+    number = float(value)
+    return math.nextafter(number, math.inf) if Fraction(number) < value else number
+
+
 def noise_scale(epsilon: float | Fraction, sensitivity: int) -> Fraction:
     """The scale b = Δ/ε exactly, ε taken as :func:`exact_epsilon`."""
     if sensitivity < 1:
-        raise ValueError(f"sensitivity must be a positive integer, got {sensitivity}")
+        raise CuratorError(f"sensitivity must be a positive integer, got {sensitivity}")
     return Fraction(sensitivity) / exact_epsilon(epsilon)
 
 
@@ -155,6 +165,9 @@ class NoisyCount:
         half_width: k, the least integer with P(|Z| <= k) >= confidence.
         low: lower end, max(0, released − k).
         high: upper end, min(upper, released + k).
+        neighbours: the neighbour relation Δ was computed for (None: not stated).
+        unit: the privacy unit Δ was computed for (None: not stated).
+        covers: what the interval covers.
     """
 
     released: int
@@ -166,6 +179,9 @@ class NoisyCount:
     half_width: int
     low: int
     high: int
+    neighbours: str | None = None
+    unit: PrivacyUnit | None = None
+    covers: str = COUNT_COVERS
 
     @property
     def worst_clamp_bias(self) -> float:
@@ -173,12 +189,17 @@ class NoisyCount:
         return clamp_bias(0, self.scale, None)
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields a ``--json`` output carries."""
+        """The fields a ``--json`` output carries (the unit's when it is stated)."""
+        stated: dict[str, Any] = {}
+        if self.unit is not None and self.neighbours is not None:
+            stated = privacy_fields(self.neighbours, self.unit)
         return {
             "released": self.released,
             "epsilon": self.epsilon,
+            "delta": 0.0,
             "sensitivity": self.sensitivity,
             "noise_scale": float(self.scale),
+            **stated,
             "clamp": [0, self.upper],
             "worst_clamp_bias": self.worst_clamp_bias,
             "interval": {
@@ -187,6 +208,7 @@ class NoisyCount:
                 "confidence": self.confidence,
                 "half_width": self.half_width,
                 "method": INTERVAL_METHOD,
+                "covers": self.covers,
             },
         }
 
@@ -199,6 +221,9 @@ def central_laplace_count(
     upper: int | None = None,
     confidence: float = 0.95,
     source: ByteSource = os_source,
+    neighbours: str | None = None,
+    unit: PrivacyUnit | None = None,
+    covers: str = COUNT_COVERS,
 ) -> NoisyCount:
     """Release ``true_count`` with exact discrete Laplace noise of scale Δ/ε (ε-DP).
 
@@ -214,11 +239,16 @@ def central_laplace_count(
         upper: a public upper bound on the count (None: clamp at 0 only).
         confidence: the interval's confidence, in (0, 1).
         source: random bytes (the OS CSPRNG unless a seeded source is given for tests).
+        neighbours: the relation Δ was computed for, stated in the output.
+        unit: the privacy unit Δ was computed for, stated in the output.
+        covers: what the interval covers, for the output.
     """
     eps = check_curator_epsilon(epsilon)
     level = check_confidence(confidence)
     if true_count < 0 or (upper is not None and true_count > upper):
-        raise ValueError(f"true count must be in [0, {upper}], got {true_count}")
+        raise CuratorError(f"true count must be in [0, {upper}], got {true_count}")
     scale = noise_scale(epsilon, sensitivity)
     released, k, low, high = noisy_integer(true_count, scale, 0, upper, level, source)
-    return NoisyCount(released, eps, sensitivity, scale, upper, level, k, low, high)
+    return NoisyCount(
+        released, eps, sensitivity, scale, upper, level, k, low, high, neighbours, unit, covers
+    )

@@ -1,4 +1,4 @@
-"""Central numeric queries: the sum and mean of a column clipped to [min, max], on a grid."""
+"""Sum of a column clipped to [min, max] on a grid: an exact sum in grid steps in, noise out."""
 
 from __future__ import annotations
 
@@ -7,25 +7,29 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from deniable.aggregator.central.curator._base import CuratorError, PrivacyUnit, Value
 from deniable.aggregator.central.curator._noise import (
     INTERVAL_METHOD,
-    NoisyCount,
-    central_laplace_count,
     check_confidence,
     check_curator_epsilon,
-    exact_epsilon,
     noise_scale,
     noisy_integer,
 )
-from deniable.aggregator.central.curator._queries import check_neighbours, matching
-from deniable.aggregator.central.curator._table import CuratorError, Table
-from deniable.aggregator.central.curator._where import Condition, Value
+from deniable.aggregator.central.curator._sensitivity import (
+    privacy_fields,
+    sum_sensitivity_units,
+)
 from deniable.shared.sampling import ByteSource, os_source
 
-__all__ = ["NoisyMean", "NoisySum", "SumSpec", "mean_interval", "noisy_mean", "noisy_sum"]
+__all__ = ["MAX_GRID_STEPS", "NoisySum", "SumSpec", "noisy_sum"]
 
 MAX_GRID_STEPS = 1 << 40
 """At most this many resolution steps in [min, max] (the noise is drawn in those steps)."""
+
+SUM_COVERS = (
+    "the sum over matching rows with a value of the value clipped to [min, max] and rounded "
+    "to the resolution grid, each unit's rows bounded to K"
+)
 
 
 @dataclass(frozen=True)
@@ -36,7 +40,8 @@ class SumSpec:
         column: the numeric column.
         lo: public lower clip.
         hi: public upper clip.
-        resolution: grid step h > 0; each clipped value is rounded to the nearest multiple.
+        resolution: grid step h > 0; each clipped value is rounded to the nearest multiple
+            (ties to even: ``round(clip(v) / h)`` on exact fractions), see :meth:`units`.
     """
 
     column: str
@@ -61,15 +66,18 @@ class SumSpec:
             )
 
     @classmethod
-    def build(
-        cls, table: Table, column: str, lo: float, hi: float, resolution: str | None
-    ) -> SumSpec:
-        """The spec, its resolution 1 for an int column with integer ends, else (hi − lo)/1024."""
-        kind = table.column(column, "--column")
+    def build(cls, column: str, kind: str, lo: float, hi: float, resolution: str | None) -> SumSpec:
+        """The spec of a ``kind`` (int or float) column; resolution 1 for int with integer ends.
+
+        Without ``resolution`` the grid is 1 for an int column with integer ends, else
+        (hi − lo)/1024. A written resolution is taken as the decimal written, exactly.
+        """
         if kind == "str":
             raise CuratorError(f"--column: {column!r} is a str column; sum and mean need numbers")
+        if kind not in ("int", "float"):
+            raise CuratorError(f"--column: type of {column!r} must be int or float, got {kind!r}")
         for flag, end in (("--min", lo), ("--max", hi)):
-            if not math.isfinite(end):
+            if isinstance(end, bool) or not isinstance(end, int | float) or not math.isfinite(end):
                 raise CuratorError(f"{flag} must be a finite number, got {end!r}")
         low, high = Fraction(lo), Fraction(hi)
         if resolution is not None:
@@ -88,25 +96,36 @@ class SumSpec:
 
     def units(self, value: Value) -> int:
         """The value clipped to [lo, hi] and rounded to the grid, in grid steps."""
-        assert isinstance(value, int | float)
+        if isinstance(value, bool) or not isinstance(value, int | float | Fraction):
+            raise CuratorError(f"--column: {self.column!r} has a non-numeric value {value!r}")
         clipped = min(self.hi, max(self.lo, Fraction(value)))
         return round(clipped / self.resolution)
 
     @property
     def unit_range(self) -> tuple[int, int]:
-        """The grid steps of lo and hi (every contribution lies between)."""
+        """The grid steps of lo and hi (every rounded contribution lies between)."""
         return round(self.lo / self.resolution), round(self.hi / self.resolution)
 
-    def sensitivity_units(self, neighbours: str) -> int:
-        """Δ in grid steps: max(|lo|, |hi|) under add/remove, max(hi, 0) − min(lo, 0) under replace.
+    def sensitivity_units(self, neighbours: str, unit: PrivacyUnit) -> int:
+        """Δ in grid steps: K·max(|lo|, |hi|) (add-remove), K·(max(hi,0) − min(lo,0)) (replace)."""
+        low, high = self.unit_range
+        return sum_sensitivity_units(low, high, neighbours, unit)
 
-        Under replace-one a row may go from contributing nothing (not matching, or an empty
-        cell) to contributing hi, so the span includes 0; it is hi − lo when lo <= 0 <= hi.
+    def per_unit_clamp(self, unit: PrivacyUnit) -> tuple[Fraction, Fraction]:
+        """The range of one unit's total: at most K rows, each clipped to [lo, hi], or none."""
+        k = unit.max_contributions
+        return k * min(self.lo, Fraction(0)), k * max(self.hi, Fraction(0))
+
+    def sum_range(self, rows: int | None) -> tuple[int | None, int | None]:
+        """The public clamp of a sum in grid steps over at most ``rows`` contributions.
+
+        With a public bound N on the contributing rows: [N·min(lo, 0), N·max(hi, 0)];
+        without one only the sign the range implies (>= 0 when lo >= 0, <= 0 when hi <= 0).
         """
         low, high = self.unit_range
-        if check_neighbours(neighbours) == "add-remove":
-            return max(abs(low), abs(high), 1)
-        return max(max(high, 0) - min(low, 0), 1)
+        if rows is not None:
+            return rows * min(low, 0), rows * max(high, 0)
+        return (0 if low >= 0 else None), (0 if high <= 0 else None)
 
 
 @dataclass(frozen=True)
@@ -119,66 +138,82 @@ class NoisySum:
     sensitivity: float
     scale: float
     confidence: float
+    half_width: float
     low: float
     high: float
+    neighbours: str
+    unit: PrivacyUnit
+    rows: int | None
 
     def to_dict(self) -> dict[str, Any]:
         """The fields a ``--json`` output carries."""
+        per_unit = self.spec.per_unit_clamp(self.unit)
         return {
             "released": self.released,
             "epsilon": self.epsilon,
+            "delta": 0.0,
             "sensitivity": self.sensitivity,
             "noise_scale": self.scale,
+            **privacy_fields(self.neighbours, self.unit),
             "clip": [float(self.spec.lo), float(self.spec.hi)],
+            "per_unit_clamp": {
+                "range": [float(per_unit[0]), float(per_unit[1])],
+                "how": "each unit's total is at most K rows, each clipped to [min, max]",
+            },
             "resolution": float(self.spec.resolution),
+            "public_rows": self.rows,
             "interval": {
                 "low": self.low,
                 "high": self.high,
                 "confidence": self.confidence,
+                "half_width": self.half_width,
                 "method": INTERVAL_METHOD + ", in resolution steps",
-                "covers": "the sum of the clipped values rounded to the resolution grid",
+                "covers": SUM_COVERS,
             },
         }
 
 
-def _sum_units(table: Table, spec: SumSpec, condition: Condition | None) -> tuple[int, int]:
-    """(Σ grid steps, number of contributing rows) over matching rows with a value."""
-    present = [
-        row[spec.column] for row in matching(table, condition) if row[spec.column] is not None
-    ]
-    return sum(spec.units(value) for value in present), len(present)
-
-
 def noisy_sum(
-    table: Table,
+    units_sum: int,
     spec: SumSpec,
-    condition: Condition | None,
     epsilon: float | Fraction,
     neighbours: str,
+    unit: PrivacyUnit,
     *,
+    rows: int | None = None,
     confidence: float = 0.95,
     source: ByteSource = os_source,
 ) -> NoisySum:
-    """Σ of the clipped, grid-rounded column over matching rows, plus noise of scale Δ/ε.
+    """The exact clipped sum in grid steps plus discrete Laplace noise of scale Δ/ε (ε-DP).
 
-    Noise is discrete Laplace in grid steps (exactly ε-DP). Under replace-one the row count
-    N is public and the sum is clamped to [N·min(lo, 0), N·max(hi, 0)]; under add/remove
-    only to the sign the range implies (>= 0 when lo >= 0, <= 0 when hi <= 0).
+    Args:
+        units_sum: Σ of :meth:`SumSpec.units` over matching rows with a value, at most K
+            rows per unit.
+        spec: the clip and grid.
+        epsilon: the privacy loss.
+        neighbours: add-remove or replace.
+        unit: the privacy unit; Δ = :meth:`SumSpec.sensitivity_units`.
+        rows: a public bound on the contributing rows for the clamp (N under replace-one
+            with rows as units); None: clamped only to the sign the range implies.
+        confidence: the interval's confidence.
+        source: random bytes (the OS CSPRNG unless a seeded source is given for tests).
     """
     eps = check_curator_epsilon(epsilon)
     level = check_confidence(confidence)
-    units, _ = _sum_units(table, spec, condition)
-    delta = spec.sensitivity_units(neighbours)
+    if isinstance(units_sum, bool) or not isinstance(units_sum, int):
+        raise CuratorError(f"the sum in grid steps must be an integer, got {units_sum!r}")
+    if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 0):
+        raise CuratorError(f"the public row count must be an integer >= 0, got {rows!r}")
+    lower, upper = spec.sum_range(rows)
+    if (lower is not None and units_sum < lower) or (upper is not None and units_sum > upper):
+        raise CuratorError(
+            f"the sum {units_sum} grid steps is outside its public range [{lower}, {upper}]"
+        )
+    delta = spec.sensitivity_units(neighbours, unit)
     scale = noise_scale(epsilon, delta)
-    low, high = spec.unit_range
-    lower: int | None
-    upper: int | None
-    if neighbours == "replace":
-        lower, upper = len(table.rows) * min(low, 0), len(table.rows) * max(high, 0)
-    else:  # N is private: only the sign of the range bounds the sum
-        lower = 0 if low >= 0 else None
-        upper = 0 if high <= 0 else None
-    released, _, low_units, high_units = noisy_integer(units, scale, lower, upper, level, source)
+    released, k, low_units, high_units = noisy_integer(
+        units_sum, scale, lower, upper, level, source
+    )
     step = spec.resolution
     return NoisySum(
         spec,
@@ -187,93 +222,10 @@ def noisy_sum(
         float(delta * step),
         float(scale * step),
         level,
+        float(k * step),
         float(low_units * step),
         float(high_units * step),
+        neighbours,
+        unit,
+        rows,
     )
-
-
-@dataclass(frozen=True)
-class NoisyMean:
-    """A clipped mean: a noisy sum (ε/2) over a noisy count (ε/2), clamped to [lo, hi]."""
-
-    total: NoisySum
-    count: NoisyCount
-    released: float
-    epsilon: float
-    confidence: float
-    low: float
-    high: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """The fields a ``--json`` output carries."""
-        return {
-            "released": self.released,
-            "epsilon": self.epsilon,
-            "method": "noisy sum / noisy count, ε split in halves (sequential composition)",
-            "sensitivity": {"sum": self.total.sensitivity, "count": self.count.sensitivity},
-            "noise_scale": {"sum": self.total.scale, "count": float(self.count.scale)},
-            "clip": [float(self.total.spec.lo), float(self.total.spec.hi)],
-            "resolution": float(self.total.spec.resolution),
-            "noisy_sum": self.total.released,
-            "noisy_count": self.count.released,
-            "interval": {
-                "low": self.low,
-                "high": self.high,
-                "confidence": self.confidence,
-                "method": (
-                    "sum and count each within their exact discrete Laplace interval at "
-                    "1 − α/2 (union bound); the mean is bounded by the extreme ratios of the "
-                    "two, intersected with [min, max]"
-                ),
-                "covers": "the mean of the clipped values rounded to the grid (when N >= 1)",
-            },
-        }
-
-
-def mean_interval(
-    total: tuple[float, float], count: tuple[int, int], lo: float, hi: float
-) -> tuple[float, float]:
-    """Bounds of S/N for S in [s0, s1] and an integer N >= 1 in [n0, n1], within [lo, hi].
-
-    S/N is monotone in N for a fixed S, so its extremes are at the ends of both ranges.
-    """
-    n_low, n_high = max(1, count[0]), count[1]
-    if n_high < 1:
-        return lo, hi
-    s_low, s_high = total
-    low = min(s_low / n_low, s_low / n_high)
-    high = max(s_high / n_low, s_high / n_high)
-    return max(lo, min(hi, low)), min(hi, max(lo, high))
-
-
-def noisy_mean(
-    table: Table,
-    spec: SumSpec,
-    condition: Condition | None,
-    epsilon: float,
-    neighbours: str,
-    *,
-    confidence: float = 0.95,
-    source: ByteSource = os_source,
-) -> NoisyMean:
-    """The mean of the clipped column over matching rows with a value: noisy sum / noisy count.
-
-    Each half of ε buys one of them; the released mean is their ratio clamped to
-    [lo, hi], or the midpoint when the noisy count is 0. The interval holds with at least
-    ``confidence`` (each part at 1 − α/2).
-    """
-    eps = check_curator_epsilon(epsilon)
-    level = check_confidence(confidence)
-    half = exact_epsilon(epsilon) / 2  # exactly half each: ε in all
-    each = 1 - (1 - level) / 2
-    total = noisy_sum(table, spec, condition, half, neighbours, confidence=each, source=source)
-    _, present = _sum_units(table, spec, condition)
-    upper = len(table.rows) if neighbours == "replace" else None
-    count = central_laplace_count(present, half, 1, upper=upper, confidence=each, source=source)
-    lo, hi = float(spec.lo), float(spec.hi)
-    if count.released >= 1:
-        released = min(hi, max(lo, total.released / count.released))
-    else:
-        released = (lo + hi) / 2
-    low, high = mean_interval((total.low, total.high), (count.low, count.high), lo, hi)
-    return NoisyMean(total, count, released, eps, level, low, high)

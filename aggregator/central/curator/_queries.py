@@ -1,84 +1,165 @@
-"""Central counting queries on the curator's table: count and histogram, with noise."""
+"""Count and histogram: exact bounded counts in, discrete Laplace releases of scale Δ/ε out."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
 
+from deniable.aggregator.central.curator._base import CuratorError, PrivacyUnit, Value
 from deniable.aggregator.central.curator._noise import (
+    INTERVAL_METHOD,
     NoisyCount,
     central_laplace_count,
+    check_curator_epsilon,
+    noise_scale,
 )
-from deniable.aggregator.central.curator._table import CuratorError, Table
-from deniable.aggregator.central.curator._where import Condition, Value
+from deniable.aggregator.central.curator._sensitivity import (
+    count_sensitivity,
+    histogram_sensitivity,
+    privacy_fields,
+)
 from deniable.shared.sampling import ByteSource, os_source
 
-__all__ = [
-    "NEIGHBOURS",
-    "check_neighbours",
-    "count_sensitivity",
-    "count_upper",
-    "histogram_sensitivity",
-    "matching",
-    "noisy_count",
-    "noisy_histogram",
-    "parse_values",
-]
-
-NEIGHBOURS = ("add-remove", "replace")
-"""add-remove: neighbours differ by one row added or removed; replace: by one row changed."""
+__all__ = ["NoisyHistogram", "noisy_count", "noisy_histogram", "parse_values"]
 
 
-def check_neighbours(neighbours: str) -> str:
-    if neighbours not in NEIGHBOURS:
-        raise CuratorError(f"--neighbours must be add-remove or replace, got {neighbours!r}")
-    return neighbours
-
-
-def count_sensitivity(neighbours: str) -> int:
-    """1 either way: one row added, removed or changed moves a count by at most 1."""
-    check_neighbours(neighbours)
-    return 1
-
-
-def histogram_sensitivity(neighbours: str) -> int:
-    """L1 sensitivity: 1 under add/remove (one bin ±1), 2 under replace (one −1, one +1)."""
-    return 1 if check_neighbours(neighbours) == "add-remove" else 2
-
-
-def matching(table: Table, condition: Condition | None) -> list[dict[str, Value]]:
-    """The rows the condition keeps (all without one)."""
-    return [dict(row) for row in table.rows if condition is None or condition.evaluate(row)]
-
-
-def count_upper(table: Table, neighbours: str, max_rows: int | None) -> int | None:
-    """The public upper clamp: the row count under replace-one, else ``--max-rows`` if given."""
-    return len(table.rows) if neighbours == "replace" else max_rows
+def _check_count(value: object, option: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise CuratorError(f"{option} must be an integer >= 0, got {value!r}")
+    return value
 
 
 def noisy_count(
-    table: Table,
-    condition: Condition | None,
-    epsilon: float,
+    true_count: int,
+    epsilon: float | Fraction,
     neighbours: str,
+    unit: PrivacyUnit,
     *,
-    max_rows: int | None = None,
+    upper: int | None = None,
     confidence: float = 0.95,
     source: ByteSource = os_source,
 ) -> NoisyCount:
-    """The number of matching rows, with discrete Laplace noise of scale 1/ε."""
-    sensitivity = count_sensitivity(neighbours)
-    upper = count_upper(table, neighbours, max_rows)
-    true = len(matching(table, condition))
-    if upper is not None and true > upper:
-        raise CuratorError(f"--max-rows {upper} is below the table's size")
+    """The bounded count (at most K rows per unit) with discrete Laplace noise of scale K/ε.
+
+    Args:
+        true_count: the exact count after bounding each unit to K rows.
+        epsilon: the privacy loss.
+        neighbours: add-remove or replace.
+        unit: the privacy unit (its K gives Δ = K either way).
+        upper: a public upper bound for the clamp (the row count under replace-one with rows
+            as units, or an analyst's public bound); None: clamped at 0 only.
+        confidence: the interval's confidence.
+        source: random bytes (the OS CSPRNG unless a seeded source is given for tests).
+    """
+    _check_count(true_count, "the true count")
+    sensitivity = count_sensitivity(neighbours, unit)
     return central_laplace_count(
-        true, epsilon, sensitivity, upper=upper, confidence=confidence, source=source
+        true_count, epsilon, sensitivity, upper=upper, confidence=confidence, source=source,
+        neighbours=neighbours, unit=unit,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class NoisyHistogram:
+    """Counts over a public list of keys, released together at ε (L1 sensitivity K or 2K).
+
+    Attributes:
+        bins: each listed key and its noisy count (all at the histogram's scale).
+        epsilon: the privacy loss of the whole histogram.
+        sensitivity: the L1 sensitivity, K under add-remove, 2K under replace.
+        scale: the noise scale Δ/ε of every bin.
+        neighbours: add-remove or replace.
+        unit: the privacy unit.
+    """
+
+    bins: tuple[tuple[Value, NoisyCount], ...]
+    epsilon: float
+    sensitivity: int
+    scale: Fraction
+    neighbours: str
+    unit: PrivacyUnit
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields a ``--json`` output carries: one interval per bin."""
+        return {
+            "epsilon": self.epsilon,
+            "delta": 0.0,
+            "sensitivity": self.sensitivity,
+            "noise_scale": float(self.scale),
+            **privacy_fields(self.neighbours, self.unit),
+            "bins": [
+                {
+                    "value": value,
+                    "released": count.released,
+                    "clamp": [0, count.upper],
+                    "interval": {
+                        "low": count.low,
+                        "high": count.high,
+                        "confidence": count.confidence,
+                        "half_width": count.half_width,
+                        "method": INTERVAL_METHOD + " (each bin on its own)",
+                        "covers": "the bin's count of matching rows, each unit bounded to K",
+                    },
+                }
+                for value, count in self.bins
+            ],
+            "note": "the keys are the public list given; rows with another value are in no bin",
+        }
+
+
+def noisy_histogram(
+    counts: Sequence[tuple[Value, int]],
+    epsilon: float | Fraction,
+    neighbours: str,
+    unit: PrivacyUnit,
+    *,
+    upper: int | None = None,
+    confidence: float = 0.95,
+    source: ByteSource = os_source,
+) -> NoisyHistogram:
+    """The bounded count of each listed key, each with discrete Laplace noise of scale Δ/ε.
+
+    ``counts`` pairs every key of a *public* list with its exact count (0 for a key no row
+    has): a list taken from the data would reveal a rare value (use ``select_keys`` for an
+    unknown domain). The whole histogram is ε-DP with the L1 sensitivity K (add-remove) or
+    2K (replace). ``upper`` is a public clamp for every bin, as for :func:`noisy_count`.
+    """
+    eps = check_curator_epsilon(epsilon)
+    sensitivity = histogram_sensitivity(neighbours, unit)
+    seen: set[Value] = set()
+    for key, count in counts:
+        if key in seen:
+            raise CuratorError(f"--values: key {key!r} is listed twice")
+        seen.add(key)
+        _check_count(count, f"the count of {key!r}")
+    bins = tuple(
+        (
+            key,
+            central_laplace_count(
+                count,
+                epsilon,
+                sensitivity,
+                upper=upper,
+                confidence=confidence,
+                source=source,
+                neighbours=neighbours,
+                unit=unit,
+            ),
+        )
+        for key, count in counts
+    )
+    return NoisyHistogram(
+        bins, eps, sensitivity, noise_scale(epsilon, sensitivity), neighbours, unit
     )
 
 
-def parse_values(table: Table, column: str, texts: Sequence[str], option: str) -> list[Value]:
-    """The listed category values of ``column``, as its type; a value that is not is an error."""
-    kind = table.column(column, option)
+def parse_values(kind: str, column: str, texts: Sequence[str], option: str) -> list[Value]:
+    """The listed values of a ``kind`` (int, float or str) column; one that is not is an error."""
+    if kind not in ("int", "float", "str"):
+        raise CuratorError(f"{option}: type of {column!r} must be int, float or str, got {kind!r}")
     values: list[Value] = []
     for text in texts:
         try:
@@ -87,46 +168,11 @@ def parse_values(table: Table, column: str, texts: Sequence[str], option: str) -
             raise CuratorError(
                 f"{option}: column {column!r} is {kind} but {text!r} is not"
             ) from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise CuratorError(f"{option}: value {text!r} of {column!r} is not a finite number")
         if value in values:
             raise CuratorError(f"{option}: value {text!r} of {column!r} is listed twice")
         values.append(value)
     if not values:
         raise CuratorError(f"{option}: list the values of {column!r} (a public list of categories)")
     return values
-
-
-def noisy_histogram(
-    table: Table,
-    column: str,
-    values: Sequence[Value],
-    condition: Condition | None,
-    epsilon: float,
-    neighbours: str,
-    *,
-    max_rows: int | None = None,
-    confidence: float = 0.95,
-    source: ByteSource = os_source,
-) -> list[tuple[Value, NoisyCount]]:
-    """The count of each listed value among matching rows, each with noise of scale Δ/ε.
-
-    The whole histogram is ε-DP (L1 sensitivity Δ = 1 or 2); rows with an unlisted value
-    are counted in no bin. The list of values must be public: taken from the data, it
-    would reveal that someone has a rare value.
-    """
-    sensitivity = histogram_sensitivity(neighbours)
-    upper = count_upper(table, neighbours, max_rows)
-    rows = matching(table, condition)
-    return [
-        (
-            value,
-            central_laplace_count(
-                sum(1 for row in rows if row[column] == value),
-                epsilon,
-                sensitivity,
-                upper=upper,
-                confidence=confidence,
-                source=source,
-            ),
-        )
-        for value in values
-    ]

@@ -11,6 +11,7 @@ from scipy import stats
 
 from deniable.aggregator.central.curator import (
     NoisyCount,
+    PrivacyUnit,
     central_laplace_count,
     clamp_bias,
     continuous_half_width,
@@ -176,3 +177,17 @@ def test_noisy_count_reports_every_field() -> None:
     assert document["interval"]["half_width"] == discrete_half_width(Fraction(4), 0.9)
     assert document["interval"]["low"] == max(0, result.released - result.half_width)
     assert document["interval"]["high"] == min(9, result.released + result.half_width)
+
+
+def test_a_count_states_its_unit_and_what_its_interval_covers() -> None:
+    unit = PrivacyUnit("person", 3)
+    source = generator_source(np.random.default_rng(4))
+    result = central_laplace_count(7, 0.5, 3, source=source, neighbours="replace", unit=unit)
+    document = result.to_dict()
+    assert document["neighbours"] == "replace"
+    assert document["privacy_unit"] == {
+        "column": "person", "max_contributions": 3, "description": unit.describe(),
+    }  # fmt: skip
+    assert "at most K" in document["interval"]["covers"]
+    assert document["delta"] == 0.0
+    assert "privacy_unit" not in central_laplace_count(7, 0.5).to_dict()  # not stated: not shown
