@@ -9,15 +9,15 @@ issued: the file's bytes and any other ledger file are nothing to it.
 
 from __future__ import annotations
 
+import hashlib
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
 from deniable.aggregator.central.curator._base import CuratorError
-from deniable.aggregator.central.curator._ledger import BudgetExceededError as OldRefusal
-from deniable.aggregator.central.curator._ledger import Ledger
-from deniable.aggregator.central.curator._table import file_digest
+from tests.aggregator.central.curator.ledger._old_ledger import BudgetExceededError as OldRefusal
+from tests.aggregator.central.curator.ledger._old_ledger import Ledger
 from deniable.aggregator.central.curator.ledger import (
     BudgetExceededError,
     CustodianLedger,
@@ -25,6 +25,11 @@ from deniable.aggregator.central.curator.ledger import (
 )
 
 TENTH = Fraction(1, 10)
+
+
+def file_digest(path: Path) -> str:
+    """What the old ledger keyed a budget by: the file's SHA-256."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def query(ledger: CustodianLedger, token: str, dataset: str, epsilon: Fraction) -> None:

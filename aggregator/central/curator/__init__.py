@@ -5,7 +5,8 @@ unit) to noisy releases: count and histogram (``noisy_count``, ``noisy_histogram
 and mean of a clipped column (``noisy_sum``, ``noisy_mean``, ``noisy_mean_public_n``), DP key
 selection over an unknown domain (``select_keys``), accuracy previews (``preview_*``), and a
 non-interactive release (``make_release``) that answers later counts at no privacy cost;
-with the privacy budget ledger (``Ledger``). Names are imported on first use. See
+the custodian's service over a query engine and a budget ledger (``CuratorService``,
+``engine``, ``ledger``). Names are imported on first use. See
 docs/curator.md.
 """
 
@@ -22,13 +23,6 @@ if TYPE_CHECKING:
         PrivacyUnit,
         Value,
         check_neighbours,
-    )
-    from deniable.aggregator.central.curator._ledger import (
-        Budget,
-        BudgetExceededError,
-        Ledger,
-        Spend,
-        default_ledger_path,
     )
     from deniable.aggregator.central.curator._mean import (
         NoisyMean,
@@ -77,6 +71,7 @@ if TYPE_CHECKING:
         ReleasedAnswer,
         make_release,
         read_release,
+        release_from_document,
     )
     from deniable.aggregator.central.curator._selection import (
         KeySelection,
@@ -92,17 +87,17 @@ if TYPE_CHECKING:
         privacy_fields,
         sum_sensitivity_units,
     )
-    from deniable.aggregator.central.curator._table import (
-        Table,
-        file_digest,
-        load_table,
-        parse_types,
-    )
-    from deniable.aggregator.central.curator._where import (
-        Condition,
-        ConditionError,
-        parse_where,
-        value_condition,
+    from deniable.aggregator.central.curator.engine import ConditionError
+    from deniable.aggregator.central.curator.ledger import BudgetExceededError
+    from deniable.aggregator.central.curator.service import (
+        CUSTODIAN,
+        CuratorService,
+        Dataset,
+        ReleaseNotFoundError,
+        answer_from_release,
+        query_from_wire,
+        register_dataset,
+        release_from_wire,
     )
 
 _MODULES = {
@@ -112,13 +107,6 @@ _MODULES = {
         "PrivacyUnit",
         "Value",
         "check_neighbours",
-    ],
-    "_ledger": [
-        "Budget",
-        "BudgetExceededError",
-        "Ledger",
-        "Spend",
-        "default_ledger_path",
     ],
     "_mean": [
         "NoisyMean",
@@ -167,6 +155,7 @@ _MODULES = {
         "ReleasedAnswer",
         "make_release",
         "read_release",
+        "release_from_document",
     ],
     "_selection": [
         "KeySelection",
@@ -182,30 +171,30 @@ _MODULES = {
         "privacy_fields",
         "sum_sensitivity_units",
     ],
-    "_table": [
-        "Table",
-        "file_digest",
-        "load_table",
-        "parse_types",
-    ],
-    "_where": [
-        "Condition",
-        "ConditionError",
-        "parse_where",
-        "value_condition",
+    "engine": ["ConditionError"],
+    "ledger": ["BudgetExceededError"],
+    "service": [
+        "CUSTODIAN",
+        "CuratorService",
+        "Dataset",
+        "ReleaseNotFoundError",
+        "answer_from_release",
+        "query_from_wire",
+        "register_dataset",
+        "release_from_wire",
     ],
 }
 _EXPORTS = {name: f"{__name__}.{module}" for module, names in _MODULES.items() for name in names}
 __all__ = [
+    "CUSTODIAN",
     "NEIGHBOURS",
-    "Budget",
     "BudgetExceededError",
-    "Condition",
     "ConditionError",
     "Constraints",
     "CuratorError",
+    "CuratorService",
+    "Dataset",
     "KeySelection",
-    "Ledger",
     "NoisyCount",
     "NoisyHistogram",
     "NoisyMean",
@@ -215,26 +204,23 @@ __all__ = [
     "PrivacyUnit",
     "Release",
     "ReleaseColumn",
+    "ReleaseNotFoundError",
     "ReleasedAnswer",
     "SelectedKey",
     "SelectionPlan",
-    "Spend",
     "SumSpec",
-    "Table",
     "Value",
+    "answer_from_release",
     "central_laplace_count",
     "check_neighbours",
     "clamp_bias",
     "continuous_half_width",
     "count_sensitivity",
-    "default_ledger_path",
     "discrete_half_width",
     "discrete_laplace_pmf",
     "discrete_laplace_tail",
     "exact_epsilon",
-    "file_digest",
     "histogram_sensitivity",
-    "load_table",
     "make_release",
     "mean_interval",
     "midpoint_units",
@@ -244,9 +230,7 @@ __all__ = [
     "noisy_mean",
     "noisy_mean_public_n",
     "noisy_sum",
-    "parse_types",
     "parse_values",
-    "parse_where",
     "preview_count",
     "preview_histogram",
     "preview_mean",
@@ -255,11 +239,14 @@ __all__ = [
     "preview_selection",
     "preview_sum",
     "privacy_fields",
+    "query_from_wire",
     "read_release",
+    "register_dataset",
+    "release_from_document",
+    "release_from_wire",
     "select_keys",
     "selection_plan",
     "sum_sensitivity_units",
     "unique_release_bound",
-    "value_condition",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -30,6 +30,7 @@ __all__ = [
     "FORMAT",
     "Constraints",
     "Release",
+    "release_from_document",
     "ReleaseColumn",
     "ReleasedAnswer",
     "make_release",
@@ -271,9 +272,14 @@ def read_release(path: Path) -> Release:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise CuratorError(f"--from-release: cannot read {path} ({error})") from None
+    return release_from_document(document, str(path))
+
+
+def release_from_document(document: Mapping[str, Any], name: str) -> Release:
+    """A release from its JSON document (a file's, or one the custodian stored)."""
     try:
         if document["format"] not in (FORMAT, FORMAT_ROWS):
-            raise CuratorError(f"--from-release: {path} is not a {FORMAT} file")
+            raise CuratorError(f"--from-release: {name} is not a {FORMAT} document")
         columns = tuple(
             ReleaseColumn(str(c["name"]), str(c["type"]), tuple(c["values"]))
             for c in document["columns"]
@@ -294,4 +300,4 @@ def read_release(path: Path) -> Release:
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as error:
         if isinstance(error, CuratorError):
             raise
-        raise CuratorError(f"--from-release: {path} is not a valid release ({error!r})") from None
+        raise CuratorError(f"--from-release: {name} is not a valid release ({error!r})") from None

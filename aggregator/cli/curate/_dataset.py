@@ -38,9 +38,9 @@ def parse_types(text: str | None) -> dict[str, str]:
     return declared
 
 
-def _option(name: str, **kwargs: Any) -> Callable[[F], F]:
+def _option(name: str, *dest: str, **kwargs: Any) -> Callable[[F], F]:
     variable = f"{VARIABLE}_{name.removeprefix('--').replace('-', '_').upper()}"
-    return click.option(name, envvar=variable, show_envvar=True, **kwargs)
+    return click.option(name, *dest, envvar=variable, show_envvar=True, **kwargs)
 
 
 def dataset_options(*, server: bool) -> Callable[[F], F]:
@@ -80,8 +80,8 @@ def dataset_options(*, server: bool) -> Callable[[F], F]:
             else [click.option("--ledger", "retired_ledger", hidden=True,
                                type=click.Path(path_type=Path))]
         ),
-        _option("--memory-limit", default="1GB", show_default=True,
-                help="DuckDB's memory limit; larger work spills to --temp-directory."),
+        _option("--memory-limit", help="DuckDB's memory limit for a file source, e.g. 4GB "
+                "[default: 1GB]; larger work spills to --temp-directory."),
         _option("--temp-directory", type=click.Path(file_okay=False, path_type=Path),
                 help="Where DuckDB spills (default: its own, beside nothing of yours)."),
     ]  # fmt: skip

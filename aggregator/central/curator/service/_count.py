@@ -53,13 +53,13 @@ class CountQuery(Query):
         return {"query": "count", "where": self.options.where}
 
     def preview(self, dataset: Dataset) -> Answer:
-        document = preview.preview_count(
+        result = preview.preview_count(
             self.options.exact_epsilon,
             dataset.neighbours,
             dataset.unit,
             confidence=self.options.confidence,
         )
-        return Answer(self.charge(), (), {**self._head(), **document}, preview=True)
+        return Answer(self.charge(), (), {**self._head(), **result.to_dict()}, preview=True)
 
     def run(self, dataset: Dataset, source: ByteSource) -> Answer:
         true = dataset.engine.count(dataset.condition(self.options.where), dataset.unit)

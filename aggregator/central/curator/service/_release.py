@@ -11,7 +11,7 @@ from sqlglot import exp
 
 from deniable.aggregator.central.curator._base import CuratorError, Value
 from deniable.aggregator.central.curator._queries import parse_values
-from deniable.aggregator.central.curator._release import Release, make_release
+from deniable.aggregator.central.curator._release import make_release, release_from_document
 from deniable.aggregator.central.curator.service._dataset import Dataset
 from deniable.aggregator.central.curator.service._kinds import QueryOptions
 from deniable.aggregator.central.curator.service._results import Charge
@@ -143,7 +143,7 @@ def answer_from_release(
     confidence: float,
 ) -> dict[str, Any]:
     """A count (or a histogram of ``column``) summed from a release's cells: no privacy cost."""
-    release = Release.from_dict(document)
+    release = release_from_document(document, str(document.get("release_id", "the release")))
     names = [name for name, _, _ in release.columns]
     constraints = release_constraints(where, names)
     privacy = {
@@ -156,7 +156,7 @@ def answer_from_release(
     head = {"query": kind, "where": where, "epsilon": 0, "from_release": document.get("release_id")}
     if kind == "count":
         answer = release.answer(constraints, confidence)
-        return {**head, **answer.to_dict(release), "privacy": privacy}
+        return {**head, **answer.to_dict(), "privacy": privacy}
     if column is None or column not in names:
         raise CuratorError(
             f"--column: {column!r} is not in the release (its columns: {', '.join(names)})"
@@ -174,5 +174,5 @@ def answer_from_release(
         if allowed is not None and value not in allowed:
             continue
         answer = release.answer({**constraints, column: [value]}, confidence)
-        bins.append({"value": value, **answer.to_dict(release)})
+        bins.append({"value": value, **answer.to_dict()})
     return {**head, "column": column, "bins": bins, "privacy": privacy}

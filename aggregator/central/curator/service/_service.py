@@ -86,7 +86,7 @@ class CuratorService:
         found = self.ledger.authenticate(token)
         if found is None or found.dataset != self.name:
             return None
-        return found.analyst
+        return found.name
 
     def query(
         self, analyst: str, query: Query, *, source: ByteSource = os_source, charge: bool = True

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from deniable.aggregator.central.curator._base import CuratorError
-from deniable.aggregator.central.curator._ledger import Ledger, default_ledger_path
+from tests.aggregator.central.curator.ledger._old_ledger import Ledger, default_ledger_path
 from deniable.aggregator.central.curator.ledger import (
     CustodianLedger,
     SpendEntry,

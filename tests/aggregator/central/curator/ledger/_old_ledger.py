@@ -1,4 +1,4 @@
-"""The curator's privacy budget: a durable SQLite ledger of ε spent per data set (by SHA-256)."""
+"""The old file-keyed ledger (before issue 36), kept to build old ledger files for the tests."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from deniable.aggregator.central.curator._noise import check_curator_epsilon, exact_epsilon
-from deniable.aggregator.central.curator._table import CuratorError
+from deniable.aggregator.central.curator._base import CuratorError
 
 __all__ = ["BudgetExceededError", "Ledger", "Spend", "default_ledger_path"]
 
