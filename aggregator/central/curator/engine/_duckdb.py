@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import threading
@@ -12,13 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import numpy as np
-import pyarrow as pa
-from duckdb.sqltypes import BIGINT, UBIGINT
+from duckdb.sqltypes import BIGINT
 
 from deniable.aggregator.central.curator._base import CuratorError
 from deniable.aggregator.central.curator.engine._ast import quote_identifier
 from deniable.aggregator.central.curator.engine._query import BATCH, SqlEngine
+from deniable.aggregator.central.curator.engine._sample import Sampler
 
 __all__ = ["DEFAULT_MEMORY_LIMIT", "FILE_KINDS", "DuckDBEngine", "file_kind"]
 
@@ -35,7 +33,7 @@ FILE_KINDS = {
     ".pq": "Parquet",
 }
 _DECLARED = {"int": "BIGINT", "float": "DOUBLE", "str": "VARCHAR", "bool": "BOOLEAN"}
-_RANDOM = "__deniable_csprng"
+_SAMPLE = "__deniable_sample"
 
 # DuckDB type -> (kind, cast or None). Casts keep comparisons from failing on any row.
 _INTS = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT")
@@ -68,11 +66,6 @@ def file_kind(path: Path) -> str:
     )
 
 
-def _csprng(seeds: pa.Array) -> pa.Array:
-    """As many uniformly random int64 as rows, from the OS CSPRNG (the input is ignored)."""
-    return pa.array(np.frombuffer(os.urandom(8 * len(seeds)), dtype=np.int64))
-
-
 def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
@@ -99,7 +92,7 @@ def _reader(path: Path, kind: str, types: Mapping[str, str] | None) -> str:
 class DuckDBEngine(SqlEngine):
     """A view over one CSV or Parquet file; the connection can read no other file.
 
-    Opening registers the CSPRNG function, sets the memory limit, spill directory and
+    Opening registers the sampling function (OS CSPRNG), sets the memory limit, spill directory and
     threads, allows only the file (``allowed_paths``), then disables external access and
     locks the configuration: a statement cannot read or write any other file nor undo
     the settings. A CSV file is read through once on opening, so that a malformed cell
@@ -138,6 +131,7 @@ class DuckDBEngine(SqlEngine):
         if threads is not None:
             config["threads"] = threads
         self._lock = threading.Lock()
+        self.sampler = Sampler()
         try:
             self._con = duckdb.connect(":memory:", config=config)
         except duckdb.Error as error:
@@ -152,7 +146,12 @@ class DuckDBEngine(SqlEngine):
     def _open(self, path: Path, kind: str, types: Mapping[str, str] | None) -> None:
         con = self._con
         con.create_function(  # type: ignore[call-overload]
-            _RANDOM, _csprng, [UBIGINT], BIGINT, type="arrow", side_effects=True
+            _SAMPLE,
+            self.sampler,
+            [BIGINT, BIGINT],
+            duckdb.list_type(BIGINT),
+            type="arrow",
+            side_effects=True,
         )
         reader = _reader(path, kind, types)
         try:
@@ -182,8 +181,11 @@ class DuckDBEngine(SqlEngine):
             except duckdb.Error as error:
                 raise CuratorError(f"--data: cannot read {path.name!r}: {error}") from None
 
-    def random_key(self, unit_sql: str) -> str:
-        return f"{_RANDOM}(hash({unit_sql}))"
+    def collect(self, expr: str) -> str:
+        return f"list({expr})"
+
+    def choose(self, rows: str, n: str, k: int) -> str:
+        return f"list_select({rows}, {_SAMPLE}({n}, {k}))"
 
     def present(self, column: str) -> str:
         quoted = quote_identifier(column)

@@ -66,7 +66,7 @@ class PostgresEngine(SqlEngine):
 
     Every statement runs in a READ ONLY transaction on a pooled connection whose session
     has no statement timeout; the key histogram streams through a server-side cursor.
-    The random choice of rows orders by gen_random_uuid() (pg_strong_random).
+    The random choice of a unit's rows orders them by gen_random_uuid() (pg_strong_random).
     """
 
     dialect = "postgres"
@@ -130,8 +130,15 @@ class PostgresEngine(SqlEngine):
         self.columns = columns
         self.source = f'(SELECT {", ".join(selected)} FROM {qualified}) AS "__source"'
 
-    def random_key(self, unit_sql: str) -> str:
-        return "gen_random_uuid()"
+    def collect(self, expr: str) -> str:
+        return f"array_agg({expr})"
+
+    def choose(self, rows: str, n: str, k: int) -> str:
+        # A CASE evaluates this subquery only for units with n > K: only their rows get a key.
+        return (
+            f'ARRAY(SELECT {rows}["__i"] FROM generate_series(1, {n}) AS "__i" '
+            f"ORDER BY gen_random_uuid() LIMIT {k})"
+        )
 
     def present(self, column: str) -> str:
         quoted = quote_identifier(column)

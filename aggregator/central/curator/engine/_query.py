@@ -58,8 +58,16 @@ class SqlEngine(Engine):
     source: str
 
     @abstractmethod
-    def random_key(self, unit_sql: str) -> str:
-        """A per-row key from the OS CSPRNG (64 bits or more), evaluated once per row."""
+    def collect(self, expr: str) -> str:
+        """The aggregate gathering ``expr`` of a unit's rows into a list (NULLs kept)."""
+
+    @abstractmethod
+    def choose(self, rows: str, n: str, k: int) -> str:
+        """``k`` elements of the list ``rows`` (of length ``n`` > ``k``), chosen at random.
+
+        The subset is uniformly random, drawn with the OS CSPRNG; the SQL is evaluated
+        only for units with more than K rows.
+        """
 
     @abstractmethod
     def present(self, column: str) -> str:
@@ -90,27 +98,24 @@ class SqlEngine(Engine):
         condition = and_(*conditions)
         return "" if condition is None else f" WHERE {condition.sql(self.dialect)}"
 
-    def _rows(self, exprs: Sequence[str], where: str, unit: PrivacyUnit) -> str:
-        """The kept rows: ``exprs`` as "__c0", "__c1", ... of at most K rows per unit."""
-        aliases = [f'"__c{i}"' for i in range(len(exprs))]
-        selected = ", ".join(f"{e} AS {a}" for e, a in zip(exprs, aliases, strict=True))
+    def _rows(self, expr: str, where: str, unit: PrivacyUnit) -> str:
+        """The kept rows' ``expr`` as "__c0": at most K rows per unit, chosen at random.
+
+        Each unit's matching rows are gathered into a list in one aggregation (NULL ids
+        group together: one unit). A unit with n <= K rows keeps its list whole and draws
+        no randomness; only the lists of units with n > K go through ``choose``.
+        """
         if unit.column is None:
-            return f"SELECT {selected} FROM {self.source}{where}"
+            return f'SELECT {expr} AS "__c0" FROM {self.source}{where}'
         unit_sql = quote_identifier(self._column(unit.column, "--privacy-unit").name)
-        names = ", ".join(aliases)
-        # DuckDB refuses a volatile window ORDER BY: the key is drawn in an inner query.
-        # row_number() numbers tied keys distinctly, so each unit keeps exactly
-        # min(n, K) rows; a tie among n keys has probability <= n^2 / 2^65.
-        keyed = (
-            f'SELECT {selected}, {unit_sql} AS "__unit", {self.random_key(unit_sql)} AS '
-            f'"__key" FROM {self.source}{where}'
-        )
-        ranked = (
-            f'SELECT {names}, row_number() OVER (PARTITION BY "__unit" ORDER BY "__key") '
-            f'AS "__rank" FROM ({keyed}) AS "__keyed"'
-        )
         k = unit.max_contributions
-        return f'SELECT {names} FROM ({ranked}) AS "__ranked" WHERE "__rank" <= {k}'
+        units = (
+            f'SELECT count(*) AS "__n", {self.collect(expr)} AS "__l" '
+            f"FROM {self.source}{where} GROUP BY {unit_sql}"
+        )
+        chosen = self.choose('"__l"', '"__n"', k)
+        kept = f'CASE WHEN "__n" > {k} THEN {chosen} ELSE "__l" END'
+        return f'SELECT unnest({kept}) AS "__c0" FROM ({units}) AS "__units"'
 
     def row_count(self) -> int:
         return int(self.fetch_one(f"SELECT count(*) FROM {self.source}")[0])
@@ -144,13 +149,54 @@ class SqlEngine(Engine):
         values: Sequence[Value | bool] | None = None,
     ) -> Iterator[tuple[Value | bool, int]]:
         column = self._column(key.column, "--column", ("int", "str", "bool"))
-        keep = None if values is None else listed(column, values, "--values")
-        rows = self._rows([quote_identifier(column.name)], self._where(where, keep), unit)
-        sql = f'SELECT "__c0", count(*) FROM ({rows}) AS "__rows" GROUP BY "__c0"'
         if values is None:
+            rows = self._rows(quote_identifier(column.name), self._where(where), unit)
+            sql = f'SELECT "__c0", count(*) FROM ({rows}) AS "__rows" GROUP BY "__c0"'
             return ((row[0], int(row[1])) for row in self.fetch_stream(sql))
-        counts = {row[0]: int(row[1]) for row in self.fetch_stream(sql)}
-        return iter([(value, counts.get(value, 0)) for value in values])
+        counts = self._listed_counts([column], [values], where, unit)
+        return iter([(value, counts.get((value,), 0)) for value in values])
+
+    def _listed_counts(
+        self,
+        cols: Sequence[Col],
+        values: Sequence[Sequence[Value | bool]],
+        where: Condition | None,
+        unit: PrivacyUnit,
+    ) -> dict[tuple[Value | bool, ...], int]:
+        """The bounded count of each combination of listed values present.
+
+        The filter is ``where`` and every column's value listed. Rows are coded as one
+        integer (a mixed-radix number of the values' positions), so the bounding gathers
+        small integers, not strings; the codes are decoded here.
+        """
+        keeps = [listed(c, v, "--values") for c, v in zip(cols, values, strict=True)]
+        decode: dict[int, tuple[Value | bool, ...]] = {0: ()}
+        terms = []
+        stride = 1
+        for col, given in zip(cols, values, strict=True):
+            distinct = list(
+                dict.fromkeys(literal_for(col.kind, v, "--values").value for v in given)
+            )
+            quoted = quote_identifier(col.name)
+            whens = "".join(
+                f" WHEN {quoted} IS NULL THEN {i}"
+                if value is None
+                else f" WHEN {quoted} = {render_literal(value, self.dialect)} THEN {i}"
+                for i, value in enumerate(distinct)
+            )
+            terms.append(f"CASE{whens} END * {stride}" if whens else "0")
+            decode = {
+                code + i * stride: (*combo, value)
+                for code, combo in decode.items()
+                for i, value in enumerate(distinct)
+            }
+            stride *= max(len(distinct), 1)
+            if stride > MAX_UNITS:
+                raise CuratorError("--values: too many combinations of listed values")
+        code = " + ".join(terms)
+        rows = self._rows(f"CAST({code} AS BIGINT)", self._where(where, *keeps), unit)
+        sql = f'SELECT "__c0", count(*) FROM ({rows}) AS "__rows" GROUP BY "__c0"'
+        return {decode[int(row[0])]: int(row[1]) for row in self.fetch_stream(sql)}
 
     def sum(
         self,
@@ -170,7 +216,7 @@ class SqlEngine(Engine):
         if lo_units > hi_units:
             raise CuratorError(f"the clamp is empty: {lo_units} > {hi_units} units")
         term = self.contribution(col.name, Fraction(resolution), lo_units, hi_units)
-        rows = self._rows([term], self._where_raw(where, self.present(col.name)), unit)
+        rows = self._rows(term, self._where_raw(where, self.present(col.name)), unit)
         units, count = self.fetch_one(f'SELECT sum("__c0"), count(*) FROM ({rows}) AS "__rows"')
         return SumAggregate(int(units or 0), int(count))
 
@@ -188,13 +234,7 @@ class SqlEngine(Engine):
         if not columns or len(columns) != len(values):
             raise CuratorError("--columns: give one list of values per column (and a column)")
         cols = [self._column(c, "--columns", ("int", "str", "bool")) for c in columns]
-        keeps = [listed(c, v, "--values") for c, v in zip(cols, values, strict=True)]
-        rows = self._rows(
-            [quote_identifier(c.name) for c in cols], self._where(where, *keeps), unit
-        )
-        names = ", ".join(f'"__c{i}"' for i in range(len(cols)))
-        sql = f'SELECT {names}, count(*) FROM ({rows}) AS "__rows" GROUP BY {names}'
-        found = {tuple(row[:-1]): int(row[-1]) for row in self.fetch_stream(sql)}
+        found = self._listed_counts(cols, values, where, unit)
         return {combo: found.get(combo, 0) for combo in itertools.product(*values)}
 
     def double(self, value: float | Fraction) -> str:
