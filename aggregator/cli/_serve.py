@@ -79,7 +79,7 @@ def _web_address(
     return address
 
 
-def _grace(ctx: click.Context, param: click.Parameter, value: float) -> float:
+def check_grace(ctx: click.Context, param: click.Parameter, value: float) -> float:
     """``--grace``: a finite number of seconds >= 0 (exit code 2 otherwise)."""
     if not math.isfinite(value) or value < 0:
         raise InvalidArgument(f"--grace {value}: seconds, a finite number >= 0")
@@ -114,7 +114,7 @@ def _grace(ctx: click.Context, param: click.Parameter, value: float) -> float:
     type=float,
     default=10.0,
     show_default=True,
-    callback=_grace,
+    callback=check_grace,
     help="Shutdown grace (s): how long calls in flight may finish.",
 )
 @click.option(

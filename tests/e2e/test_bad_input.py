@@ -22,6 +22,7 @@ import pytest
 from deniable.aggregator import cli as aggregator_cli
 from deniable.client import cli as participant_cli
 from deniable.shared._cli import run
+from tests.aggregator.central.curator.ledger._old_ledger import Ledger as OldLedger
 from tests.conftest import ADMIN_TOKEN, BIN
 from tests.e2e._forks import Runner
 
@@ -101,28 +102,32 @@ NEEDS: dict[tuple[str, ...], tuple[str, ...]] = {
             "0.5",
             "--budget",
             "1000",
-            "--ledger",
-            "{tmp}/ledger.sqlite",
+            "--db",
+            "sqlite:///{tmp}/curator.db",
         )
         for name, extra in (
             ("count", ()),
             ("histogram", ("--column", "dept", "--values", "HR,IT")),
             ("sum", ("--column", "age", "--min", "0", "--max", "100")),
             ("mean", ("--column", "age", "--min", "0", "--max", "100")),
-            (
-                "release",
-                (
-                    "--columns",
-                    "dept",
-                    "--values",
-                    "dept=HR,IT",
-                    "--out",
-                    "{tmp}/never-written.json",
-                ),
-            ),
+            ("release", ("--columns", "dept", "--values", "dept=HR,IT")),
         )
     },
-    ("curate", "ledger"): ("{staff}", "--ledger", "{tmp}/ledger.sqlite"),
+    ("curate", "ledger"): ("{staff}", "--db", "sqlite:///{tmp}/curator.db"),
+    ("curate", "describe"): ("{staff}", "--db", "sqlite:///{tmp}/curator.db"),
+    ("curate", "serve"): (
+        "--data", "{staff}", "--listen", "127.0.0.1:0", "--db", "sqlite:///{db}", "--budget", "1"
+    ),
+    ("curate", "migrate-ledger"): ("{old_ledger}", "{staff}", "--dataset", "staff",
+                                   "--db", "sqlite:///{tmp}/curator.db"),
+    **{
+        ("curate", "tokens", name): ("--server", "127.0.0.1:9", *extra)
+        for name, extra in (
+            ("issue", ("--analyst", "alice", "--budget", "1")),
+            ("revoke", ("--analyst", "alice")),
+            ("list", ()),
+        )
+    },
 }
 FILES = ("utf16", "binary", "missing", "directory")
 
@@ -152,6 +157,8 @@ def _bad_values(option: click.Option) -> list[str]:
     if isinstance(kind, click.Path):
         # Written to: a missing file is created (the curator's ledger too).
         kinds = ("utf16", "directory") if option.name in ("output", "out", "ledger") else FILES
+        if option.name == "temp_directory":  # a directory to write into, made if missing
+            kinds = ("utf16",)
         return [f"{{{name}}}" for name in kinds]
     if isinstance(kind, click.Choice):
         return ["nope"]
@@ -247,60 +254,70 @@ LISTED = [
     Case("deniable", ("explain", "--epsilon", "-1"), 2, "epsilon must be a finite number > 0"),
     Case("deniable", ("budget", "--server", "127.0.0.1:99999"), 2, "'127.0.0.1:99999'"),
     Case("deniable", ("budget", "--budget", "inf"), 2, "--budget: budget must be"),
-    # The curator: files, columns, types, conditions, values.
+    # The curator: files, columns, types, conditions, values, the old ledger.
     *(Case("deniable-aggregator", ("curate", "count", data, "--epsilon", "1", "--budget", "9",
-                                   "--ledger", "{tmp}/ledger.sqlite"), 2, text)
+                                   "--db", "sqlite:///{tmp}/listed.db"), 2, text)
       for data, text in (
-          ("{missing}", "DATA.csv: no file '{missing}'"),
+          ("{missing_csv}", "no file '{missing_csv}'"),
           ("{directory}", "'{directory}' is a directory"),
-          ("{binary}", "{binary}: not UTF-8 text (byte 0x80 at offset 128)"),
-          ("{empty}", "{empty}: empty file (a header row is needed)"),
+          ("{binary_csv}", "--data: cannot read 'binary.csv'"),
+          ("{spec}", "--data: 'spec' is not a file DuckDB reads here"),
       )),
     Case("deniable-aggregator", ("curate", "count", "{staff}", "--where", "agee > 3",
                                  "--epsilon", "1", "--budget", "9"), 2,
-         "--where: unknown column 'agee' (columns: name, age, dept) at position 0"),
-    Case("deniable-aggregator", ("curate", "count", "{staff}", "--where", "age > 3 && dept = 'HR'",
-                                 "--epsilon", "1", "--budget", "9"), 2,
-         "--where: unexpected character '&' at position 8"),
+         "--where: unknown column 'agee'; the columns are: 'name', 'age', 'dept'"),
     Case("deniable-aggregator", ("curate", "count", "{staff}", "--where", "age > 'x'",
                                  "--epsilon", "1", "--budget", "9"), 2,
-         "--where: column 'age' is int but is compared with 'x' at position 0"),
+         "--where: comparison > cannot mix kinds: column 'age' (int) with 'x' (str)"),
+    Case("deniable-aggregator", ("curate", "count", "{staff}", "--where",
+                                 "read_csv('/etc/passwd') IS NULL", "--epsilon", "1",
+                                 "--budget", "9"), 2, "read_csv"),
     Case("deniable-aggregator", ("curate", "count", "{staff}", "--types", "age=date",
                                  "--epsilon", "1", "--budget", "9"), 2,
-         "--types: type of 'age' must be int, float or str, got 'date'"),
+         "--types: type of 'age' must be int, float, str or bool, got 'date'"),
     Case("deniable-aggregator", ("curate", "count", "{staff}", "--types", "dept=int",
                                  "--epsilon", "1", "--budget", "9"), 2,
-         "{staff} line 2: column 'dept' is int but has 'HR'"),
+         "Could not convert string \"HR\""),
     Case("deniable-aggregator", ("curate", "count", "{staff}", "--epsilon", "0",
                                  "--budget", "9"), 2, "epsilon must be in [2^-20, 50], got 0.0"),
     Case("deniable-aggregator", ("curate", "count", "{staff}", "--epsilon", "60",
                                  "--budget", "90"), 2, "epsilon must be in [2^-20, 50], got 60.0"),
+    Case("deniable-aggregator", ("curate", "count", "{staff}", "--epsilon", "1",
+                                 "--budget", "inf"), 2, "--budget must be a finite number > 0"),
     Case("deniable-aggregator", ("curate", "count", "{staff}"), 2, "--epsilon is required"),
+    Case("deniable-aggregator", ("curate", "count", "{staff}", "--ledger", "{old_ledger}",
+                                 "--epsilon", "1"), 2,
+         "curate migrate-ledger {old_ledger} {staff} --dataset staff"),
     Case("deniable-aggregator", ("curate", "count", "{staff}", "--from-release", "{spec}"), 2,
-         "give DATA.csv or --from-release, not both"),
+         "--from-release FILE answers without the data"),
     Case("deniable-aggregator", ("curate", "count", "--from-release", "{spec}"), 2,
          "--from-release: {spec} is not a valid release"),
     Case("deniable-aggregator", ("curate", "count", "--from-release", "{binary}"), 2,
          "--from-release: cannot read {binary}"),
     Case("deniable-aggregator", ("curate", "count", "--from-release", "{missing}"), 2,
-         "--from-release: cannot read {missing}"),
+         "--from-release: no file '{missing}'"),
     Case("deniable-aggregator", ("curate", "count", "--from-release", "{spec}", "--epsilon",
                                  "1"), 2, "--epsilon: not used with --from-release"),
+    Case("deniable-aggregator", ("curate", "count", "--server", "127.0.0.1:9", "--epsilon",
+                                 "1", "--budget", "5"), 2,
+         "--budget: set by the custodian's daemon"),
+    Case("deniable-aggregator", ("curate", "count", "--epsilon", "1"), 2,
+         "give DATA (a file or postgresql:// URL you hold) or --server HOST:PORT"),
     Case("deniable-aggregator", ("curate", "histogram", "{staff}", "--column", "dept",
                                  "--epsilon", "1", "--budget", "9"), 2,
-         "--values: list the values of 'dept'"),
+         "--values: list the public values of the column, or give --delta"),
     Case("deniable-aggregator", ("curate", "histogram", "{staff}", "--column", "age",
                                  "--values", "3,x", "--epsilon", "1", "--budget", "9"), 2,
          "--values: column 'age' is int but 'x' is not"),
     Case("deniable-aggregator", ("curate", "histogram", "{staff}", "--column", "salary",
                                  "--values", "1", "--epsilon", "1", "--budget", "9"), 2,
-         "--values: no column 'salary' in {staff} (columns: name, age, dept)"),
+         "--column: unknown column 'salary'; the columns are: 'name', 'age', 'dept'"),
     Case("deniable-aggregator", ("curate", "sum", "{staff}", "--column", "dept", "--min", "0",
                                  "--max", "1", "--epsilon", "1", "--budget", "9"), 2,
-         "--column: 'dept' is a str column; sum and mean need numbers"),
+         "--column: 'dept' is a str column; a sum needs numbers"),
     Case("deniable-aggregator", ("curate", "sum", "{staff}", "--column", "age", "--min", "0",
                                  "--epsilon", "1", "--budget", "9"), 2,
-         "--min and --max are required"),
+         "Missing option '--max'"),
     Case("deniable-aggregator", ("curate", "mean", "{staff}", "--column", "age", "--min", "0",
                                  "--max", "10", "--resolution", "x", "--epsilon", "1",
                                  "--budget", "9"), 2, "--resolution must be a number, got 'x'"),
@@ -309,13 +326,24 @@ LISTED = [
                                  "--budget", "9"), 2,
          "--resolution 20.0 is wider than [0.0, 10.0]"),
     Case("deniable-aggregator", ("curate", "release", "{staff}", "--columns", "dept,nope",
-                                 "--epsilon", "1", "--budget", "9", "--out", "{tmp}/r.json"), 2,
-         "--columns: no column 'nope'"),
+                                 "--values", "dept=HR", "--values", "nope=1", "--epsilon", "1",
+                                 "--budget", "9"), 2, "--columns: no column 'nope' in staff (columns: name, age, dept)"),
     Case("deniable-aggregator", ("curate", "release", "{staff}", "--columns", "dept",
-                                 "--epsilon", "1", "--budget", "9", "--out", "{tmp}/r.json"), 2,
+                                 "--epsilon", "1", "--budget", "9"), 2,
          "--values: list the values of 'dept' (--values dept=V1,V2,...)"),
-    Case("deniable-aggregator", ("curate", "ledger", "{missing}"), 2,
-         "DATA.csv: no file '{missing}'"),
+    Case("deniable-aggregator", ("curate", "ledger", "{missing_csv}"), 2,
+         "no file '{missing_csv}'"),
+    Case("deniable-aggregator", ("curate", "tokens", "revoke", "--server", "127.0.0.1:99999",
+                                 "--analyst", "alice"), 2, "127.0.0.1:99999"),
+    Case("deniable-aggregator", ("curate", "tokens", "list", "--server", "no-port"), 2,
+         "no-port"),
+    Case("deniable-aggregator", ("curate", "describe", "--server", "no-port"), 2, "no-port"),
+    Case("deniable-aggregator", ("curate", "migrate-ledger", "{staff}", "{staff}",
+                                 "--dataset", "staff", "--db", "sqlite:///{tmp}/m.db"), 2,
+         "{staff}"),
+    Case("deniable-aggregator", ("curate", "serve", "--data", "{staff}", "--listen",
+                                 "127.0.0.1:0", "--db", "sqlite:///{db}"), 2,
+         "no privacy budget is set for data set 'staff': give --budget E"),
 ]  # fmt: skip
 
 
@@ -330,13 +358,19 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "notspec": b"[1, 2]",
         "spec": json.dumps(SPEC).encode(),
         "csv": b"q,s\na,x\n",
-        "staff": b"name,age,dept\nann,34,HR\nbob,29,IT\n",
+        "staff.csv": b"name,age,dept\nann,34,HR\nbob,29,IT\n",
+        "bad.csv": b"name,age\nann,34,HR\n",
+        "binary.csv": b"".join(bytes([i]) for i in range(128)) + bytes(range(128, 256)),
     }
     for name, data in written.items():
         (folder / name).write_bytes(data)
     (folder / "dir").mkdir()
-    paths = {name: str(folder / name) for name in written}
+    paths = {name.replace(".", "_"): str(folder / name) for name in written}
+    paths.update(staff=paths.pop("staff_csv"), bad_csv=paths.pop("bad_csv"))
+    old = folder / "old-ledger.sqlite"
+    OldLedger(old).spend("ab" * 32, 0.5, "count", budget=1.0)
     paths.update(missing=str(folder / "missing"), directory=str(folder / "dir"), tmp=str(folder))
+    paths.update(old_ledger=str(old), missing_csv=str(folder / "missing.csv"))
     return paths
 
 

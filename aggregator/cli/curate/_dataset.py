@@ -138,7 +138,13 @@ def open_service(
             )
             if seeded:  # NOT private: no ledger is read or written
                 return curator.CuratorService(dataset, None)
-            ledger = ledgers.open_ledger(options.get("database") or ledgers.default_curator_url())
+            url = options.get("database") or ledgers.default_curator_url()
+            if options.get("budget") is None and _missing_sqlite(url):
+                raise curator.CuratorError(
+                    f"no privacy budget is set for data set {name!r}: give --budget E (the "
+                    "total ε all its queries may spend; it cannot change afterwards)"
+                )
+            ledger = ledgers.open_ledger(url)
         except BaseException:
             engine.close()
             raise
@@ -149,6 +155,11 @@ def open_service(
             ledger.close()
             raise
     return curator.CuratorService(dataset, ledger)
+
+
+def _missing_sqlite(url: str) -> bool:
+    """True for a SQLite ledger file that does not exist yet (it registers nothing)."""
+    return url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists()
 
 
 def _refuse_old_ledger(options: Mapping[str, Any], name: str, server: bool) -> None:

@@ -27,6 +27,7 @@ __all__ = [
     "BUDGET_EXIT",
     "EXIT_CODES_HELP",
     "analyst_options",
+    "session_options",
     "curator_errors",
     "emit",
     "open_session",
@@ -80,22 +81,27 @@ def curator_errors() -> Iterator[None]:
         fail(str(error), 2)
 
 
-def analyst_options(function: F) -> F:
-    """DATA (in-process) or --server; the query's own options; the data set's (in-process)."""
+def session_options(function: F) -> F:
+    """DATA (in-process, with the data set's options) or --server with a token; --json."""
     function = dataset_options(server=False)(function)
     function = remote_options(function)
+    function = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")(
+        function
+    )
+    return click.argument(
+        "data", required=False, metavar="[DATA]", type=click.Path(dir_okay=False, path_type=Path)
+    )(function)
+
+
+def analyst_options(function: F) -> F:
+    """The session's options and a query's own: ε, condition, confidence, preview, seed."""
+    function = session_options(function)
     for option in reversed(
         [
-            click.argument(
-                "data",
-                required=False,
-                metavar="[DATA]",
-                type=click.Path(dir_okay=False, path_type=Path),
-            ),
             click.option("--epsilon", type=float, help="ε this query spends, in [2^-20, 50]."),
             click.option(
                 "--where",
-                help='Keep the rows matching an SQL condition, e.g. "age >= 30 AND dept IN '
+                help="Keep the rows matching an SQL condition, e.g. \"age >= 30 AND dept IN "
                 "('HR', 'IT')\": columns, literals, comparisons, AND/OR/NOT, IN, BETWEEN, "
                 "LIKE, IS NULL; nothing else (no functions, no subqueries).",
             ),
@@ -113,7 +119,6 @@ def analyst_options(function: F) -> F:
                 "release id stored with the custodian): post-processing, no privacy cost.",
             ),
             click.option("--seed", type=int, help=SEED_HELP),
-            click.option("--json", "as_json", is_flag=True, help="Print one JSON document."),
         ]
     ):
         function = option(function)

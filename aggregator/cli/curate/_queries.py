@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from deniable.aggregator.central import curator
 from deniable.aggregator.cli.curate._options import (
     analyst_options,
     curator_errors,
@@ -24,6 +25,7 @@ __all__ = ["count_command", "histogram_command", "mean_command", "sum_command"]
 def _run(data: Path | None, options: dict[str, Any], request: pb.QueryRequest) -> None:
     as_json = options["as_json"]
     with curator_errors():
+        curator.query_from_wire(request)  # what needs no data is checked before anything opens
         session = open_session(data, options)
         try:
             document = session.query(request)

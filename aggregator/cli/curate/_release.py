@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from deniable.aggregator.central import curator
 from deniable.aggregator.cli._common import emit_json
@@ -16,13 +17,23 @@ from deniable.aggregator.cli.curate._options import (
     emit,
     open_session,
     query_options_message,
+    session_options,
 )
 from deniable.aggregator.cli.curate._render import render_answer
 from deniable.shared.wire.v1 import curator_pb2 as pb
 
 __all__ = ["answer_from_release", "describe_command", "ledger_command", "release_command"]
 
-QUERY_ONLY = ("epsilon", "preview", "seed", "budget", "delta", "privacy_unit")
+QUERY_ONLY = (
+    "epsilon",
+    "preview",
+    "seed",
+    "budget",
+    "delta",
+    "privacy_unit",
+    "max_contributions",
+    "neighbours",
+)
 
 
 def _load_release(data: Path | None, options: dict[str, Any], name: str) -> dict[str, Any]:
@@ -61,10 +72,12 @@ def answer_from_release(
     if not name:
         return False
     with curator_errors():
+        context = click.get_current_context()
         given = [
             f"--{key.replace('_', '-')}"
             for key in QUERY_ONLY
-            if options.get(key) not in (None, False, 1)
+            if context.get_parameter_source(key)
+            in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
         ]
         if given:
             raise curator.CuratorError(
@@ -160,7 +173,7 @@ def release_command(
 
 
 @click.command("ledger")
-@analyst_options
+@session_options
 def ledger_command(data: Path | None, **options: Any) -> None:
     """What was spent: your balance and spends (the daemon's), or the custodian's (DATA)."""
     with curator_errors():
@@ -188,7 +201,7 @@ def ledger_command(data: Path | None, **options: Any) -> None:
 
 
 @click.command("describe")
-@analyst_options
+@session_options
 def describe_command(data: Path | None, **options: Any) -> None:
     """The data set's columns and types, privacy unit, K and neighbours (free)."""
     with curator_errors():

@@ -11,6 +11,7 @@ from types import FrameType
 import click
 
 from deniable.aggregator.cli._common import PREFIX, fail, user_errors
+from deniable.aggregator.cli._serve import check_grace
 from deniable.aggregator.cli.curate._dataset import dataset_options, open_service
 from deniable.aggregator.server import (
     ListenAddress,
@@ -64,7 +65,10 @@ _FILE = click.Path(path_type=Path, dir_okay=False)
     show_default=True,
     help="Calls in the server at once; beyond it RESOURCE_EXHAUSTED.",
 )
-@click.option("--grace", type=float, default=10.0, show_default=True, help="Shutdown grace (s).")
+@click.option(
+    "--grace", type=float, default=10.0, show_default=True, callback=check_grace,
+    help="Shutdown grace (s): how long queries in flight may finish.",
+)  # fmt: skip
 @click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),

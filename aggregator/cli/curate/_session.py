@@ -14,6 +14,7 @@ import click
 from deniable.aggregator.central import curator
 from deniable.aggregator.cli._common import PREFIX, remote_errors, tls_options
 from deniable.shared.transport import TlsConfig
+from deniable.shared.transport.options import check_server
 from deniable.shared.wire.v1 import curator_pb2 as pb
 
 __all__ = ["LocalSession", "RemoteSession", "Session", "remote_options"]
@@ -195,6 +196,7 @@ def remote_options(function: F) -> F:
                 envvar=f"{PREFIX}_CURATE_SERVER",
                 show_envvar=True,
                 metavar="HOST:PORT",
+                callback=check_server,
                 help="Query a curator daemon (`curate serve`) instead of a local file.",
             ),
             click.option(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +13,7 @@ import click
 from deniable.aggregator.cli._common import PREFIX, emit_json, fail, remote_errors, tls_options
 from deniable.aggregator.cli.curate._serve import DEFAULT_CURATOR_LISTEN
 from deniable.shared.transport import TlsConfig
+from deniable.shared.transport.options import check_server
 from deniable.shared.wire.v1 import curator_pb2 as pb
 
 __all__ = ["tokens_group"]
@@ -36,6 +38,7 @@ def _admin_options(function: F) -> F:
         envvar=f"{PREFIX}_CURATE_SERVER",
         show_envvar=True,
         metavar="HOST:PORT",
+        callback=check_server,
         help="The curator daemon.",
     )(function)
     return click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")(
@@ -98,6 +101,13 @@ def issue_command(
     output: Path | None,
 ) -> None:
     """Issue an analyst's token with its budget; the token is shown once."""
+    if not 0 < budget < math.inf:  # also refuses NaN
+        fail(f"--budget must be a finite number > 0, got {budget!r}", 2)
+    if not 0 <= delta < 1:
+        fail(f"--delta must be in [0, 1), got {delta!r}", 2)
+    if output is not None and (output.exists() or not output.parent.is_dir()):
+        fail(f"--output: {output} exists or its folder does not (a token file is never "
+             "overwritten)", 2)  # fmt: skip
     with remote_errors(server), _client(server, admin_token_file, tls) as client:
         response = client.issue_token(analyst, budget, delta)
     if output is not None:

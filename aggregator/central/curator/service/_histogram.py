@@ -33,6 +33,10 @@ class HistogramQuery(Query):
     delta: float = 0.0
     max_rows: int | None = None
 
+    def __post_init__(self) -> None:
+        if self.delta:
+            check_delta(self.delta)
+
     @classmethod
     def from_wire(cls, options: QueryOptions, message: pb.HistogramQuery) -> HistogramQuery:
         return cls(

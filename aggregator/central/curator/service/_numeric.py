@@ -36,6 +36,12 @@ class _Numeric(Query):
     high: float
     resolution: str | None = None
 
+    def __post_init__(self) -> None:
+        finite(self.low, "--min")
+        finite(self.high, "--max")
+        if not self.low < self.high:
+            raise CuratorError(f"--min {self.low!r} must be below --max {self.high!r}")
+
     @classmethod
     def from_wire(cls, options: QueryOptions, message: pb.NumericQuery) -> Query:
         return cls(options, message.column, message.min, message.max, message.resolution or None)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from deniable.aggregator.central.curator._base import CuratorError
-from deniable.aggregator.central.curator._noise import check_curator_epsilon, exact_epsilon
+from deniable.aggregator.central.curator._noise import exact_epsilon
 from deniable.aggregator.central.curator.ledger import CustodianLedger, DatasetBudget
 from deniable.aggregator.central.curator.service._dataset import Dataset
 
@@ -32,7 +33,8 @@ def register_dataset(
                 f"--delta {delta!r} differs from data set {dataset.name!r}'s registered δ"
             )
         return registered
-    check_curator_epsilon(budget, "--budget")
+    if isinstance(budget, bool) or not 0 < budget < math.inf:  # also refuses NaN
+        raise CuratorError(f"--budget must be a finite number > 0, got {budget!r}")
     total = exact_epsilon(budget)
     if delta is None:
         wanted = registered.delta if registered is not None else Fraction(0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
@@ -134,9 +135,10 @@ class CuratorService:
 
     def issue_token(self, analyst: str, epsilon: float, delta: float) -> tuple[str, BalanceView]:
         """A new token for ``analyst`` with budget (ε, δ) within the data set's; shown once."""
-        from deniable.aggregator.central.curator._noise import check_curator_epsilon, exact_epsilon
+        from deniable.aggregator.central.curator._noise import exact_epsilon
 
-        check_curator_epsilon(epsilon, "--budget")
+        if not 0 < epsilon < math.inf:  # also refuses NaN
+            raise CuratorError(f"--budget must be a finite number > 0, got {epsilon!r}")
         token = self.ledger.issue_token(
             self.name, analyst, exact_epsilon(epsilon), _exact_delta(delta)
         )
