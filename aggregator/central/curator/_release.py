@@ -30,11 +30,11 @@ __all__ = [
     "FORMAT",
     "Constraints",
     "Release",
-    "release_from_document",
     "ReleaseColumn",
     "ReleasedAnswer",
     "make_release",
     "read_release",
+    "release_from_document",
 ]
 
 FORMAT = "deniable-curator-release/2"

@@ -114,7 +114,7 @@ def open_service(
     """
     from deniable.aggregator.central.curator import engine as engines
     from deniable.aggregator.central.curator import ledger as ledgers
-    from deniable.aggregator.cli.curate._options import curator_errors
+    from deniable.aggregator.cli.curate._errors import curator_errors
 
     with curator_errors():
         source = str(options["data"])

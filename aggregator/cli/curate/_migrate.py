@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from deniable.aggregator.cli._common import emit_json
-from deniable.aggregator.cli.curate._options import curator_errors
+from deniable.aggregator.cli.curate._errors import curator_errors
 
 __all__ = ["legacy_refusal", "migrate_command"]
 
@@ -67,10 +67,22 @@ def migrate_command(
             result = ledgers.migrate_legacy(old, _digest(data), ledger, dataset_name)
         finally:
             ledger.close()
-    document = {"old": str(old), "data": str(data), "dataset": dataset_name, **result.to_dict()}
+    document = {
+        "old": str(old),
+        "data": str(data),
+        "dataset": result.dataset,
+        "spends": result.spends,
+        "epsilon_total": float(result.total),
+        "epsilon_total_exact": str(result.total),
+        "epsilon_spent": float(result.spent),
+        "epsilon_spent_exact": str(result.spent),
+        "registered": result.registered,
+    }
     if as_json:
         emit_json(document)
     else:
         click.echo(
-            f"moved {document.get('spends', 0)} spends of {data} to data set {dataset_name!r}"
+            f"moved {result.spends} spend(s), ε = {result.spent} of ε = {result.total}, from "
+            f"{old} to data set {result.dataset!r}"
+            + (" (registered with the old total)" if result.registered else "")
         )

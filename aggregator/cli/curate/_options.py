@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -11,8 +10,9 @@ import click
 from click.core import ParameterSource
 
 from deniable.aggregator.central import curator
-from deniable.aggregator.cli._common import emit_json, fail
+from deniable.aggregator.cli._common import emit_json
 from deniable.aggregator.cli.curate._dataset import dataset_options, open_service
+from deniable.aggregator.cli.curate._errors import BUDGET_EXIT, curator_errors
 from deniable.aggregator.cli.curate._session import (
     LocalSession,
     RemoteSession,
@@ -27,18 +27,17 @@ __all__ = [
     "BUDGET_EXIT",
     "EXIT_CODES_HELP",
     "analyst_options",
-    "session_options",
+    "check_seed_source",
     "curator_errors",
     "emit",
     "open_session",
     "percent",
     "query_options_message",
+    "session_options",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-BUDGET_EXIT = 5
-"""Exit code of a query the budget refuses (as every refusal of the tools: 5)."""
 
 SEED_HELP = (
     "NOT PRIVATE: seeded noise, for tests and demonstrations only (anyone with the seed "
@@ -66,19 +65,6 @@ LOCAL_ONLY = (
     "temp_directory",
     "seed",
 )
-
-
-@contextmanager
-def curator_errors() -> Iterator[None]:
-    """A refusal by the budget is exit 5; any other bad input one line and exit 2."""
-    try:
-        yield
-    except curator.BudgetExceededError as error:
-        fail(str(error), BUDGET_EXIT)
-    except curator.ReleaseNotFoundError as error:
-        fail(str(error), 4)
-    except ValueError as error:
-        fail(str(error), 2)
 
 
 def session_options(function: F) -> F:
@@ -125,16 +111,26 @@ def analyst_options(function: F) -> F:
     return function
 
 
+def check_seed_source() -> None:
+    """A seed only from the command line: a variable left set would seed queries unseen."""
+    context = click.get_current_context()
+    if context.get_parameter_source("seed") is not ParameterSource.COMMANDLINE:
+        variable = next(
+            (p.envvar for p in context.command.params if p.name == "seed"), "a variable"
+        )
+        raise curator.CuratorError(
+            f"{variable} is set: seeded noise is not private, so a seed is taken only "
+            "from the command line (--seed); unset the variable"
+        )
+
+
 def open_session(data: Path | None, options: Mapping[str, Any]) -> Session:
     """The daemon named by --server, or the in-process service over DATA."""
     server = options.get("server")
     seed = options.get("seed")
     if seed is not None:
+        check_seed_source()
         context = click.get_current_context()
-        if context.get_parameter_source("seed") is not ParameterSource.COMMANDLINE:
-            raise curator.CuratorError(
-                "a seed is taken only from the command line (--seed): seeded noise is not private"
-            )
         for name in ("budget", "database"):
             if context.get_parameter_source(name) is ParameterSource.COMMANDLINE:
                 flag = "--db" if name == "database" else "--budget"

@@ -99,8 +99,8 @@ def _numeric(kind: str) -> click.Command:
     @click.command(kind)
     @analyst_options
     @click.option("--column", required=True, help="The numeric column.")
-    @click.option("--min", "low", type=float, required=True, help="Public lower clip.")
-    @click.option("--max", "high", type=float, required=True, help="Public upper clip.")
+    @click.option("--min", "low", type=float, help="Public lower clip (required on the data).")
+    @click.option("--max", "high", type=float, help="Public upper clip (required on the data).")
     @click.option(
         "--resolution",
         help="The grid step the clipped values are rounded to (default: 1 for an int column "
@@ -109,13 +109,15 @@ def _numeric(kind: str) -> click.Command:
     def command(
         data: Path | None,
         column: str,
-        low: float,
-        high: float,
+        low: float | None,
+        high: float | None,
         resolution: str | None,
         **options: Any,
     ) -> None:
-        if data is None and options.get("from_release"):
-            raise click.UsageError(f"--from-release answers counts and histograms, not a {kind}")
+        if answer_from_release(data, options, kind, column, None):
+            return
+        if low is None or high is None:
+            raise click.UsageError("--min and --max are required (the public clip range)")
         message = pb.NumericQuery(column=column, min=low, max=high, resolution=resolution or "")
         request = pb.QueryRequest(options=query_options_message(options), **{kind: message})
         _run(data, options, request)

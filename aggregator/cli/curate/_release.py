@@ -13,6 +13,7 @@ from deniable.aggregator.central import curator
 from deniable.aggregator.cli._common import emit_json
 from deniable.aggregator.cli.curate._options import (
     analyst_options,
+    check_seed_source,
     curator_errors,
     emit,
     open_session,
@@ -28,11 +29,17 @@ QUERY_ONLY = (
     "epsilon",
     "preview",
     "seed",
-    "budget",
     "delta",
     "privacy_unit",
     "max_contributions",
     "neighbours",
+    "low",
+    "high",
+    "resolution",
+    "max_rows",
+    "query_delta",
+    "types",
+    "budget",
 )
 
 
@@ -127,6 +134,13 @@ def release_command(
     count or histogram over those columns with --from-release, at no privacy cost.
     """
     with curator_errors():
+        if options.get("seed") is not None:
+            check_seed_source()
+            raise curator.CuratorError(
+                "--seed: a release is published, and seeded noise is not private"
+            )
+        if options.get("from_release"):
+            raise curator.CuratorError("--from-release: a release is made from the data")
         names = [name.strip() for name in columns.split(",") if name.strip()]
         given: dict[str, list[str]] = {}
         for item in listed:

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from deniable.aggregator.central.curator import Ledger, _noise, file_digest
+from deniable.aggregator.central.curator import _noise
+from deniable.aggregator.central.curator.ledger import open_ledger
 from deniable.aggregator.cli.curate import curate_group
 from deniable.shared.sampling import discrete_laplace
 
@@ -23,13 +24,12 @@ def test_a_refused_query_draws_no_noise_and_a_spend_precedes_the_draw(
 
     def watched(*args: Any) -> Any:
         # When noise is drawn, the spend is already in the ledger.
-        budget = Ledger(ledger).budget(file_digest(data))
-        assert budget is not None
-        draws.append(len(budget.spends))
+        with open_ledger(f"sqlite:///{ledger}") as book:
+            draws.append(len(book.balance("d").spends))
         return discrete_laplace(*args)
 
     monkeypatch.setattr(_noise, "discrete_laplace", watched)
-    base = ["count", str(data), "--ledger", str(ledger)]
+    base = ["count", str(data), "--db", f"sqlite:///{ledger}"]
     done = CliRunner().invoke(curate_group, [*base, "--epsilon", "0.6", "--budget", "1"])
     assert done.exit_code == 0, done.output
     assert draws == [1]

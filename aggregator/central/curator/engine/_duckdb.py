@@ -75,7 +75,13 @@ def _reader(path: Path, kind: str, types: Mapping[str, str] | None) -> str:
         if types:
             raise CuratorError("--types applies to CSV files only: Parquet files carry types")
         return f"read_parquet({_literal(str(path))})"
-    options = ["header = true", f"delim = {_literal(',' if kind == 'CSV' else chr(9))}"]
+    # Inferred kinds are int, float or str: 'yes'/'no' stay text (DuckDB would guess
+    # BOOLEAN, and then `hiv = 'yes'` would not type-check); --types declares the others.
+    options = [
+        "header = true",
+        f"delim = {_literal(',' if kind == 'CSV' else chr(9))}",
+        "auto_type_candidates = ['BIGINT', 'DOUBLE', 'VARCHAR']",
+    ]
     if types:
         declared = []
         for column, declared_kind in types.items():

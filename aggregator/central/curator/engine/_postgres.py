@@ -41,6 +41,8 @@ _SESSION = (
     "SET TimeZone = 'UTC'",
     "SET standard_conforming_strings = on",
 )
+_EXACT_SUMS = frozenset({"numeric"})
+"""PostgreSQL types whose sums stay in exact decimal (not cast to double precision)."""
 
 
 def _identifier(text: str) -> str:
@@ -123,7 +125,7 @@ class PostgresEngine(SqlEngine):
         for name, typname, shown in described:
             kind, cast = _TYPES.get(typname, (str(shown), None))
             columns[name] = kind
-            if typname == "numeric":
+            if typname in _EXACT_SUMS:
                 self._numeric.add(name)
             quoted = quote_identifier(name)
             selected.append(f"CAST({quoted} AS {cast}) AS {quoted}" if cast else quoted)

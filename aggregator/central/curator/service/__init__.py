@@ -7,7 +7,12 @@ both go through :class:`CuratorService`.
 
 from __future__ import annotations
 
-from deniable.aggregator.central.curator.service import _count, _histogram, _numeric  # noqa: F401  (registration)
+from deniable.aggregator.central.curator.ledger import CUSTODIAN
+from deniable.aggregator.central.curator.service import (  # noqa: F401  (their registration)
+    _count,
+    _histogram,
+    _numeric,
+)
 from deniable.aggregator.central.curator.service._dataset import Dataset
 from deniable.aggregator.central.curator.service._kinds import (
     QUERY_KINDS,
@@ -22,6 +27,7 @@ from deniable.aggregator.central.curator.service._release import (
     release_from_wire,
 )
 from deniable.aggregator.central.curator.service._results import (
+    AnalystsView,
     Answer,
     BalanceView,
     Charge,
@@ -30,8 +36,6 @@ from deniable.aggregator.central.curator.service._results import (
     ReleasedValue,
 )
 from deniable.aggregator.central.curator.service._service import (
-    CUSTODIAN,
-    AnalystsView,
     CuratorService,
     ReleaseNotFoundError,
 )

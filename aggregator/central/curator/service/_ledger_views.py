@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from deniable.aggregator.central.curator.ledger import CUSTODIAN, Balance, CustodianLedger
-from deniable.aggregator.central.curator.service._results import BalanceView, LedgerView, SpendView
-
-if TYPE_CHECKING:
-    from deniable.aggregator.central.curator.service._service import AnalystsView
+from deniable.aggregator.central.curator.service._results import (
+    AnalystsView,
+    BalanceView,
+    LedgerView,
+    SpendView,
+)
 
 __all__ = ["analysts_view", "balance_view", "ledger_view"]
 
@@ -41,8 +41,6 @@ def ledger_view(dataset: str, balance: Balance, analyst: str) -> LedgerView:
 
 def analysts_view(dataset: str, ledger: CustodianLedger) -> AnalystsView:
     """Every analyst's balance and who is revoked, with the data set's totals."""
-    from deniable.aggregator.central.curator.service._service import AnalystsView
-
     registered = ledger.dataset(dataset)
     assert registered is not None
     rest = ledger.balance(dataset)

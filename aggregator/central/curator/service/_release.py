@@ -10,8 +10,13 @@ import sqlglot
 from sqlglot import exp
 
 from deniable.aggregator.central.curator._base import CuratorError, Value
+from deniable.aggregator.central.curator._mean import mean_interval
 from deniable.aggregator.central.curator._queries import parse_values
-from deniable.aggregator.central.curator._release import make_release, release_from_document
+from deniable.aggregator.central.curator._release import (
+    Release,
+    make_release,
+    release_from_document,
+)
 from deniable.aggregator.central.curator.service._dataset import Dataset
 from deniable.aggregator.central.curator.service._kinds import QueryOptions
 from deniable.aggregator.central.curator.service._results import Charge
@@ -133,6 +138,40 @@ def release_constraints(where: str | None, columns: Sequence[str]) -> dict[str, 
     return constraints
 
 
+def _numeric_from_release(
+    release: Release,
+    kind: str,
+    column: str,
+    constraints: Mapping[str, Sequence[Value]],
+    confidence: float,
+) -> dict[str, Any]:
+    """A sum (Σ value·count) or mean (that over Σ count) of a numeric released column."""
+    release.numeric(column)
+    total = release.answer(constraints, confidence, weight_column=column)
+    if kind == "sum":
+        return total.to_dict()
+    count = release.answer(constraints, confidence)
+    values = [float(v) for name, _, listed in release.columns if name == column for v in listed]  # type: ignore[arg-type]
+    bottom, top = min(values), max(values)
+    value = (bottom + top) / 2 if count.value < 1 else total.value / count.value
+    low, high = mean_interval(
+        (total.low, total.high), (round(count.low), round(count.high)), bottom, top
+    )
+    document = total.to_dict()
+    document["released"] = min(top, max(bottom, value))
+    document["interval"] = {
+        **document["interval"],
+        "low": low,
+        "high": high,
+        "method": (
+            "the sum and the count over the released cells, each within its union bound; "
+            "the mean between their extreme ratios, within the listed values' range"
+        ),
+        "covers": "the mean of the column over the rows the release counted",
+    }
+    return document
+
+
 def answer_from_release(
     document: Mapping[str, Any],
     kind: str,
@@ -157,6 +196,14 @@ def answer_from_release(
     if kind == "count":
         answer = release.answer(constraints, confidence)
         return {**head, **answer.to_dict(), "privacy": privacy}
+    if kind in ("sum", "mean"):
+        assert column is not None
+        return {
+            **head,
+            "column": column,
+            **_numeric_from_release(release, kind, column, constraints, confidence),
+            "privacy": privacy,
+        }
     if column is None or column not in names:
         raise CuratorError(
             f"--column: {column!r} is not in the release (its columns: {', '.join(names)})"

@@ -9,7 +9,9 @@ from typing import Any
 
 from deniable.aggregator.central.curator._base import Value
 
-__all__ = ["Answer", "BalanceView", "Charge", "LedgerView", "ReleaseAnswer", "ReleasedValue"]
+__all__ = [
+    "AnalystsView",
+    "Answer", "BalanceView", "Charge", "LedgerView", "ReleaseAnswer", "ReleasedValue"]
 
 
 def fraction_text(value: Fraction) -> str:
@@ -140,3 +142,14 @@ class LedgerView:
                 for spend in self.spends
             ],
         }
+
+
+@dataclass(frozen=True)
+class AnalystsView:
+    """Every analyst's balance, and who is revoked."""
+
+    dataset: str
+    epsilon_budget: Fraction
+    delta_budget: Fraction
+    balances: tuple[BalanceView, ...]
+    revoked: tuple[str, ...]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
 
 from deniable.aggregator.central.curator._base import CuratorError
-from deniable.aggregator.central.curator.ledger import CUSTODIAN, CustodianLedger
+from deniable.aggregator.central.curator.ledger import CustodianLedger
 from deniable.aggregator.central.curator.service._dataset import Dataset
 from deniable.aggregator.central.curator.service._kinds import Query
 from deniable.aggregator.central.curator.service._ledger_views import (
@@ -18,6 +18,7 @@ from deniable.aggregator.central.curator.service._ledger_views import (
 )
 from deniable.aggregator.central.curator.service._release import ReleaseQuery
 from deniable.aggregator.central.curator.service._results import (
+    AnalystsView,
     Answer,
     BalanceView,
     Charge,
@@ -26,24 +27,13 @@ from deniable.aggregator.central.curator.service._results import (
 )
 from deniable.shared.sampling import ByteSource, os_source
 
-__all__ = ["CUSTODIAN", "AnalystsView", "CuratorService", "ReleaseNotFoundError"]
+__all__ = ["CuratorService", "ReleaseNotFoundError"]
 
 log = logging.getLogger("deniable.curator")
 
 
 class ReleaseNotFoundError(CuratorError):
     """No stored release of this data set has that id."""
-
-
-@dataclass(frozen=True)
-class AnalystsView:
-    """Every analyst's balance, and who is revoked."""
-
-    dataset: str
-    epsilon_budget: Fraction
-    delta_budget: Fraction
-    balances: tuple[BalanceView, ...]
-    revoked: tuple[str, ...]
 
 
 class CuratorService:
