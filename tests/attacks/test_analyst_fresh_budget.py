@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from deniable.aggregator.central.curator._base import CuratorError
-from tests.aggregator.central.curator.ledger._old_ledger import BudgetExceededError as OldRefusal
-from tests.aggregator.central.curator.ledger._old_ledger import Ledger
 from deniable.aggregator.central.curator.ledger import (
     BudgetExceededError,
     CustodianLedger,
     open_ledger,
 )
+from tests.aggregator.central.curator.ledger._old_ledger import BudgetExceededError as OldRefusal
+from tests.aggregator.central.curator.ledger._old_ledger import Ledger
 
 TENTH = Fraction(1, 10)
 

@@ -116,10 +116,23 @@ NEEDS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("curate", "ledger"): ("{staff}", "--db", "sqlite:///{tmp}/curator.db"),
     ("curate", "describe"): ("{staff}", "--db", "sqlite:///{tmp}/curator.db"),
     ("curate", "serve"): (
-        "--data", "{staff}", "--listen", "127.0.0.1:0", "--db", "sqlite:///{db}", "--budget", "1"
+        "--data",
+        "{staff}",
+        "--listen",
+        "127.0.0.1:0",
+        "--db",
+        "sqlite:///{db}",
+        "--budget",
+        "1",
     ),
-    ("curate", "migrate-ledger"): ("{old_ledger}", "{staff}", "--dataset", "staff",
-                                   "--db", "sqlite:///{tmp}/curator.db"),
+    ("curate", "migrate-ledger"): (
+        "{old_ledger}",
+        "{staff}",
+        "--dataset",
+        "staff",
+        "--db",
+        "sqlite:///{tmp}/curator.db",
+    ),
     **{
         ("curate", "tokens", name): ("--server", "127.0.0.1:9", *extra)
         for name, extra in (
@@ -156,7 +169,9 @@ def _bad_values(option: click.Option) -> list[str]:
     kind = option.type
     if isinstance(kind, click.Path):
         # Written to: a missing file is created (the curator's ledger too).
-        kinds = ("utf16", "directory") if option.name in ("output", "out", "ledger") else FILES
+        kinds: tuple[str, ...] = (
+            ("utf16", "directory") if option.name in ("output", "out", "ledger") else FILES
+        )
         if option.name == "temp_directory":  # a directory to write into, made if missing
             kinds = ("utf16",)
         return [f"{{{name}}}" for name in kinds]
@@ -327,7 +342,8 @@ LISTED = [
          "--resolution 20.0 is wider than [0.0, 10.0]"),
     Case("deniable-aggregator", ("curate", "release", "{staff}", "--columns", "dept,nope",
                                  "--values", "dept=HR", "--values", "nope=1", "--epsilon", "1",
-                                 "--budget", "9"), 2, "--columns: no column 'nope' in staff (columns: name, age, dept)"),
+                                 "--budget", "9"), 2,
+         "--columns: no column 'nope' in staff (columns: name, age, dept)"),
     Case("deniable-aggregator", ("curate", "release", "{staff}", "--columns", "dept",
                                  "--epsilon", "1", "--budget", "9"), 2,
          "--values: list the values of 'dept' (--values dept=V1,V2,...)"),

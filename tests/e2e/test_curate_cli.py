@@ -1,4 +1,4 @@
-"""``deniable-aggregator curate`` in-process (the custodian's own use): queries, ledger, releases."""
+"""``curate`` in-process (the custodian's own use): queries, the ledger, releases."""
 
 from __future__ import annotations
 
@@ -100,9 +100,12 @@ def test_the_budget_follows_the_data_sets_name_not_the_files_bytes(
 ) -> None:
     env = {"DENIABLE_AGGREGATOR_CURATE_DB": f"sqlite:///{tmp_path / 'env.db'}"}
     args = ("curate", "count", str(staff), "--epsilon", "1")
-    assert _json(run_cli, *args, "--budget", "1", env=env)["privacy"]["balance"][
-        "dataset_epsilon_left"
-    ] == 0.0
+    assert (
+        _json(run_cli, *args, "--budget", "1", env=env)["privacy"]["balance"][
+            "dataset_epsilon_left"
+        ]
+        == 0.0
+    )
     assert run_cli(AGG, *args, env=env).returncode == 5
     staff.write_text(STAFF + "fay,23,HR,no,40000\n")  # other bytes: the same data set
     assert run_cli(AGG, *args, env=env).returncode == 5
@@ -255,4 +258,5 @@ def test_help_states_exit_codes_and_the_default_neighbours(run_cli: RunCli, comm
     text = " ".join(done.stdout.split()).replace("add- remove", "add-remove")  # a wrapped line
     assert "5 refused by the privacy budget (nothing spent, no noise drawn)" in text
     assert "default: add-remove" in text
-    assert "--server" in text and "--token-file" in text
+    assert "--server" in text
+    assert "--token-file" in text

@@ -87,7 +87,7 @@ def analyst_options(function: F) -> F:
             click.option("--epsilon", type=float, help="ε this query spends, in [2^-20, 50]."),
             click.option(
                 "--where",
-                help="Keep the rows matching an SQL condition, e.g. \"age >= 30 AND dept IN "
+                help='Keep the rows matching an SQL condition, e.g. "age >= 30 AND dept IN '
                 "('HR', 'IT')\": columns, literals, comparisons, AND/OR/NOT, IN, BETWEEN, "
                 "LIKE, IS NULL; nothing else (no functions, no subqueries).",
             ),

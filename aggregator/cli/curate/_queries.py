@@ -119,7 +119,8 @@ def _numeric(kind: str) -> click.Command:
         if low is None or high is None:
             raise click.UsageError("--min and --max are required (the public clip range)")
         message = pb.NumericQuery(column=column, min=low, max=high, resolution=resolution or "")
-        request = pb.QueryRequest(options=query_options_message(options), **{kind: message})
+        request = pb.QueryRequest(options=query_options_message(options))
+        getattr(request, kind).CopyFrom(message)
         _run(data, options, request)
 
     return command

@@ -8,7 +8,7 @@ __all__ = ["privacy_line", "render_answer"]
 
 
 def _g(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    return format(value, "g") if isinstance(value, float) else str(value)
 
 
 def _interval(interval: dict[str, Any]) -> str:
@@ -17,7 +17,7 @@ def _interval(interval: dict[str, Any]) -> str:
 
 
 def _title(document: dict[str, Any]) -> str:
-    query = document.get("query", "answer")
+    query = str(document.get("query", "answer"))
     column = document.get("column")
     where = document.get("where")
     text = query.capitalize() + (f" of {column}" if column else "")

@@ -94,7 +94,7 @@ class LocalSession(Session):
         return self.service.ledger_of(curator.CUSTODIAN).to_dict()
 
     def describe(self) -> dict[str, Any]:
-        return dict(self.service.describe())
+        return {**self.service.describe()}
 
     def close(self) -> None:
         self.service.close()

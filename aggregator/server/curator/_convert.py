@@ -32,9 +32,11 @@ def charge(value: Charge) -> pb.Charge:
 
 
 def balance(value: BalanceView | None) -> pb.Balance | None:
-    """A balance; budgets the custodian does not have are empty strings."""
-    if value is None:
-        return None
+    """A balance (None stays None); budgets the custodian does not have are empty strings."""
+    return None if value is None else _balance(value)
+
+
+def _balance(value: BalanceView) -> pb.Balance:
     return pb.Balance(
         analyst=value.analyst,
         epsilon_budget=_text(value.epsilon_budget),
@@ -110,8 +112,9 @@ def description(service: CuratorService) -> pb.DatasetDescription:
         neighbours=facts["neighbours"],
         unit_description=facts["unit_description"],
     )
-    if facts.get("rows") is not None:
-        message.rows = facts["rows"]
+    rows = facts["rows"]
+    if rows is not None:
+        message.rows = rows
     return message
 
 
@@ -120,7 +123,7 @@ def analysts(service: CuratorService) -> pb.ListAnalystsResponse:
     listing = service.analysts()
     return pb.ListAnalystsResponse(
         dataset=listing.dataset,
-        analysts=[balance(item) for item in listing.balances],
+        analysts=[_balance(item) for item in listing.balances],
         revoked=list(listing.revoked),
         dataset_epsilon_budget=_text(listing.epsilon_budget),
         dataset_delta_budget=_text(listing.delta_budget),

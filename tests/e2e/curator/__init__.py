@@ -1,0 +1,1 @@
+"""The curator's daemon end to end: a custodian serves, analysts query with tokens."""

@@ -49,7 +49,8 @@ def test_an_analyst_runs_every_query_kind_until_the_budget_refuses(
 ) -> None:
     token = served.issue(tmp_path, "alice", "2", "1e-5")
     described = answer(served.run("describe", "--json", token_file=token))
-    assert described["privacy_unit"] == "pid" and described["max_contributions"] == 2
+    assert described["privacy_unit"] == "pid"
+    assert described["max_contributions"] == 2
     spent = Fraction(0)
 
     count = answer(served.run("count", "--epsilon", "0.25", "--where", "age >= 30 AND dept = 'HR'",
@@ -87,8 +88,8 @@ def test_an_analyst_runs_every_query_kind_until_the_budget_refuses(
     release = answer(served.run("release", "--columns", "dept", "--values", "dept=HR,IT,Sales",
                                 "--epsilon", "0.25", "--json", token_file=token))  # fmt: skip
     spent += Fraction(1, 4)
-    from_release = answer(served.run("count", "--from-release", release["release_id"],
-                                     "--where", "dept = 'IT'", "--json", token_file=token))  # fmt: skip
+    from_release = answer(served.run("count", "--from-release", release["release_id"], "--where",
+                                     "dept = 'IT'", "--json", token_file=token))  # fmt: skip
     assert from_release["privacy"]["post_processing"] is True
 
     ledger = answer(served.run("ledger", "--json", token_file=token))
@@ -138,8 +139,8 @@ def test_tokens_are_checked_and_revocable(served: CuratorDaemon, tmp_path: Path)
     listing = answer(curate("tokens", "list", "--server", served.address, "--admin-token-file",
                             str(served.admin_token_file), "--json", env=served.env))  # fmt: skip
     assert "carol" in listing["revoked"]
-    as_analyst = curate("tokens", "list", "--server", served.address, "--json", env=
-                        {**served.env, "DENIABLE_AGGREGATOR_CURATE_ADMIN_TOKEN": token.read_text().strip()})  # fmt: skip
+    posing = {**served.env, "DENIABLE_AGGREGATOR_CURATE_ADMIN_TOKEN": token.read_text().strip()}
+    as_analyst = curate("tokens", "list", "--server", served.address, "--json", env=posing)
     assert as_analyst.returncode == 6
 
 

@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from deniable.aggregator.central.curator._base import CuratorError, PrivacyUnit, check_neighbours
 from deniable.aggregator.central.curator.engine import Condition, Engine, parse_condition
 
-__all__ = ["Dataset"]
+__all__ = ["Dataset", "Description"]
+
+
+class Description(TypedDict):
+    """A data set's public facts (``curate describe``)."""
+
+    dataset: str
+    columns: dict[str, str]
+    privacy_unit: str | None
+    max_contributions: int
+    neighbours: str
+    unit_description: str
+    rows: int | None
 
 
 @dataclass
@@ -68,7 +80,7 @@ class Dataset:
             return self._facts["units"] * self.unit.max_contributions
         return max_rows
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> Description:
         """The public facts an analyst may read: nothing here depends on a person's data."""
         return {
             "dataset": self.name,

@@ -62,7 +62,8 @@ class _Numeric(Query):
         self.spec(dataset)
 
     def describe(self) -> str:
-        return f"{self.kind} of {self.column} in [{self.low:g}, {self.high:g}]{self.options.describe()}"
+        clip = f"[{self.low:g}, {self.high:g}]"
+        return f"{self.kind} of {self.column} in {clip}{self.options.describe()}"
 
     def _head(self) -> dict[str, Any]:
         return {"query": self.kind, "column": self.column, "where": self.options.where}

@@ -11,7 +11,13 @@ from deniable.aggregator.central.curator._base import Value
 
 __all__ = [
     "AnalystsView",
-    "Answer", "BalanceView", "Charge", "LedgerView", "ReleaseAnswer", "ReleasedValue"]
+    "Answer",
+    "BalanceView",
+    "Charge",
+    "LedgerView",
+    "ReleaseAnswer",
+    "ReleasedValue",
+]
 
 
 def fraction_text(value: Fraction) -> str:

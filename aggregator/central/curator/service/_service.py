@@ -9,7 +9,7 @@ from fractions import Fraction
 
 from deniable.aggregator.central.curator._base import CuratorError
 from deniable.aggregator.central.curator.ledger import CustodianLedger
-from deniable.aggregator.central.curator.service._dataset import Dataset
+from deniable.aggregator.central.curator.service._dataset import Dataset, Description
 from deniable.aggregator.central.curator.service._kinds import Query
 from deniable.aggregator.central.curator.service._ledger_views import (
     analysts_view,
@@ -68,7 +68,7 @@ class CuratorService:
         if self._ledger is not None:
             self._ledger.close()
 
-    def describe(self) -> dict[str, object]:
+    def describe(self) -> Description:
         """The public description (columns, unit, neighbours, N when public)."""
         return self.dataset.describe()
 

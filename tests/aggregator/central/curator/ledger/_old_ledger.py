@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-from deniable.aggregator.central.curator._noise import check_curator_epsilon, exact_epsilon
 from deniable.aggregator.central.curator._base import CuratorError
+from deniable.aggregator.central.curator._noise import check_curator_epsilon, exact_epsilon
 
 __all__ = ["BudgetExceededError", "Ledger", "Spend", "default_ledger_path"]
 

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from deniable.aggregator.central.curator._base import CuratorError
-from tests.aggregator.central.curator.ledger._old_ledger import Ledger, default_ledger_path
 from deniable.aggregator.central.curator.ledger import (
     CustodianLedger,
     SpendEntry,
@@ -19,6 +18,7 @@ from deniable.aggregator.central.curator.ledger import (
     migrate_legacy,
     needs_migration,
 )
+from tests.aggregator.central.curator.ledger._old_ledger import Ledger, default_ledger_path
 
 DIGEST = hashlib.sha256(b"name,hiv\nbob,yes\n").hexdigest()
 OTHER = "cd" * 32
