@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import tempfile
@@ -18,8 +19,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from deniable.aggregator.central.curator._base import PrivacyUnit
+from deniable.aggregator.central import curator
+from deniable.aggregator.central.curator import PrivacyUnit
 from deniable.aggregator.central.curator.engine import open_engine, parse_condition, parse_key
+from deniable.aggregator.central.curator.ledger import open_ledger
+from deniable.aggregator.server.curator import CuratorClient, start_curator
+from deniable.shared.wire.v1 import curator_pb2 as pb
 
 PREDICATE = "age >= 30 AND dept IN ('hr', 'it') AND salary < 80000"
 DEPTS = ("hr", "it", "ops", "sales", "legal", "rnd", "support", "finance")
@@ -81,6 +86,29 @@ def median_seconds(run: Callable[[], object], runs: int, deadline: float) -> tup
     return statistics.median(times), result
 
 
+class _Daemon:
+    """``curate serve`` in this process on 127.0.0.1:0, and an analyst's client of it."""
+
+    def __init__(self, path: Path, args: argparse.Namespace, directory: Path) -> None:
+        ledger_path = directory / f"bench-ledger-{os.getpid()}.db"
+        ledger_path.unlink(missing_ok=True)
+        self.ledger_path = ledger_path
+        engine = open_engine(str(path), memory_limit=args.memory_limit, threads=args.threads)
+        dataset = curator.Dataset("bench", engine, PrivacyUnit(), "add-remove")
+        ledger = open_ledger(f"sqlite:///{ledger_path}")
+        curator.register_dataset(ledger, dataset, 1000.0, None)
+        token = ledger.issue_token("bench", "analyst", Fraction(1000), Fraction(0))
+        self.running = start_curator(
+            curator.CuratorService(dataset, ledger), "b" * 32, "127.0.0.1:0"
+        )
+        self.client = CuratorClient(self.running.address, token, timeout=600)
+
+    def stop(self) -> None:
+        self.client.close()
+        self.running.stop(grace=1)
+        self.ledger_path.unlink(missing_ok=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     directory = args.dir or Path(tempfile.gettempdir()) / "deniable-bench"
@@ -121,11 +149,20 @@ def main(argv: list[str] | None = None) -> None:
     listed = ", ".join(f"'{d}'" for d in DEPTS)
     every = f"dept IN ({listed})"
     hist = "count(*) FROM (SELECT dept, count(*) FROM {} GROUP BY dept)"
+    daemon = _Daemon(path, args, directory)
+    count_request = pb.QueryRequest(
+        options=pb.QueryOptions(epsilon=2**-20, where=PREDICATE), count=pb.CountQuery()
+    )
     cases: list[tuple[str, dict[str, Callable[[], object]], Callable[[], object]]] = [
         (
             "count, rows as units",
             {"per-unit count": own(f"SELECT count(*) FROM {source} WHERE {PREDICATE}")},
             lambda: engine.count(where, rows),
+        ),
+        (
+            "count over gRPC (daemon: token, ledger spend, noise)",
+            {"per-unit count": own(f"SELECT count(*) FROM {source} WHERE {PREDICATE}")},
+            lambda: daemon.client.query(count_request).released[0].value,
         ),
         (
             f"count, unit {unit_column} K={k}",
@@ -172,9 +209,10 @@ def main(argv: list[str] | None = None) -> None:
     print(f"predicate: {PREDICATE}")
     print(
         "baselines (DuckDB's own SQL): per-unit count = sum(least(n, K)) over GROUP BY unit "
-        "(the least any bounding costs); window = the same aggregate bounded by DuckDB's "
-        "row_number() OVER (PARTITION BY unit ORDER BY random()); unbounded = the same "
-        "aggregate without bounding"
+        "(the least any bounding costs; with rows as units, DuckDB's own SELECT count(*) "
+        "... WHERE of the same predicate on a fresh connection); window = the same "
+        "aggregate bounded by DuckDB's row_number() OVER (PARTITION BY unit ORDER BY "
+        "random()); unbounded = the same aggregate without bounding"
     )
     print("| query | per-unit count (s) | window (s) | unbounded (s) | engine (s) | ratio |")
     print("|---|---|---|---|---|---|")
@@ -208,6 +246,7 @@ def main(argv: list[str] | None = None) -> None:
             }
         )
     engine.close()
+    daemon.stop()
     if args.json is not None:
         args.json.write_text(json.dumps({"rows": args.rows, "results": results}, indent=2))
     sys.stdout.flush()

@@ -15,8 +15,9 @@ from pathlib import Path
 from tests.conftest import RunCli
 
 DOC = Path(__file__).parents[2] / "docs" / "curator.md"
-FILES = ("release-ledger.sqlite", "ledger.sqlite", "release.json", "staff.csv")
-TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00")
+FILES = ("curator.db", "release.json", "staff.csv")
+RELEASE_ID = re.compile(r"\br-[0-9a-f]{12}\b")
+CELL = re.compile(r"^(  [^:]+, [^:]+: )-?\d+$")
 INTERVAL = re.compile(r"^(  (?:\w+: )?)(-?[\d.]+), (\d+% interval) \[(-?[\d.]+), (-?[\d.]+)\](.*)$")
 
 
@@ -44,7 +45,7 @@ def _examples() -> tuple[str, list[tuple[str, list[str], int]]]:
 def _local(text: str, folder: Path) -> str:
     for name in FILES:
         text = re.sub(rf"(?<![\w/-]){re.escape(name)}", str(folder / name), text)
-    return TIMESTAMP.sub("<time>", text)
+    return RELEASE_ID.sub("<release>", text)
 
 
 def _noisy(lines: list[str], command: str) -> list[str]:
@@ -53,6 +54,7 @@ def _noisy(lines: list[str], command: str) -> list[str]:
         return lines
     shown = []
     for line in lines:
+        line = CELL.sub(r"\1<noisy>", line)
         found = INTERVAL.match(line)
         if found:
             width = "" if " mean " in command else f"{float(found[5]) - float(found[4]):.2f}"
@@ -66,12 +68,15 @@ def test_the_worked_examples_print_what_the_page_shows(run_cli: RunCli, tmp_path
     made = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True)
     assert made.returncode == 0, made.stderr
     assert len(commands) >= 8
-    env = {"DENIABLE_AGGREGATOR_CURATOR_LEDGER": str(tmp_path / "ledger.sqlite")}
+    env = {
+        "DENIABLE_AGGREGATOR_CURATE_DB": f"sqlite:///{tmp_path / 'curator.db'}",
+        "XDG_DATA_HOME": str(tmp_path / "xdg"),
+    }
     for text, expected, code in commands:
         words = shlex.split(_local(text, tmp_path))
         assert words[0] == "deniable-aggregator", text
         done = run_cli("deniable-aggregator", *words[1:], env=env)
         assert done.returncode == code, (text, done.stderr)
-        shown = TIMESTAMP.sub("<time>", done.stdout + done.stderr).splitlines()
+        shown = RELEASE_ID.sub("<release>", done.stdout + done.stderr).splitlines()
         wanted = [_local(line, tmp_path) for line in expected]
         assert _noisy(shown, text) == _noisy(wanted, text), text

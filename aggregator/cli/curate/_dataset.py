@@ -70,8 +70,9 @@ def dataset_options(*, server: bool) -> Callable[[F], F]:
                 "rows is private); replace: a unit changed (the number of rows is public)."),
         _option("--budget", type=float, help="The data set's total ε, set when it is first "
                 "registered; it cannot change afterwards (then optional)."),
-        _option("--delta", type=float, default=None, help="The data set's total δ (default 0: "
-                "histograms over an unknown domain need some)."),
+        _option("--delta" if server else "--budget-delta", "delta", type=float, default=None,
+                help="The data set's total δ, set with its budget (default 0; key selections, "
+                "histograms over an unknown domain, need some)."),
         _option("--db", "database", help="The custodian's ledger: sqlite:///PATH or "
                 "postgresql://... [default: sqlite:///$XDG_DATA_HOME/deniable/curator.db]"),
         *(

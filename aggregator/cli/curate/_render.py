@@ -8,7 +8,9 @@ __all__ = ["privacy_line", "render_answer"]
 
 
 def _g(value: Any) -> str:
-    return format(value, "g") if isinstance(value, float) else str(value)
+    if isinstance(value, dict):
+        return ", ".join(f"{name} {_g(part)}" for name, part in value.items())
+    return format(value, ".10g") if isinstance(value, float) else str(value)
 
 
 def _interval(interval: dict[str, Any]) -> str:

@@ -230,13 +230,15 @@ def analyst_token(token_file: Path | None) -> str:
 
 def local_only(options: Mapping[str, Any], names: tuple[str, ...]) -> None:
     """Refuse options the custodian's daemon sets, when querying it."""
-    context = click.get_current_context()
     from click.core import ParameterSource
 
+    context = click.get_current_context()
+    flags = {param.name: param.opts[0] for param in context.command.params}
     given = [
-        f"--{name.replace('_', '-').replace('dataset-name', 'dataset').replace('database', 'db')}"
+        flags[name]
         for name in names
-        if context.get_parameter_source(name)
+        if name in flags
+        and context.get_parameter_source(name)
         in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
     ]
     if given:

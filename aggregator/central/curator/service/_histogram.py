@@ -21,6 +21,15 @@ from deniable.shared.wire.v1 import curator_pb2 as pb
 __all__ = ["HistogramQuery"]
 
 
+def _order(value: Value) -> tuple[int, str, float]:
+    """None first, then numbers, then text: a total order over a column's values."""
+    if value is None:
+        return (0, "", 0.0)
+    if isinstance(value, str):
+        return (2, value, 0.0)
+    return (1, "", float(value))
+
+
 @register
 @dataclass(frozen=True)
 class HistogramQuery(Query):
@@ -129,7 +138,8 @@ class HistogramQuery(Query):
                 }
                 for item in document.pop("released")
             ]
-            document["bins"] = bins
+            # Sorted by value: the engine's order of groups is nobody's business.
+            document["bins"] = sorted(bins, key=lambda item: _order(item["value"]))
         else:
             listed = self._listed(dataset)
             present = dict(dataset.engine.histogram(key, where, dataset.unit, values=listed))
