@@ -48,8 +48,21 @@ def test_a_postgresql_table_is_queried_in_place_until_the_budget_refuses(
         assert count["interval"]["low"] <= count["released"] <= count["interval"]["high"]
         assert abs(count["released"] - persons) <= 40  # P(|Z| > 40) = 2e^-41/(1+e^-1) at ε=1
         hist = answer(daemon.run("histogram", "--column", "dept", "--values", "HR,IT,Sales",
-                                 "--epsilon", "0.5", "--json", token_file=token))  # fmt: skip
+                                 "--epsilon", "0.25", "--json", token_file=token))  # fmt: skip
         assert len(hist["bins"]) == 3
+        keys = answer(daemon.run("histogram", "--column", "dept", "--delta", "1e-6",
+                                 "--epsilon", "0.125", "--json", token_file=token))  # fmt: skip
+        assert [b["value"] for b in keys["bins"]] == sorted(b["value"] for b in keys["bins"])
+        assert {b["value"] for b in keys["bins"]} <= set(DEPTS)
+        release = answer(daemon.run("release", "--columns", "dept", "--values", "dept=HR,IT,Sales",
+                                    "--epsilon", "0.125", "--json", token_file=token))  # fmt: skip
+        again = answer(daemon.run("histogram", "--column", "dept", "--from-release",
+                                  release["release_id"], "--json", token_file=token))  # fmt: skip
+        assert [b["released"] for b in again["bins"]] == [c["count"] for c in release["cells"]]
+        preview = answer(daemon.run("mean", "--column", "salary", "--min", "1000", "--max",
+                                    "1700", "--epsilon", "0.25", "--preview", "--json",
+                                    token_file=token))  # fmt: skip
+        assert preview["privacy"]["spent"] is None
         mean = answer(daemon.run("mean", "--column", "salary", "--min", "1000", "--max", "1700",
                                  "--epsilon", "0.25", "--json", token_file=token))  # fmt: skip
         assert 1000 <= mean["released"] <= 1700
