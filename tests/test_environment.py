@@ -111,7 +111,10 @@ def _sample(option: click.Option, tmp_path: Path) -> tuple[str, Any]:
         return "0.25", 0.25
     if isinstance(kind, click.Path):
         path = tmp_path / f"file-{option.name}"
-        path.write_text("x\n")
+        if kind.file_okay:
+            path.write_text("x\n")
+        else:  # a directory option
+            path.mkdir(exist_ok=True)
         return str(path), path
     assert isinstance(kind, click.types.StringParamType), (option.name, kind)
     return f"value-{option.name}", f"value-{option.name}"
@@ -134,7 +137,9 @@ def test_every_documented_variable_takes_effect(
             monkeypatch.setenv(str(option.envvar), text)
             expected[str(option.name)] = value
         arguments = [
-            str(spec) if isinstance(p.type, click.File) else "s1"
+            str(spec)
+            if isinstance(p.type, click.File) or (isinstance(p.type, click.Path) and p.type.exists)
+            else "s1"
             for p in command.params
             if isinstance(p, click.Argument)
         ]

@@ -38,7 +38,7 @@ COMMANDS = {
     "curate": (
         "deniable.aggregator.cli.curate",
         "curate_group",
-        "Central queries on data you hold: Laplace noise of scale Δ/ε, a privacy budget.",
+        "Central queries on data a custodian holds: Laplace noise of scale Δ/ε, a budget.",
     ),
     "estimate": (
         "deniable.aggregator.cli.estimate",

@@ -332,7 +332,7 @@ LISTED = [
          "--column: 'dept' is a str column; a sum needs numbers"),
     Case("deniable-aggregator", ("curate", "sum", "{staff}", "--column", "age", "--min", "0",
                                  "--epsilon", "1", "--budget", "9"), 2,
-         "Missing option '--max'"),
+         "--min and --max are required"),
     Case("deniable-aggregator", ("curate", "mean", "{staff}", "--column", "age", "--min", "0",
                                  "--max", "10", "--resolution", "x", "--epsilon", "1",
                                  "--budget", "9"), 2, "--resolution must be a number, got 'x'"),

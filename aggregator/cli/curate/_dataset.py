@@ -78,8 +78,11 @@ def dataset_options(*, server: bool) -> Callable[[F], F]:
         *(
             []
             if server
-            else [click.option("--ledger", "retired_ledger", hidden=True,
-                               type=click.Path(path_type=Path))]
+            else [click.option("--ledger", "retired_ledger", type=click.Path(path_type=Path),
+                               show_envvar=True,
+                               help="Retired: budgets live in the custodian's ledger (--db), "
+                               "keyed by the data set's name. Given an old ledger file, names "
+                               "the command that moves its spends (curate migrate-ledger).")]
         ),
         _option("--memory-limit", help="DuckDB's memory limit for a file source, e.g. 4GB "
                 "[default: 1GB]; larger work spills to --temp-directory."),
@@ -121,6 +124,7 @@ def open_service(
         source = str(options["data"])
         table = options.get("table")
         name = options.get("dataset_name") or _default_name(source, table)
+        curator.check_totals(options.get("budget"), options.get("delta"))
         _refuse_old_ledger(options, name, server)
         engine = engines.open_engine(
             source,

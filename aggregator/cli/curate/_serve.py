@@ -60,6 +60,8 @@ _FILE = click.Path(path_type=Path, dir_okay=False)
 @click.option("--workers", type=int, default=4, show_default=True, help="Threads that run queries.")
 @click.option(
     "--max-concurrent-rpcs",
+    envvar=f"{VARIABLE}_MAX_CONCURRENT_RPCS",
+    show_envvar=True,
     type=int,
     default=ServerLimits().max_concurrent_rpcs,
     show_default=True,

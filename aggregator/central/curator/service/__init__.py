@@ -20,7 +20,7 @@ from deniable.aggregator.central.curator.service._kinds import (
     QueryOptions,
     query_from_wire,
 )
-from deniable.aggregator.central.curator.service._register import register_dataset
+from deniable.aggregator.central.curator.service._register import check_totals, register_dataset
 from deniable.aggregator.central.curator.service._release import (
     ReleaseQuery,
     answer_from_release,
@@ -57,6 +57,7 @@ __all__ = [
     "ReleaseQuery",
     "ReleasedValue",
     "answer_from_release",
+    "check_totals",
     "query_from_wire",
     "register_dataset",
     "release_from_wire",

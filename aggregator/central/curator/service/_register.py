@@ -10,7 +10,15 @@ from deniable.aggregator.central.curator._noise import exact_epsilon
 from deniable.aggregator.central.curator.ledger import CustodianLedger, DatasetBudget
 from deniable.aggregator.central.curator.service._dataset import Dataset
 
-__all__ = ["register_dataset"]
+__all__ = ["check_totals", "register_dataset"]
+
+
+def check_totals(budget: float | None, delta: float | None) -> None:
+    """Refuse a budget or δ that cannot be a data set's total (before anything opens)."""
+    if budget is not None and (isinstance(budget, bool) or not 0 < budget < math.inf):
+        raise CuratorError(f"--budget must be a finite number > 0, got {budget!r}")
+    if delta is not None:
+        _delta(delta)
 
 
 def register_dataset(
@@ -21,6 +29,7 @@ def register_dataset(
     Without ``budget`` the data set must be registered already. With it, it must equal
     the registered total: a budget cannot be raised (nor lowered) once queries spent it.
     """
+    check_totals(budget, delta)
     registered = ledger.dataset(dataset.name)
     if budget is None:
         if registered is None:
@@ -33,8 +42,6 @@ def register_dataset(
                 f"--delta {delta!r} differs from data set {dataset.name!r}'s registered δ"
             )
         return registered
-    if isinstance(budget, bool) or not 0 < budget < math.inf:  # also refuses NaN
-        raise CuratorError(f"--budget must be a finite number > 0, got {budget!r}")
     total = exact_epsilon(budget)
     if delta is None:
         wanted = registered.delta if registered is not None else Fraction(0)
