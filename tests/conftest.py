@@ -238,14 +238,19 @@ class Daemon:
 
     def stop(self) -> int:
         """SIGTERM and wait; returns the exit code."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        return self.process.returncode
+        return stop_process(self.process)
+
+
+def stop_process(process: subprocess.Popen[str]) -> int:
+    """SIGTERM a daemon and wait for it (killed after 20 s); its exit code."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return process.returncode
 
 
 def start_daemon(

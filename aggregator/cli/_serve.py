@@ -329,14 +329,19 @@ def serve_command(
     click.echo(f"listening on {bound}")
     if web_url:
         click.echo(f"serving the participant's page on {web_url}/")
+    wait_for_signal(log)
+    running.stop(grace)
+
+
+def wait_for_signal(logger: logging.Logger) -> None:
+    """Block until SIGTERM or SIGINT arrives (logged); a daemon then stops gracefully."""
     stopping = threading.Event()
 
     def on_signal(number: int, frame: FrameType | None) -> None:
-        log.info("signal received", extra={"signal": signal.Signals(number).name})
+        logger.info("signal received", extra={"signal": signal.Signals(number).name})
         stopping.set()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     while not stopping.wait(timeout=0.5):
         pass
-    running.stop(grace)

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import logging
-import signal
-import threading
 from pathlib import Path
-from types import FrameType
 
 import click
 
 from deniable.aggregator.cli._common import PREFIX, fail, user_errors
-from deniable.aggregator.cli._serve import check_grace
+from deniable.aggregator.cli._serve import check_grace, wait_for_signal
 from deniable.aggregator.cli.curate._dataset import dataset_options, open_service
 from deniable.aggregator.server import (
     ListenAddress,
@@ -138,14 +135,5 @@ def serve_command(
     )
     warn_if_plaintext(str(listen), tls, log, "analyst tokens and answers")
     click.echo(f"listening on {bound}")
-    stopping = threading.Event()
-
-    def on_signal(number: int, frame: FrameType | None) -> None:
-        log.info("signal received", extra={"signal": signal.Signals(number).name})
-        stopping.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    while not stopping.wait(timeout=0.5):
-        pass
+    wait_for_signal(log)
     running.stop(grace)

@@ -155,35 +155,29 @@ def _ledger_document(response: pb.LedgerResponse) -> dict[str, Any]:
     """A LedgerResponse as the same document the local ledger prints."""
     from fractions import Fraction
 
-    def amount(text: str) -> dict[str, Any]:
-        return {"value": float(Fraction(text)) if text else None, "exact": text or None}
+    from deniable.aggregator.central.curator.service import BalanceView, LedgerView, SpendView
+
+    def exact(text: str) -> Fraction:
+        return Fraction(text or "0")
 
     balance = response.balance
-    names = (
-        "epsilon_budget",
-        "epsilon_spent",
-        "delta_budget",
-        "delta_spent",
-        "dataset_epsilon_left",
-        "dataset_delta_left",
+    view = LedgerView(
+        response.dataset,
+        BalanceView(
+            analyst=balance.analyst,
+            epsilon_budget=exact(balance.epsilon_budget) if balance.epsilon_budget else None,
+            epsilon_spent=exact(balance.epsilon_spent),
+            delta_budget=exact(balance.delta_budget) if balance.delta_budget else None,
+            delta_spent=exact(balance.delta_spent),
+            dataset_epsilon_left=exact(balance.dataset_epsilon_left),
+            dataset_delta_left=exact(balance.dataset_delta_left),
+        ),
+        tuple(
+            SpendView(s.at, s.analyst, s.query, exact(s.epsilon), exact(s.delta))
+            for s in response.spends
+        ),
     )
-    out: dict[str, Any] = {"analyst": balance.analyst}
-    for name in names:
-        value = amount(getattr(balance, name))
-        out[name], out[f"{name}_exact"] = value["value"], value["exact"]
-    spends = [
-        {
-            "at": spend.at,
-            "analyst": spend.analyst,
-            "query": spend.query,
-            "epsilon": float(Fraction(spend.epsilon)),
-            "epsilon_exact": spend.epsilon,
-            "delta": float(Fraction(spend.delta or "0")),
-            "delta_exact": spend.delta or "0",
-        }
-        for spend in response.spends
-    ]
-    return {"dataset": response.dataset, "balance": out, "spends": spends}
+    return view.to_dict()
 
 
 def remote_options(function: F) -> F:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Sequence
@@ -12,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import BIN
+from tests.conftest import BIN, stop_process
 
 ADMIN_TOKEN = "curator-admin-token-for-tests-0123456789"
 
@@ -29,14 +28,7 @@ class CuratorDaemon:
 
     def stop(self) -> int:
         """SIGTERM and wait; the exit code."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        return self.process.returncode
+        return stop_process(self.process)
 
     def run(self, *args: str, token_file: Path | None = None) -> subprocess.CompletedProcess[str]:
         """``deniable-aggregator curate ARGS --server ADDRESS`` (with the analyst's token)."""

@@ -34,6 +34,7 @@ from deniable.aggregator.central.curator.service._results import (
     LedgerView,
     ReleaseAnswer,
     ReleasedValue,
+    SpendView,
 )
 from deniable.aggregator.central.curator.service._service import (
     CuratorService,
@@ -56,6 +57,7 @@ __all__ = [
     "ReleaseNotFoundError",
     "ReleaseQuery",
     "ReleasedValue",
+    "SpendView",
     "answer_from_release",
     "check_totals",
     "query_from_wire",

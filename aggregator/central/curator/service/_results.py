@@ -17,6 +17,7 @@ __all__ = [
     "LedgerView",
     "ReleaseAnswer",
     "ReleasedValue",
+    "SpendView",
 ]
 
 
