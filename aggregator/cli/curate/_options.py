@@ -144,14 +144,15 @@ def open_session(data: Path | None, options: Mapping[str, Any]) -> Session:
                 "give DATA or --server, not both (the daemon holds the data set)"
             )
         local_only(options, LOCAL_ONLY)
-        return RemoteSession(server, analyst_token(options.get("token_file")), options.get("tls"))
+        token = analyst_token(options.get("token_file"), options.get("token"))
+        return RemoteSession(server, token, options.get("tls"))
     if data is None:
         raise curator.CuratorError(
             "give DATA (a file or postgresql:// URL you hold) or --server HOST:PORT "
             "(a curator daemon) with --token-file"
         )
-    if options.get("token_file"):
-        raise curator.CuratorError("--token-file: only with --server")
+    if options.get("token_file") or options.get("token"):
+        raise curator.CuratorError("--token-file and --token: only with --server")
     service = open_service({**options, "data": data}, server=False, seeded=seed is not None)
     return LocalSession(service, seed)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -200,14 +199,21 @@ def remote_options(function: F) -> F:
                 show_envvar=True,
                 help=f"The analyst token the custodian issued (or set {TOKEN_VARIABLE}).",
             ),
+            click.option(
+                "--token",
+                envvar=TOKEN_VARIABLE,
+                show_envvar=True,
+                help="The analyst token itself. On the command line it is visible to other "
+                "users of this machine (ps): prefer --token-file, or the variable.",
+            ),
         ]
     ):
         function = option(function)
     return function
 
 
-def analyst_token(token_file: Path | None) -> str:
-    """The analyst token from the file, else the variable; else a usage error."""
+def analyst_token(token_file: Path | None, token: str | None = None) -> str:
+    """The analyst token from --token-file, else --token (or its variable); else usage error."""
     if token_file is not None:
         try:
             token = token_file.read_text().strip()
@@ -215,10 +221,9 @@ def analyst_token(token_file: Path | None) -> str:
             raise curator.CuratorError(
                 f"--token-file: cannot read {token_file} ({error})"
             ) from None
-    else:
-        token = os.environ.get(TOKEN_VARIABLE, "").strip()
+    token = (token or "").strip()
     if not token:
-        raise click.UsageError(f"--server needs --token-file or {TOKEN_VARIABLE}")
+        raise click.UsageError(f"--server needs --token-file, --token or {TOKEN_VARIABLE}")
     return token
 
 

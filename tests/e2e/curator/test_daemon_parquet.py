@@ -129,6 +129,9 @@ def test_the_budget_survives_a_restart_and_a_changed_file(tmp_path: Path) -> Non
 
 def test_tokens_are_checked_and_revocable(served: CuratorDaemon, tmp_path: Path) -> None:
     token = served.issue(tmp_path, "carol", "1")
+    by_variable = {**served.env, "DENIABLE_AGGREGATOR_CURATE_TOKEN": token.read_text().strip()}
+    ledger = answer(curate("ledger", "--server", served.address, "--json", env=by_variable))
+    assert ledger["balance"]["analyst"] == "carol"
     stranger = tmp_path / "stranger.token"
     stranger.write_text("dnc_" + "x" * 43 + "\n")
     assert served.run("count", "--epsilon", "0.1", token_file=stranger).returncode == 6
