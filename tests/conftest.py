@@ -50,6 +50,11 @@ LONG_TESTS_FIRST = frozenset(
         # The browser's: 10^6 reports drawn in Chromium; byte-for-byte replays.
         "test_reports_follow_the_python_mechanisms_law",
         "test_replay_matches_the_python_client_byte_for_byte",
+        # The curator's daemons: a real `curate serve` each, and a dozen CLI calls.
+        "test_an_analyst_runs_every_query_kind_until_the_budget_refuses",
+        "test_a_postgresql_table_is_queried_in_place_until_the_budget_refuses",
+        "test_the_budget_survives_a_restart_and_a_changed_file",
+        "test_the_worked_examples_print_what_the_page_shows",
     }
 )
 

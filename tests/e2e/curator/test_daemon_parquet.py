@@ -31,8 +31,10 @@ def write_staff(path: Path, people: int = 300) -> None:
     pq.write_table(table, path)
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[CuratorDaemon]:
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CuratorDaemon]:
+    """One daemon for the module: each test issues its own analyst, with its own budget."""
+    tmp_path = tmp_path_factory.mktemp("served")
     data = tmp_path / "staff.parquet"
     write_staff(data)
     daemon = start_curator(

@@ -19,7 +19,10 @@ from deniable.aggregator.central.curator.service._results import Answer, Charge
 from deniable.shared.sampling import ByteSource
 from deniable.shared.wire.v1 import curator_pb2 as pb
 
-__all__ = ["QUERY_KINDS", "Query", "QueryOptions", "query_from_wire", "register"]
+__all__ = ["MAX_WHERE", "QUERY_KINDS", "Query", "QueryOptions", "query_from_wire", "register"]
+
+MAX_WHERE = 4096
+"""The longest condition a query may have, in characters."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,11 @@ class QueryOptions:
     def __post_init__(self) -> None:
         check_curator_epsilon(self.epsilon)
         check_confidence(self.confidence)
+        if self.where is not None and len(self.where) > MAX_WHERE:
+            raise CuratorError(
+                f"--where: {len(self.where):,} characters, at most {MAX_WHERE:,} (the ledger "
+                "keeps every query's text)"
+            )
 
     @property
     def exact_epsilon(self) -> Any:
