@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import logging
-import math
-import signal
-import threading
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import Any, TypeVar
 
 import click
@@ -19,6 +15,7 @@ from deniable.aggregator.cli._common import (
     fail,
     user_errors,
 )
+from deniable.aggregator.cli._daemon import check_grace, wait_for_signal
 from deniable.aggregator.server import (
     DEFAULT_LISTEN,
     DEFAULT_MIN_FREE,
@@ -77,13 +74,6 @@ def _web_address(
     if address.port is None:
         raise InvalidArgument(f"--web {value!r}: HOST:PORT; a Unix socket is not served")
     return address
-
-
-def check_grace(ctx: click.Context, param: click.Parameter, value: float) -> float:
-    """``--grace``: a finite number of seconds >= 0 (exit code 2 otherwise)."""
-    if not math.isfinite(value) or value < 0:
-        raise InvalidArgument(f"--grace {value}: seconds, a finite number >= 0")
-    return value
 
 
 @click.command("serve")
@@ -331,17 +321,3 @@ def serve_command(
         click.echo(f"serving the participant's page on {web_url}/")
     wait_for_signal(log)
     running.stop(grace)
-
-
-def wait_for_signal(logger: logging.Logger) -> None:
-    """Block until SIGTERM or SIGINT arrives (logged); a daemon then stops gracefully."""
-    stopping = threading.Event()
-
-    def on_signal(number: int, frame: FrameType | None) -> None:
-        logger.info("signal received", extra={"signal": signal.Signals(number).name})
-        stopping.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    while not stopping.wait(timeout=0.5):
-        pass

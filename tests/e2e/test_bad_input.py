@@ -276,6 +276,7 @@ LISTED = [
           ("{missing_csv}", "no file '{missing_csv}'"),
           ("{directory}", "'{directory}' is a directory"),
           ("{binary_csv}", "--data: cannot read 'binary.csv'"),
+          ("{bad_csv}", "--data: cannot read 'bad.csv': Invalid Input Error"),
           ("{spec}", "--data: 'spec' is not a file DuckDB reads here"),
       )),
     Case("deniable-aggregator", ("curate", "count", "{staff}", "--where", "agee > 3",

@@ -260,3 +260,11 @@ def test_help_states_exit_codes_and_the_default_neighbours(run_cli: RunCli, comm
     assert "default: add-remove" in text
     assert "--server" in text
     assert "--token-file" in text
+
+
+def test_serve_takes_the_aggregators_default_concurrency() -> None:
+    from deniable.aggregator.cli.curate._serve import serve_command
+    from deniable.aggregator.server import ServerLimits
+
+    option = next(p for p in serve_command.params if p.name == "max_concurrent_rpcs")
+    assert option.default == ServerLimits().max_concurrent_rpcs

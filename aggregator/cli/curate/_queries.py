@@ -25,7 +25,8 @@ __all__ = ["count_command", "histogram_command", "mean_command", "sum_command"]
 def _run(data: Path | None, options: dict[str, Any], request: pb.QueryRequest) -> None:
     as_json = options["as_json"]
     with curator_errors():
-        curator.query_from_wire(request)  # what needs no data is checked before anything opens
+        if not options.get("server"):  # checked before the data or the ledger open
+            curator.query_from_wire(request)
         session = open_session(data, options)
         try:
             document = session.query(request)

@@ -4,22 +4,16 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from deniable.aggregator.cli._common import PREFIX, fail, user_errors
-from deniable.aggregator.cli._serve import check_grace, wait_for_signal
+from deniable.aggregator.cli._daemon import check_grace, wait_for_signal
 from deniable.aggregator.cli.curate._dataset import dataset_options, open_service
-from deniable.aggregator.server import (
-    ListenAddress,
-    ServerLimits,
-    TlsError,
-    configure_logging,
-    load_or_create_token,
-    load_server_tls,
-    warn_if_plaintext,
-)
-from deniable.aggregator.storage import data_dir
+
+if TYPE_CHECKING:
+    from deniable.aggregator.server import ListenAddress
 
 __all__ = ["DEFAULT_CURATOR_LISTEN", "serve_command"]
 
@@ -36,7 +30,7 @@ _FILE = click.Path(path_type=Path, dir_okay=False)
     default=DEFAULT_CURATOR_LISTEN,
     show_default=True,
     envvar=f"{VARIABLE}_LISTEN",
-    callback=lambda ctx, param, value: ListenAddress.parse(value),
+    callback=lambda ctx, param, value: _listen(value),
     help="HOST:PORT to listen on ([::1]:PORT for IPv6; port 0: any free port, printed).",
 )
 @click.option(
@@ -60,7 +54,7 @@ _FILE = click.Path(path_type=Path, dir_okay=False)
     envvar=f"{VARIABLE}_MAX_CONCURRENT_RPCS",
     show_envvar=True,
     type=int,
-    default=ServerLimits().max_concurrent_rpcs,
+    default=128,
     show_default=True,
     help="Calls in the server at once; beyond it RESOURCE_EXHAUSTED.",
 )
@@ -98,7 +92,16 @@ def serve_command(
     --privacy-unit COLUMN --max-contributions K protects all rows of one person: each
     query uses at most K of a unit's rows. Logs are JSON lines on stderr.
     """
+    from deniable.aggregator.server import (
+        ServerLimits,
+        TlsError,
+        configure_logging,
+        load_or_create_token,
+        load_server_tls,
+        warn_if_plaintext,
+    )
     from deniable.aggregator.server.curator import start_curator
+    from deniable.aggregator.storage import data_dir
 
     try:
         tls = load_server_tls(tls_cert, tls_key, tls_client_ca)
@@ -137,3 +140,9 @@ def serve_command(
     click.echo(f"listening on {bound}")
     wait_for_signal(log)
     running.stop(grace)
+
+
+def _listen(value: str) -> ListenAddress:
+    from deniable.aggregator.server import ListenAddress
+
+    return ListenAddress.parse(value)

@@ -11,7 +11,6 @@ from typing import Any, TypeVar
 import click
 
 from deniable.aggregator.cli._common import PREFIX, emit_json, fail, remote_errors, tls_options
-from deniable.aggregator.cli.curate._serve import DEFAULT_CURATOR_LISTEN
 from deniable.shared.transport import TlsConfig
 from deniable.shared.transport.options import check_server
 from deniable.shared.wire.v1 import curator_pb2 as pb
@@ -33,7 +32,7 @@ def _admin_options(function: F) -> F:
     )(function)
     function = click.option(
         "--server",
-        default=DEFAULT_CURATOR_LISTEN,
+        default="127.0.0.1:50061",
         show_default=True,
         envvar=f"{PREFIX}_CURATE_SERVER",
         show_envvar=True,

@@ -66,6 +66,20 @@ def file_kind(path: Path) -> str:
     )
 
 
+_REMEDIES = ("Column ", "The search space", "Possible", "*", "LINE ", "file =", "delimiter =")
+
+
+def _first(error: Exception) -> str:
+    """DuckDB's message without its list of remedies and settings: what went wrong, where."""
+    kept = []
+    for line in str(error).strip().splitlines():
+        if line.strip().startswith(_REMEDIES):
+            break
+        if line.strip():
+            kept.append(line.strip())
+    return "; ".join(kept) or type(error).__name__
+
+
 def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
@@ -81,6 +95,9 @@ def _reader(path: Path, kind: str, types: Mapping[str, str] | None) -> str:
         "header = true",
         f"delim = {_literal(',' if kind == 'CSV' else chr(9))}",
         "auto_type_candidates = ['BIGINT', 'DOUBLE', 'VARCHAR']",
+        # The header is the first line: DuckDB would otherwise skip lines until the rest
+        # fits, and read a row with an extra field as the header, silently.
+        "skip = 0",
     ]
     if types:
         declared = []
@@ -164,7 +181,7 @@ class DuckDBEngine(SqlEngine):
             described = con.execute(f"DESCRIBE SELECT * FROM {reader}").fetchall()
         except duckdb.Error as error:
             option = "--types" if types and "types" in str(error).lower() else "--data"
-            raise CuratorError(f"{option}: cannot read {path.name!r}: {error}") from None
+            raise CuratorError(f"{option}: cannot read {path.name!r}: {_first(error)}") from None
         columns: dict[str, str] = {}
         selected = []
         for row in described:
@@ -185,7 +202,7 @@ class DuckDBEngine(SqlEngine):
             try:
                 con.execute(f"SELECT count(*), {every} FROM {self.source}").fetchall()
             except duckdb.Error as error:
-                raise CuratorError(f"--data: cannot read {path.name!r}: {error}") from None
+                raise CuratorError(f"--data: cannot read {path.name!r}: {_first(error)}") from None
 
     def collect(self, expr: str) -> str:
         return f"list({expr})"

@@ -219,4 +219,4 @@ def test_the_postgres_ledger_follows_the_model(postgres_url: str) -> None:
                 db.execute(f"DROP TABLE IF EXISTS {table} CASCADE")
         return postgres_url
 
-    _run(fresh_url, examples=25)
+    _run(fresh_url, examples=12)
