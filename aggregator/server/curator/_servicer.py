@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import grpc
 
 from deniable.aggregator.central.curator import CuratorError
-from deniable.aggregator.central.curator.ledger import BudgetExceededError
+from deniable.aggregator.central.curator.ledger import BudgetExceededError, LedgerUnavailableError
 from deniable.aggregator.central.curator.service import (
     CuratorService,
     ReleaseNotFoundError,
@@ -119,7 +119,11 @@ class CuratorServicer(curator_pb2_grpc.CuratorServicer):
     def _analyst(self, context: Context, method: str) -> str:
         """The analyst a live token of this data set names, else abort UNAUTHENTICATED."""
         token = _bearer(context.invocation_metadata())
-        analyst = self.service.authenticate(token) if token else None
+        try:
+            analyst = self.service.authenticate(token) if token else None
+        except LedgerUnavailableError as error:
+            log.warning("ledger unreachable", extra={"rpc": method, "detail": str(error)})
+            context.abort(grpc.StatusCode.UNAVAILABLE, "the custodian's ledger is unreachable")
         if analyst is None:
             log.info("unauthenticated", extra={"rpc": method})
             context.abort(
@@ -146,6 +150,9 @@ class CuratorServicer(curator_pb2_grpc.CuratorServicer):
             return work()
         except BudgetExceededError as error:
             code, message = grpc.StatusCode.FAILED_PRECONDITION, str(error)
+        except LedgerUnavailableError as error:
+            log.warning("ledger unreachable", extra={"rpc": method, "detail": str(error)})
+            code, message = grpc.StatusCode.UNAVAILABLE, "the custodian's ledger is unreachable"
         except ReleaseNotFoundError as error:
             code, message = grpc.StatusCode.NOT_FOUND, str(error)
         except CuratorError as error:
