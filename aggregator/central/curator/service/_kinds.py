@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, ClassVar, TypeVar
 
 from deniable.aggregator.central.curator._base import CuratorError
@@ -44,7 +44,7 @@ class QueryOptions:
             )
 
     @property
-    def exact_epsilon(self) -> Any:
+    def exact_epsilon(self) -> Fraction:
         """ε exactly as the decimal written (0.1 is 1/10)."""
         return exact_epsilon(self.epsilon)
 
@@ -126,6 +126,3 @@ def finite(value: float, option: str) -> float:
     if not math.isfinite(value):
         raise CuratorError(f"{option} must be a finite number, got {value!r}")
     return value
-
-
-Factory = Callable[..., Query]
