@@ -268,3 +268,14 @@ def test_serve_takes_the_aggregators_default_concurrency() -> None:
 
     option = next(p for p in serve_command.params if p.name == "max_concurrent_rpcs")
     assert option.default == ServerLimits().max_concurrent_rpcs
+
+
+def test_a_max_rows_below_the_count_clamps_and_says_nothing_of_the_count(
+    run_cli: RunCli, staff: Path, tmp_path: Path
+) -> None:
+    """An error when the true count exceeds --max-rows would itself tell the count."""
+    args = ("curate", "count", str(staff), "--epsilon", "1", "--budget", "3", "--max-rows", "2",
+            "--db", f"sqlite:///{tmp_path / 'curator.db'}")  # fmt: skip
+    answered = _json(run_cli, *args)
+    assert 0 <= answered["released"] <= 2
+    assert answered["clamp"] == [0, 2]

@@ -32,7 +32,10 @@ __all__ = [
 MIN_CURATOR_EPSILON = 2.0**-20
 MAX_CURATOR_EPSILON = 50.0
 INTERVAL_METHOD = "exact discrete Laplace quantile: P(|Z| > k) = 2q^(k+1)/(1+q), q = e^(-ε/Δ)"
-COUNT_COVERS = "the count of matching rows, each privacy unit's rows bounded to at most K"
+COUNT_COVERS = (
+    "the count of matching rows, each privacy unit's rows bounded to at most K (when it is "
+    "at most the clamp's public upper bound)"
+)
 
 
 def check_curator_epsilon(epsilon: object, name: str = "epsilon") -> float:
@@ -230,7 +233,9 @@ def central_laplace_count(
     The noisy count c + Z is an integer already (no rounding needed); it is clamped to
     [0, upper], which is post-processing. The clamp is 1-Lipschitz and fixes every true
     count in [0, upper], so |released − c| <= |Z| and released ± k covers c whenever
-    |Z| <= k: with probability at least ``confidence``, exactly computed.
+    |Z| <= k: with probability at least ``confidence``, exactly computed. A count above
+    ``upper`` (a public bound stated too low) is clamped too, never refused: a refusal
+    would reveal it.
 
     Args:
         true_count: the count on the data, an integer >= 0.
@@ -245,8 +250,11 @@ def central_laplace_count(
     """
     eps = check_curator_epsilon(epsilon)
     level = check_confidence(confidence)
-    if true_count < 0 or (upper is not None and true_count > upper):
-        raise CuratorError(f"true count must be in [0, {upper}], got {true_count}")
+    if true_count < 0:
+        raise CuratorError(f"true count must be >= 0, got {true_count}")
+    # A count above ``upper`` (an analyst's --max-rows set too low) is not an error: an
+    # error would tell the count. It is clamped like any other; the interval then covers
+    # the count only up to ``upper``, as its ``covers`` says.
     scale = noise_scale(epsilon, sensitivity)
     released, k, low, high = noisy_integer(true_count, scale, 0, upper, level, source)
     return NoisyCount(

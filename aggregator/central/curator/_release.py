@@ -250,8 +250,8 @@ def make_release(
         count = cells.get(combination, 0)
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise CuratorError(f"the count of {combination!r} must be an integer >= 0")
-        if upper is not None and count > upper:
-            raise CuratorError(f"the count of {combination!r} is above the clamp {upper}")
+        # A count above ``upper`` (a --max-rows stated too low) is clamped, not refused:
+        # a refusal would tell the count.
         noisy, *_ = noisy_integer(count, scale, 0, upper, 0.5, source)
         released.append((tuple(combination), noisy))
     return Release(described, tuple(released), eps, neighbours, sensitivity, scale, upper, unit)

@@ -157,8 +157,10 @@ def test_central_laplace_count_checks_its_inputs() -> None:
         central_laplace_count(3, float("nan"))
     with pytest.raises(ValueError, match=r"confidence must be in \(0, 1\), got 1.5"):
         central_laplace_count(3, 1.0, confidence=1.5)
-    with pytest.raises(ValueError, match=r"true count must be in \[0, 2\], got 3"):
-        central_laplace_count(3, 1.0, upper=2)
+    with pytest.raises(ValueError, match=r"true count must be >= 0, got -1"):
+        central_laplace_count(-1, 1.0, upper=2)
+    # Above the public bound: clamped, never refused (a refusal would tell the count).
+    assert 0 <= central_laplace_count(3, 1.0, upper=2).released <= 2
     with pytest.raises(ValueError, match="sensitivity must be a positive integer, got 0"):
         central_laplace_count(3, 1.0, 0)
 
