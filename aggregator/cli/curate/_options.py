@@ -12,7 +12,6 @@ from click.core import ParameterSource
 from deniable.aggregator.central import curator
 from deniable.aggregator.cli._common import emit_json
 from deniable.aggregator.cli.curate._dataset import dataset_options, open_service
-from deniable.aggregator.cli.curate._errors import BUDGET_EXIT, curator_errors
 from deniable.aggregator.cli.curate._session import (
     LocalSession,
     RemoteSession,
@@ -24,11 +23,9 @@ from deniable.aggregator.cli.curate._session import (
 from deniable.shared.wire.v1 import curator_pb2 as pb
 
 __all__ = [
-    "BUDGET_EXIT",
     "EXIT_CODES_HELP",
     "analyst_options",
     "check_seed_source",
-    "curator_errors",
     "emit",
     "open_session",
     "percent",

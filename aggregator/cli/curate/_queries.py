@@ -8,9 +8,9 @@ from typing import Any
 import click
 
 from deniable.aggregator.central import curator
+from deniable.aggregator.cli.curate._errors import curator_errors
 from deniable.aggregator.cli.curate._options import (
     analyst_options,
-    curator_errors,
     emit,
     open_session,
     query_options_message,

@@ -11,10 +11,10 @@ from click.core import ParameterSource
 
 from deniable.aggregator.central import curator
 from deniable.aggregator.cli._common import emit_json
+from deniable.aggregator.cli.curate._errors import curator_errors
 from deniable.aggregator.cli.curate._options import (
     analyst_options,
     check_seed_source,
-    curator_errors,
     emit,
     open_session,
     query_options_message,

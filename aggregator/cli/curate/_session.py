@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
+from fractions import Fraction
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -16,7 +17,10 @@ from deniable.shared.transport import TlsConfig
 from deniable.shared.transport.options import check_server
 from deniable.shared.wire.v1 import curator_pb2 as pb
 
-__all__ = ["LocalSession", "RemoteSession", "Session", "remote_options"]
+if TYPE_CHECKING:
+    from deniable.aggregator.central.curator.service import BalanceView
+
+__all__ = ["LocalSession", "RemoteSession", "Session", "balance_from_wire", "remote_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 TOKEN_VARIABLE = f"{PREFIX}_CURATE_TOKEN"
@@ -150,33 +154,34 @@ class RemoteSession(Session):
         self.client.close()
 
 
+def _exact(text: str) -> Fraction:
+    return Fraction(text or "0")
+
+
+def balance_from_wire(balance: pb.Balance) -> BalanceView:
+    """A Balance message as the service's view (an empty budget: the custodian has none)."""
+    from deniable.aggregator.central.curator.service import BalanceView
+
+    return BalanceView(
+        analyst=balance.analyst,
+        epsilon_budget=_exact(balance.epsilon_budget) if balance.epsilon_budget else None,
+        epsilon_spent=_exact(balance.epsilon_spent),
+        delta_budget=_exact(balance.delta_budget) if balance.delta_budget else None,
+        delta_spent=_exact(balance.delta_spent),
+        dataset_epsilon_left=_exact(balance.dataset_epsilon_left),
+        dataset_delta_left=_exact(balance.dataset_delta_left),
+    )
+
+
 def _ledger_document(response: pb.LedgerResponse) -> dict[str, Any]:
     """A LedgerResponse as the same document the local ledger prints."""
-    from fractions import Fraction
+    from deniable.aggregator.central.curator.service import LedgerView, SpendView
 
-    from deniable.aggregator.central.curator.service import BalanceView, LedgerView, SpendView
-
-    def exact(text: str) -> Fraction:
-        return Fraction(text or "0")
-
-    balance = response.balance
-    view = LedgerView(
-        response.dataset,
-        BalanceView(
-            analyst=balance.analyst,
-            epsilon_budget=exact(balance.epsilon_budget) if balance.epsilon_budget else None,
-            epsilon_spent=exact(balance.epsilon_spent),
-            delta_budget=exact(balance.delta_budget) if balance.delta_budget else None,
-            delta_spent=exact(balance.delta_spent),
-            dataset_epsilon_left=exact(balance.dataset_epsilon_left),
-            dataset_delta_left=exact(balance.dataset_delta_left),
-        ),
-        tuple(
-            SpendView(s.at, s.analyst, s.query, exact(s.epsilon), exact(s.delta))
-            for s in response.spends
-        ),
+    spends = tuple(
+        SpendView(s.at, s.analyst, s.query, _exact(s.epsilon), _exact(s.delta))
+        for s in response.spends
     )
-    return view.to_dict()
+    return LedgerView(response.dataset, balance_from_wire(response.balance), spends).to_dict()
 
 
 def remote_options(function: F) -> F:

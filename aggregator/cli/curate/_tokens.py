@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from deniable.aggregator.cli._common import PREFIX, emit_json, fail, remote_errors, tls_options
+from deniable.aggregator.cli.curate._session import balance_from_wire
 from deniable.shared.transport import TlsConfig
 from deniable.shared.transport.options import check_server
 from deniable.shared.wire.v1 import curator_pb2 as pb
@@ -58,15 +59,7 @@ def _client(server: str, admin_token_file: Path | None, tls: TlsConfig | None) -
 
 
 def _balance(balance: pb.Balance) -> dict[str, Any]:
-    return {
-        "analyst": balance.analyst,
-        "epsilon_budget": balance.epsilon_budget or None,
-        "epsilon_spent": balance.epsilon_spent,
-        "delta_budget": balance.delta_budget or None,
-        "delta_spent": balance.delta_spent,
-        "dataset_epsilon_left": balance.dataset_epsilon_left,
-        "dataset_delta_left": balance.dataset_delta_left,
-    }
+    return balance_from_wire(balance).to_dict()
 
 
 @click.group("tokens")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from deniable.aggregator.storage.postgres._errors import redacted
+from deniable.aggregator.storage.postgres._errors import one_line, redacted
 from deniable.aggregator.storage.postgres._reader import PostgresReader
 from deniable.aggregator.storage.postgres._schema import SCHEMA_VERSION, migrate, upgrade
 from deniable.aggregator.storage.postgres._storage import PostgresStorage
@@ -12,6 +12,7 @@ __all__ = [
     "PostgresReader",
     "PostgresStorage",
     "migrate",
+    "one_line",
     "redacted",
     "upgrade",
 ]

@@ -16,7 +16,7 @@ from deniable.aggregator.central.curator._base import CuratorError
 from deniable.aggregator.central.curator.ledger._model import LedgerUnavailableError
 from deniable.aggregator.central.curator.ledger._schema import Db, migrate
 from deniable.aggregator.central.curator.ledger._sql import SqlLedger
-from deniable.aggregator.storage.postgres import redacted
+from deniable.aggregator.storage.postgres import one_line, redacted
 
 __all__ = ["PostgresLedger"]
 
@@ -37,10 +37,6 @@ class _PostgresDb:
 
     def run(self, sql: str, params: Sequence[object] = ()) -> int:
         return self._connection.execute(sql.replace("?", "%s").encode(), params).rowcount
-
-
-def _one_line(error: BaseException) -> str:
-    return " ".join(str(error).split()) or type(error).__name__
 
 
 class PostgresLedger(SqlLedger):
@@ -71,7 +67,7 @@ class PostgresLedger(SqlLedger):
         try:
             options = conninfo_to_dict(url)
         except psycopg.Error as error:
-            raise CuratorError(f"--db: cannot open {self.name!r}: {_one_line(error)}") from None
+            raise CuratorError(f"--db: cannot open {self.name!r}: {one_line(error)}") from None
         kwargs: dict[str, Any] = {}
         if "connect_timeout" not in options:
             kwargs["connect_timeout"] = connect_timeout
@@ -80,7 +76,7 @@ class PostgresLedger(SqlLedger):
                 connection.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
                 migrate(_PostgresDb(connection), "postgresql", self.name)
         except psycopg.Error as error:
-            raise CuratorError(f"--db: cannot open {self.name!r}: {_one_line(error)}") from None
+            raise CuratorError(f"--db: cannot open {self.name!r}: {one_line(error)}") from None
         self._pool: ConnectionPool[Connection] = ConnectionPool(
             url,
             kwargs=kwargs,
@@ -104,7 +100,7 @@ class PostgresLedger(SqlLedger):
                 self._pool.check()  # drop dead idle connections; the pool reconnects
             raise LedgerUnavailableError(
                 f"--db: the ledger database {self.name!r} is unavailable "
-                f"({_one_line(error)}); retry later (a spend cut off while committing "
+                f"({one_line(error)}); retry later (a spend cut off while committing "
                 "may have been recorded: check the balance first)"
             ) from None
 

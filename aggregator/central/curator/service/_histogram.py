@@ -142,9 +142,10 @@ class HistogramQuery(Query):
             document["bins"] = sorted(bins, key=lambda item: _order(item["value"]))
         else:
             listed = self._listed(dataset)
-            present = dict(dataset.engine.histogram(key, where, dataset.unit, values=listed))
+            # The engine gives exactly the listed keys, in their order, 0 when absent.
+            found = dataset.engine.histogram(key, where, dataset.unit, values=listed)
             result = noisy_histogram(
-                [(value, present.get(value, 0)) for value in listed],
+                [(value, n) for value, (_, n) in zip(listed, found, strict=True)],
                 self.options.exact_epsilon,
                 dataset.neighbours,
                 dataset.unit,
