@@ -108,9 +108,7 @@ def _default_name(source: str, table: str | None) -> str:
     return name
 
 
-def open_service(
-    options: Mapping[str, Any], *, server: bool, seeded: bool = False
-) -> curator.CuratorService:
+def open_service(options: Mapping[str, Any], *, seeded: bool = False) -> curator.CuratorService:
     """Open the engine and the ledger, register the data set, and return its service.
 
     Errors (a source that cannot be read, a unit column that is not there, a budget
@@ -125,7 +123,7 @@ def open_service(
         table = options.get("table")
         name = options.get("dataset_name") or _default_name(source, table)
         curator.check_totals(options.get("budget"), options.get("delta"))
-        _refuse_old_ledger(options, name, server)
+        _refuse_old_ledger(options, name)
         engine = engines.open_engine(
             source,
             table=table,
@@ -167,7 +165,7 @@ def _missing_sqlite(url: str) -> bool:
     return url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists()
 
 
-def _refuse_old_ledger(options: Mapping[str, Any], name: str, server: bool) -> None:
+def _refuse_old_ledger(options: Mapping[str, Any], name: str) -> None:
     """The old file-keyed ledger: refused, naming the command that moves it."""
     from deniable.aggregator.cli.curate._migrate import legacy_refusal
 

@@ -150,7 +150,7 @@ def open_session(data: Path | None, options: Mapping[str, Any]) -> Session:
         )
     if options.get("token_file") or options.get("token"):
         raise curator.CuratorError("--token-file and --token: only with --server")
-    service = open_service({**options, "data": data}, server=False, seeded=seed is not None)
+    service = open_service({**options, "data": data}, seeded=seed is not None)
     return LocalSession(service, seed)
 
 

@@ -113,7 +113,7 @@ def serve_command(
         token, token_path, created = load_or_create_token(
             admin_token_file, data_dir(), "curator-admin-token"
         )
-    service = open_service(dataset, server=True)
+    service = open_service(dataset)
     try:
         running = start_curator(service, token, listen, limits=limits, tls=tls)
     except (OSError, RuntimeError, ValueError) as error:
